@@ -1,0 +1,290 @@
+//! The compact per-rank event model that the reader produces and every later stage consumes.
+//!
+//! Times are integer nanoseconds: Kineto writes microseconds with up to three decimals, and a
+//! 1.7e15 µs epoch timestamp in an `f64` would lose a quarter of a microsecond. Names are interned
+//! per rank because a DSR1 decode step repeats the same few hundred kernel names thousands of times.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+/// Index into a [`NameTable`].
+pub type NameId = u32;
+
+/// Interned strings of one rank: kernel names, op names, raw `Input Dims` / `Input type` text.
+#[derive(Debug, Default, Clone)]
+pub struct NameTable {
+    names: Vec<Box<str>>,
+    index: HashMap<Box<str>, NameId>,
+}
+
+impl NameTable {
+    pub fn intern(&mut self, name: &str) -> NameId {
+        if let Some(&id) = self.index.get(name) {
+            return id;
+        }
+        let id = self.names.len() as NameId;
+        self.names.push(name.into());
+        self.index.insert(name.into(), id);
+        id
+    }
+
+    pub fn get(&self, id: NameId) -> &str {
+        &self.names[id as usize]
+    }
+
+    /// The id of `name` if it was interned.
+    pub fn lookup(&self, name: &str) -> Option<NameId> {
+        self.index.get(name).copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// What kind of GPU activity an event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuKind {
+    Kernel,
+    Memcpy,
+    Memset,
+}
+
+/// One kernel, memcpy or memset on the GPU timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuActivity {
+    pub kind: GpuKind,
+    pub name: NameId,
+    /// Start, nanoseconds since the trace's epoch.
+    pub ts: i64,
+    /// Duration in nanoseconds.
+    pub dur: i64,
+    pub stream: u64,
+    pub device: u64,
+    /// Links to the runtime launch ([`Launch::correlation`]) of the same rank.
+    pub correlation: Option<u64>,
+    /// Links to the CPU op ([`CpuOp::external_id`]) of the same rank.
+    pub external_id: Option<u64>,
+    pub grid: Option<[u32; 3]>,
+    pub block: Option<[u32; 3]>,
+}
+
+impl GpuActivity {
+    pub fn end(&self) -> i64 {
+        self.ts + self.dur
+    }
+}
+
+/// One `cpu_op` event (an ATen or custom operator on the host).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuOp {
+    pub name: NameId,
+    pub ts: i64,
+    pub dur: i64,
+    pub tid: u64,
+    pub external_id: Option<u64>,
+    /// Raw JSON text of `args["Input Dims"]`, interned; parse with [`parse_input_dims`].
+    pub input_dims: Option<NameId>,
+    /// Raw JSON text of `args["Input type"]`, interned.
+    pub input_types: Option<NameId>,
+}
+
+/// One runtime or driver call (`cuda_runtime`, `cuda_driver`; HIP calls keep these categories).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    pub name: NameId,
+    pub ts: i64,
+    pub dur: i64,
+    pub tid: u64,
+    pub correlation: u64,
+    pub external_id: Option<u64>,
+    /// `cudaGraphLaunch` / `hipGraphLaunch`: one launch, many kernels.
+    pub graph: bool,
+}
+
+/// Where an annotation was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnnotationSide {
+    /// `user_annotation`, on a host thread.
+    Cpu,
+    /// `gpu_user_annotation`, on a GPU stream.
+    Gpu,
+}
+
+/// A `user_annotation` or `gpu_user_annotation` range, such as SGLang's `step[DECODE bs=64]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Annotation {
+    pub name: NameId,
+    pub ts: i64,
+    pub dur: i64,
+    pub side: AnnotationSide,
+    /// Host thread id for CPU annotations, stream for GPU annotations.
+    pub track: u64,
+}
+
+/// The stage a per-stage SGLang file holds (`-DECODE`, `-EXTEND`, newer `-decode` / `-prefill`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Decode,
+    Extend,
+}
+
+/// The subset of `deviceProperties` the analysis uses.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DeviceInfo {
+    pub id: Option<u64>,
+    pub name: String,
+    pub total_global_mem: Option<u64>,
+    pub compute_major: Option<i64>,
+    pub compute_minor: Option<i64>,
+    pub num_sms: Option<u64>,
+}
+
+/// The subset of `distributedInfo` the analysis uses.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DistributedInfo {
+    pub backend: Option<String>,
+    pub rank: Option<u64>,
+    pub world_size: Option<u64>,
+}
+
+/// How the rank of a trace was decided, in order of trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RankSource {
+    /// A process label such as `[TP03]` in a merged file.
+    ProcessLabel,
+    /// `distributedInfo.rank`.
+    DistributedInfo,
+    /// The file name (`-TP-3`, `rank-3`, `worker3`).
+    FileName,
+    /// Nothing said: the only rank of a single file.
+    Default,
+}
+
+/// Which rank a [`RankTrace`] belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RankId {
+    /// Numeric rank: the TP index of a label, `distributedInfo.rank`, or the file-name number.
+    pub index: u32,
+    /// Human label, e.g. `TP03` or `TP00-DP01-PP00-EP03`.
+    pub label: String,
+    pub source: RankSource,
+}
+
+/// Counts of what the reader saw, skipped or could not use; reported, never fatal.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ReadStats {
+    /// Events seen, by `cat` (metadata events count under `__metadata`).
+    pub events_by_category: BTreeMap<String, u64>,
+    /// `python_function` events skipped without being parsed in full.
+    pub python_functions_skipped: u64,
+    /// Events of a kept category that lacked a field needed to use them (`ts`, `dur`, `correlation`).
+    pub incomplete_events: u64,
+    /// GPU activities with a negative duration, dropped.
+    pub negative_durations: u64,
+    /// Flow events (`ac2g`, `async_cpu_to_gpu`).
+    pub flow_events: u64,
+    /// Uncompressed bytes of JSON read (this rank's share of its file when the file is merged).
+    pub json_bytes: u64,
+}
+
+/// All events of one rank from one file (or one rank's share of a merged file).
+#[derive(Debug, Clone)]
+pub struct RankTrace {
+    pub rank: RankId,
+    pub file: PathBuf,
+    pub stage: Option<Stage>,
+    pub device: Option<DeviceInfo>,
+    pub distributed: Option<DistributedInfo>,
+    pub names: NameTable,
+    /// GPU activities, sorted by start time.
+    pub gpu: Vec<GpuActivity>,
+    /// CPU ops, sorted by start time.
+    pub cpu_ops: Vec<CpuOp>,
+    /// Runtime and driver calls that carry a correlation id, sorted by start time.
+    pub launches: Vec<Launch>,
+    /// Annotations, sorted by start time.
+    pub annotations: Vec<Annotation>,
+    pub stats: ReadStats,
+}
+
+impl RankTrace {
+    pub fn name(&self, id: NameId) -> &str {
+        self.names.get(id)
+    }
+}
+
+/// A profile run: every rank trace of every file given, sorted by rank then stage.
+#[derive(Debug, Clone, Default)]
+pub struct Run {
+    pub traces: Vec<RankTrace>,
+}
+
+impl Run {
+    /// Distinct rank indices, ascending.
+    pub fn rank_indices(&self) -> Vec<u32> {
+        let mut ranks: Vec<u32> = self.traces.iter().map(|t| t.rank.index).collect();
+        ranks.dedup();
+        ranks
+    }
+}
+
+/// Parses the raw text of an `Input Dims` argument into one shape per input.
+///
+/// A scalar, non-tensor or tensor-list input is an empty shape; malformed text gives no inputs.
+pub fn parse_input_dims(raw: &str) -> Vec<Vec<i64>> {
+    let value: serde_json::Value = match serde_json::from_str(raw) {
+        Ok(v) => v,
+        Err(_) => return Vec::new(),
+    };
+    let serde_json::Value::Array(inputs) = value else {
+        return Vec::new();
+    };
+    inputs
+        .iter()
+        .map(|input| match input {
+            serde_json::Value::Array(dims) => dims.iter().filter_map(|d| d.as_i64()).collect(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// True when an `Input Dims` text holds at least one number (a tensor input with a shape).
+pub fn dims_have_numbers(raw: &str) -> bool {
+    raw.bytes().any(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interning_returns_the_same_id_for_the_same_name() {
+        let mut names = NameTable::default();
+        let a = names.intern("ncclDevKernel_AllGather_RING_LL");
+        let b = names.intern("nvjet_tst_64x32");
+        assert_eq!(names.intern("ncclDevKernel_AllGather_RING_LL"), a);
+        assert_ne!(a, b);
+        assert_eq!(names.get(b), "nvjet_tst_64x32");
+        assert_eq!(names.len(), 2);
+    }
+
+    #[test]
+    fn input_dims_parse_per_input_and_keep_empty_inputs() {
+        let dims = parse_input_dims("[[64, 7168], [1536, 7168], [], []]");
+        assert_eq!(dims, vec![vec![64, 7168], vec![1536, 7168], vec![], vec![]]);
+        assert!(dims_have_numbers("[[64, 7168], []]"));
+        assert!(!dims_have_numbers("[[], [], []]"));
+        assert!(parse_input_dims("not json").is_empty());
+    }
+}
