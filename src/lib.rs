@@ -1,9 +1,13 @@
 //! tracegate: reads the PyTorch-profiler (Kineto) traces of an LLM inference profile run, extracts
 //! the figures that matter and gates them against a per-hardware baseline.
 //!
-//! The pipeline runs one way: [`reader`] → taxonomy → steps → metrics → gate → report.
-//! Only the reader sees JSON.
+//! The pipeline runs one way: [`reader`] → [`taxonomy`] → steps → metrics → gate → [`report`].
+//! Only the reader sees JSON; only the report formats.
 
+pub mod cli;
 pub mod exit;
+pub mod inspect;
+pub mod links;
 pub mod reader;
+pub mod report;
 pub mod taxonomy;

@@ -1,3 +1,13 @@
+use clap::Parser;
+
 fn main() {
-    println!("tracegate");
+    let cli = tracegate::cli::Cli::parse();
+    let status = match tracegate::cli::run(cli) {
+        Ok(status) => status,
+        Err(e) => {
+            eprintln!("tracegate: error: {e:#}");
+            tracegate::exit::CANNOT_JUDGE
+        }
+    };
+    std::process::exit(status);
 }

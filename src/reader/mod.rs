@@ -1,1 +1,93 @@
+//! The reader: trace files in, a [`Run`] of per-rank event lists out.
+//!
+//! Files are streamed (never held whole in memory) and read in parallel, one file per task.
+//! Only this module sees JSON.
+
+mod error;
+mod event;
+mod file;
 pub mod model;
+mod numbers;
+mod rank;
+mod scan;
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+pub use error::{ReadError, ReadErrorKind};
+pub use model::*;
+
+/// File names a directory walk skips: the files `tracegate synth` and `check` write beside traces.
+const NOT_TRACES: [&str; 1] = ["truth.json"];
+
+fn is_trace_name(name: &str) -> bool {
+    (name.ends_with(".json") || name.ends_with(".json.gz"))
+        && !NOT_TRACES.contains(&name)
+        && !name.ends_with(".verdict.json")
+}
+
+/// Expands directories (not recursively) into the trace files they hold, sorted by name.
+/// Files named explicitly are kept whatever their name.
+pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
+    let mut files = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            files.push(path.clone());
+            continue;
+        }
+        let err = |kind| ReadError {
+            path: path.clone(),
+            kind,
+        };
+        let mut found: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| err(ReadErrorKind::Io(e)))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.is_file()
+                    && p.file_name()
+                        .is_some_and(|n| is_trace_name(&n.to_string_lossy()))
+            })
+            .collect();
+        if found.is_empty() {
+            return Err(err(ReadErrorKind::NoTraceFiles));
+        }
+        found.sort();
+        files.extend(found);
+    }
+    Ok(files)
+}
+
+/// Reads one file; a merged file gives one trace per rank.
+pub fn read_file(path: &Path) -> Result<Vec<RankTrace>, ReadError> {
+    file::read_file(path)
+}
+
+/// Reads every file of a run in parallel. The first error, in argument order, wins, so the
+/// message does not depend on thread timing. Two traces of the same rank and stage are an error.
+pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
+    let files = expand_paths(paths)?;
+    let results: Vec<Result<Vec<RankTrace>, ReadError>> =
+        files.par_iter().map(|f| read_file(f)).collect();
+    let mut traces = Vec::new();
+    for result in results {
+        traces.extend(result?);
+    }
+    traces.sort_by(|a, b| (a.rank.index, a.stage, &a.file).cmp(&(b.rank.index, b.stage, &b.file)));
+    for pair in traces.windows(2) {
+        if pair[0].rank.index == pair[1].rank.index && pair[0].stage == pair[1].stage {
+            let stage = pair[1]
+                .stage
+                .map(|s| format!(" ({s:?} stage)"))
+                .unwrap_or_default();
+            return Err(ReadError {
+                path: pair[1].file.clone(),
+                kind: ReadErrorKind::Duplicate {
+                    what: format!("rank {}{stage}", pair[1].rank.index),
+                    other: pair[0].file.clone(),
+                },
+            });
+        }
+    }
+    Ok(Run { traces })
+}

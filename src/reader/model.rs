@@ -194,7 +194,12 @@ pub struct ReadStats {
     pub negative_durations: u64,
     /// Flow events (`ac2g`, `async_cpu_to_gpu`).
     pub flow_events: u64,
-    /// Uncompressed bytes of JSON read (this rank's share of its file when the file is merged).
+    /// Events that are valid JSON but not an event object of the expected shape; skipped.
+    pub malformed_events: u64,
+    /// Events of a merged file that carry no rank label (such as pid `"Spans"`); counted, not
+    /// attributed to any rank.
+    pub unattributed_events: u64,
+    /// Uncompressed bytes of JSON read: the file's size, split evenly between the ranks of a merged file.
     pub json_bytes: u64,
 }
 

@@ -1,0 +1,34 @@
+//! Reader errors: each names the file and says what is wrong in one line.
+
+use std::io;
+use std::path::PathBuf;
+
+/// A file that cannot be read as a trace. Displayed as `<path>: <what is wrong>`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {kind}", path.display())]
+pub struct ReadError {
+    pub path: PathBuf,
+    pub kind: ReadErrorKind,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadErrorKind {
+    #[error("cannot read: {0}")]
+    Io(#[source] io::Error),
+    #[error("corrupt or truncated gzip data: {0}")]
+    Gzip(#[source] io::Error),
+    #[error("the file is empty")]
+    Empty,
+    #[error("truncated JSON: the data ends at byte {offset} inside {context}")]
+    TruncatedJson { offset: u64, context: &'static str },
+    #[error("malformed JSON at byte {offset}: {message}")]
+    Json { offset: u64, message: String },
+    #[error("not a PyTorch-profiler trace: {0}")]
+    NotATrace(String),
+    #[error("no GPU activity: {0}")]
+    NoGpuActivity(String),
+    #[error("no .json or .json.gz trace file in this directory")]
+    NoTraceFiles,
+    #[error("{what} appears twice: also in {other}")]
+    Duplicate { what: String, other: PathBuf },
+}

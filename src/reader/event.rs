@@ -1,0 +1,353 @@
+//! One trace event: parsed from a borrowed slice into only the fields the analysis uses, then
+//! turned into the model type of its category.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::model::{
+    Annotation, AnnotationSide, CpuOp, GpuActivity, GpuKind, Launch, NameTable, ReadStats,
+};
+use super::numbers::{micros_to_ns, parse_dim3, parse_u64, track_id};
+
+/// A string that tolerates bad UTF-8 (replaced, not fatal) and borrows when it can.
+#[derive(Debug, Default)]
+pub struct Lossy<'a>(pub Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Lossy<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct LossyVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for LossyVisitor<'a> {
+            type Value = Lossy<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Self::Value, E> {
+                Ok(Lossy(String::from_utf8_lossy(v)))
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
+                Ok(Lossy(Cow::Owned(String::from_utf8_lossy(v).into_owned())))
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Lossy(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Lossy(Cow::Owned(v.to_owned())))
+            }
+        }
+        // Asking for bytes makes serde_json skip UTF-8 validation: names may hold bad UTF-8.
+        d.deserialize_bytes(LossyVisitor(std::marker::PhantomData))
+    }
+}
+
+/// The arguments the analysis reads; every other key is skipped without being parsed.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawArgs<'a> {
+    #[serde(default, borrow, rename = "External id")]
+    pub external_id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub correlation: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub stream: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub device: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub grid: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub block: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "Input Dims")]
+    pub input_dims: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "Input type")]
+    pub input_type: Option<&'a RawValue>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RawEvent<'a> {
+    #[serde(default, borrow)]
+    pub ph: Option<Lossy<'a>>,
+    #[serde(default, borrow)]
+    pub cat: Option<Lossy<'a>>,
+    #[serde(default, borrow)]
+    pub name: Option<Lossy<'a>>,
+    #[serde(default, borrow)]
+    pub pid: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub tid: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub ts: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub dur: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub args: Option<RawArgs<'a>>,
+}
+
+/// The events of one rank (or, before ranks are resolved, of one process label) being collected.
+#[derive(Debug, Default)]
+pub struct EventSink {
+    pub names: NameTable,
+    pub gpu: Vec<GpuActivity>,
+    pub cpu_ops: Vec<CpuOp>,
+    pub launches: Vec<Launch>,
+    pub annotations: Vec<Annotation>,
+    pub stats: ReadStats,
+}
+
+/// What kind of event a `cat` names, for the categories the analysis keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    Gpu(GpuKind),
+    CpuOp,
+    Runtime,
+    Annotation(AnnotationSide),
+    Flow,
+    Ignored,
+}
+
+pub fn classify_cat(cat: &str) -> Kept {
+    match cat {
+        "kernel" | "Kernel" => Kept::Gpu(GpuKind::Kernel),
+        "gpu_memcpy" | "Memcpy" | "memcpy" => Kept::Gpu(GpuKind::Memcpy),
+        "gpu_memset" | "Memset" | "memset" => Kept::Gpu(GpuKind::Memset),
+        "cpu_op" | "Operator" | "operator" => Kept::CpuOp,
+        "cuda_runtime" | "cuda_driver" | "Runtime" | "runtime" | "hip_runtime" => Kept::Runtime,
+        "user_annotation" => Kept::Annotation(AnnotationSide::Cpu),
+        "gpu_user_annotation" => Kept::Annotation(AnnotationSide::Gpu),
+        "ac2g" | "async_cpu_to_gpu" => Kept::Flow,
+        _ => Kept::Ignored,
+    }
+}
+
+fn raw(v: Option<&RawValue>) -> Option<&str> {
+    v.map(RawValue::get).filter(|t| *t != "null")
+}
+
+fn is_graph_launch(name: &str) -> bool {
+    matches!(
+        name,
+        "cudaGraphLaunch" | "hipGraphLaunch" | "cudaGraphLaunch_v10000" | "cuGraphLaunch"
+    )
+}
+
+impl EventSink {
+    fn count_category(&mut self, cat: &str) {
+        if let Some(n) = self.stats.events_by_category.get_mut(cat) {
+            *n += 1;
+        } else {
+            self.stats.events_by_category.insert(cat.to_owned(), 1);
+        }
+    }
+
+    /// Adds one complete (`ph: "X"`) or other event. `pid_device` is the numeric device a GPU
+    /// event's pid names, used when `args.device` is absent.
+    pub fn add(&mut self, ev: &RawEvent<'_>, pid_device: Option<u64>) {
+        let ph = ev.ph.as_ref().map(|p| p.0.as_ref()).unwrap_or("");
+        if ph == "M" {
+            self.count_category("__metadata");
+            return;
+        }
+        let cat = ev.cat.as_ref().map(|c| c.0.as_ref()).unwrap_or("");
+        self.count_category(cat);
+        let kept = classify_cat(cat);
+        if kept == Kept::Flow {
+            self.stats.flow_events += 1;
+            return;
+        }
+        if kept == Kept::Ignored || ph != "X" {
+            return;
+        }
+        let name = ev.name.as_ref().map(|n| n.0.as_ref()).unwrap_or("");
+        let (Some(ts), Some(dur)) = (
+            raw(ev.ts).and_then(micros_to_ns),
+            raw(ev.dur).and_then(micros_to_ns),
+        ) else {
+            self.stats.incomplete_events += 1;
+            return;
+        };
+        if dur < 0 {
+            self.stats.negative_durations += 1;
+            return;
+        }
+        let empty = RawArgs::default();
+        let args = ev.args.as_ref().unwrap_or(&empty);
+        let tid = raw(ev.tid).map(track_id).unwrap_or(0);
+        let correlation = raw(args.correlation).and_then(parse_u64);
+        let external_id = raw(args.external_id).and_then(parse_u64);
+        match kept {
+            Kept::Gpu(kind) => {
+                let stream = raw(args.stream).and_then(parse_u64).unwrap_or(tid);
+                let device = raw(args.device)
+                    .and_then(parse_u64)
+                    .or(pid_device)
+                    .unwrap_or(0);
+                let name = self.names.intern(name);
+                self.gpu.push(GpuActivity {
+                    kind,
+                    name,
+                    ts,
+                    dur,
+                    stream,
+                    device,
+                    correlation,
+                    external_id,
+                    grid: raw(args.grid).and_then(parse_dim3),
+                    block: raw(args.block).and_then(parse_dim3),
+                });
+            }
+            Kept::CpuOp => {
+                let name = self.names.intern(name);
+                let input_dims = raw(args.input_dims).map(|d| self.names.intern(d));
+                let input_types = raw(args.input_type).map(|t| self.names.intern(t));
+                self.cpu_ops.push(CpuOp {
+                    name,
+                    ts,
+                    dur,
+                    tid,
+                    external_id,
+                    input_dims,
+                    input_types,
+                });
+            }
+            Kept::Runtime => {
+                let Some(correlation) = correlation else {
+                    // Runtime calls that launch nothing (cudaMalloc, sync) carry no correlation.
+                    return;
+                };
+                let graph = is_graph_launch(name);
+                let name = self.names.intern(name);
+                self.launches.push(Launch {
+                    name,
+                    ts,
+                    dur,
+                    tid,
+                    correlation,
+                    external_id,
+                    graph,
+                });
+            }
+            Kept::Annotation(side) => {
+                let track = match side {
+                    AnnotationSide::Cpu => tid,
+                    AnnotationSide::Gpu => raw(args.stream).and_then(parse_u64).unwrap_or(tid),
+                };
+                let name = self.names.intern(name);
+                self.annotations.push(Annotation {
+                    name,
+                    ts,
+                    dur,
+                    side,
+                    track,
+                });
+            }
+            Kept::Flow | Kept::Ignored => {}
+        }
+    }
+
+    /// Sorts every list by start time (stable, so equal starts keep file order).
+    pub fn finish(&mut self) {
+        self.gpu.sort_by_key(|a| a.ts);
+        self.cpu_ops.sort_by_key(|a| a.ts);
+        self.launches.sort_by_key(|a| a.ts);
+        self.annotations.sort_by_key(|a| a.ts);
+    }
+}
+
+/// True when an event's text starts like a `python_function` event, which can be ~90% of a
+/// trace: such events are counted and skipped without a full parse. Kineto writes `cat` among
+/// the first keys, so looking at the head of the event is enough.
+pub fn looks_like_python_function(event: &[u8]) -> bool {
+    let head = &event[..event.len().min(96)];
+    memchr::memmem::find(head, b"\"python_function\"").is_some()
+        && memchr::memmem::find(head, b"\"cat\"").is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sink_of(events: &[&str]) -> EventSink {
+        let mut sink = EventSink::default();
+        for text in events {
+            let ev: RawEvent = serde_json::from_str(text).unwrap();
+            sink.add(&ev, Some(3));
+        }
+        sink.finish();
+        sink
+    }
+
+    #[test]
+    fn kernel_fields_are_read_exactly() {
+        let sink = sink_of(&[
+            r#"{"ph": "X", "cat": "kernel", "name": "nvjet_tst_64x32", "pid": 3, "tid": 7,
+            "ts": 1694128201545123.456, "dur": 8.4, "args": {"stream": 7, "correlation": 12,
+            "External id": 40, "grid": [136, 1, 1], "block": [384, 1, 1], "queued": 0}}"#,
+        ]);
+        let k = &sink.gpu[0];
+        assert_eq!(sink.names.get(k.name), "nvjet_tst_64x32");
+        assert_eq!(
+            (k.ts, k.dur, k.stream, k.device),
+            (1_694_128_201_545_123_456, 8_400, 7, 3)
+        );
+        assert_eq!((k.correlation, k.external_id), (Some(12), Some(40)));
+        assert_eq!(k.grid, Some([136, 1, 1]));
+    }
+
+    #[test]
+    fn string_numbers_and_missing_fields_are_tolerated_and_counted() {
+        let sink = sink_of(&[
+            r#"{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD", "ts": "5", "dur": "1.5",
+                "args": {"stream": "0x0", "device": "1"}}"#,
+            r#"{"ph": "X", "cat": "kernel", "name": "no_dur", "ts": 5}"#,
+            r#"{"ph": "X", "cat": "kernel", "name": "negative", "ts": 5, "dur": -1}"#,
+            r#"{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "python"}}"#,
+            r#"{"ph": "f", "cat": "ac2g", "id": 1, "ts": 3}"#,
+        ]);
+        assert_eq!(sink.gpu.len(), 1);
+        assert_eq!(
+            (sink.gpu[0].stream, sink.gpu[0].device, sink.gpu[0].kind),
+            (0, 1, GpuKind::Memcpy)
+        );
+        assert_eq!(sink.stats.incomplete_events, 1);
+        assert_eq!(sink.stats.negative_durations, 1);
+        assert_eq!(sink.stats.flow_events, 1);
+        assert_eq!(sink.stats.events_by_category["__metadata"], 1);
+        assert_eq!(sink.stats.events_by_category["kernel"], 2);
+    }
+
+    #[test]
+    fn graph_launches_and_annotations_are_recognised() {
+        let sink = sink_of(&[
+            r#"{"ph": "X", "cat": "cuda_runtime", "name": "hipGraphLaunch", "ts": 1, "dur": 2, "tid": 9,
+                "args": {"correlation": 77}}"#,
+            r#"{"ph": "X", "cat": "cuda_runtime", "name": "cudaMalloc", "ts": 1, "dur": 2, "args": {}}"#,
+            r#"{"ph": "X", "cat": "user_annotation", "name": "step[DECODE bs=64]", "ts": 0, "dur": 9, "tid": 9}"#,
+        ]);
+        assert_eq!(sink.launches.len(), 1);
+        assert!(sink.launches[0].graph);
+        assert_eq!(sink.annotations[0].side, AnnotationSide::Cpu);
+        assert_eq!(sink.annotations[0].track, 9);
+    }
+
+    #[test]
+    fn bad_utf8_names_are_replaced_not_fatal() {
+        let mut bytes = br#"{"ph": "X", "cat": "kernel", "name": "k"#.to_vec();
+        bytes.extend_from_slice(&[0xff, 0xfe]);
+        bytes.extend_from_slice(br#"", "ts": 1, "dur": 1}"#);
+        let ev: RawEvent = serde_json::from_slice(&bytes).unwrap();
+        let mut sink = EventSink::default();
+        sink.add(&ev, None);
+        assert_eq!(sink.names.get(sink.gpu[0].name), "k\u{fffd}\u{fffd}");
+    }
+
+    #[test]
+    fn python_function_heads_are_spotted() {
+        assert!(looks_like_python_function(
+            br#"{"ph": "X", "cat": "python_function", "name": "x"}"#
+        ));
+        assert!(!looks_like_python_function(
+            br#"{"ph": "X", "cat": "kernel", "name": "x"}"#
+        ));
+    }
+}

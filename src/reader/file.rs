@@ -1,0 +1,518 @@
+//! Reading one trace file (plain or gzip JSON) into one rank trace per rank it holds.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use flate2::read::MultiGzDecoder;
+use serde::Deserialize;
+
+use super::error::{ReadError, ReadErrorKind};
+use super::event::{looks_like_python_function, EventSink, RawEvent};
+use super::model::{DeviceInfo, DistributedInfo, RankId, RankSource, RankTrace};
+use super::rank::{label_tp_index, process_label, rank_from_file_name, stage_from_file_name};
+use super::scan::{ScanError, Scanner};
+
+#[derive(Debug, Default, Deserialize)]
+struct RawDevice {
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, rename = "totalGlobalMem")]
+    total_global_mem: Option<serde_json::Value>,
+    #[serde(default, rename = "computeMajor")]
+    compute_major: Option<i64>,
+    #[serde(default, rename = "computeMinor")]
+    compute_minor: Option<i64>,
+    #[serde(default, rename = "numSms")]
+    num_sms: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RawDistributed {
+    #[serde(default)]
+    backend: Option<String>,
+    #[serde(default)]
+    rank: Option<serde_json::Value>,
+    #[serde(default)]
+    world_size: Option<serde_json::Value>,
+}
+
+fn json_u64(v: &Option<serde_json::Value>) -> Option<u64> {
+    match v.as_ref()? {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => super::numbers::parse_u64(s),
+        _ => None,
+    }
+}
+
+/// Everything one file yields before ranks are resolved.
+#[derive(Default)]
+struct FileContents {
+    saw_trace_events: bool,
+    events: u64,
+    malformed: u64,
+    devices: Vec<RawDevice>,
+    distributed: Option<RawDistributed>,
+    /// Sinks per process label (merged files); index 0 is the unlabelled sink.
+    sinks: Vec<EventSink>,
+    labels: Vec<String>,
+    by_label: HashMap<String, usize>,
+}
+
+pub fn read_file(path: &Path) -> Result<Vec<RankTrace>, ReadError> {
+    let err = |kind| ReadError {
+        path: path.to_path_buf(),
+        kind,
+    };
+    let mut file = File::open(path).map_err(|e| err(ReadErrorKind::Io(e)))?;
+    let mut magic = [0u8; 2];
+    let got = read_up_to(&mut file, &mut magic).map_err(|e| err(ReadErrorKind::Io(e)))?;
+    let head = std::io::Cursor::new(magic[..got].to_vec());
+    let gzip = got == 2 && magic == [0x1f, 0x8b];
+    let chained = head.chain(file);
+    let (contents, json_bytes) = if gzip {
+        read_stream(
+            MultiGzDecoder::new(BufReader::with_capacity(1 << 16, chained)),
+            true,
+        )
+    } else {
+        read_stream(chained, false)
+    }
+    .map_err(err)?;
+    assemble(path, contents, json_bytes).map_err(err)
+}
+
+fn read_up_to(src: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match src.read(&mut buf[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got)
+}
+
+fn scan_error(e: ScanError, gzip: bool, context: &'static str) -> ReadErrorKind {
+    match e {
+        ScanError::Io(source) if gzip => ReadErrorKind::Gzip(source),
+        ScanError::Io(source) => ReadErrorKind::Io(source),
+        ScanError::UnexpectedEof { offset } => ReadErrorKind::TruncatedJson { offset, context },
+        ScanError::Unexpected {
+            offset,
+            found,
+            expected,
+        } => ReadErrorKind::Json {
+            offset,
+            message: format!("found {:?} where {expected} was expected", found as char),
+        },
+    }
+}
+
+fn read_stream<R: Read>(src: R, gzip: bool) -> Result<(FileContents, u64), ReadErrorKind> {
+    let mut scan = Scanner::new(src);
+    let mut contents = FileContents {
+        sinks: vec![EventSink::default()],
+        labels: vec![String::new()],
+        ..Default::default()
+    };
+    let top = |e| scan_error(e, gzip, "the top-level object");
+    match scan.peek().map_err(top)? {
+        None => return Err(ReadErrorKind::Empty),
+        Some(b'[') => read_events(&mut scan, &mut contents, gzip)?,
+        Some(b'{') => read_object(&mut scan, &mut contents, gzip)?,
+        Some(b) => {
+            return Err(ReadErrorKind::NotATrace(format!(
+                "it starts with {:?}, not a JSON object or array",
+                b as char
+            )))
+        }
+    }
+    if let Some(b) = scan.peek().map_err(top)? {
+        return Err(ReadErrorKind::Json {
+            offset: scan.offset(),
+            message: format!("unexpected {:?} after the end of the trace", b as char),
+        });
+    }
+    if !contents.saw_trace_events {
+        return Err(ReadErrorKind::NotATrace(
+            "it has no \"traceEvents\" array".into(),
+        ));
+    }
+    Ok((contents, scan.offset()))
+}
+
+fn read_object<R: Read>(
+    scan: &mut Scanner<R>,
+    contents: &mut FileContents,
+    gzip: bool,
+) -> Result<(), ReadErrorKind> {
+    let top = |e| scan_error(e, gzip, "the top-level object");
+    scan.expect(b'{', "'{'").map_err(top)?;
+    if scan.peek().map_err(top)? == Some(b'}') {
+        scan.expect(b'}', "'}'").map_err(top)?;
+        return Ok(());
+    }
+    loop {
+        let (offset, key_bytes) = scan.next_value().map_err(top)?;
+        let key: String =
+            serde_json::from_slice(key_bytes).map_err(|e| json_error(offset, key_bytes, &e))?;
+        scan.expect(b':', "':'").map_err(top)?;
+        match key.as_str() {
+            "traceEvents" => read_events(scan, contents, gzip)?,
+            "deviceProperties" => {
+                let (offset, bytes) = scan.next_value().map_err(top)?;
+                // Not a list of devices is untidy, not fatal: the device name is descriptive.
+                contents.devices =
+                    serde_json::from_slice(bytes).or_else(|e| tolerate(offset, bytes, e))?;
+            }
+            "distributedInfo" => {
+                let (offset, bytes) = scan.next_value().map_err(top)?;
+                contents.distributed = serde_json::from_slice(bytes)
+                    .map(Some)
+                    .or_else(|e| tolerate(offset, bytes, e))?;
+            }
+            _ => {
+                scan.next_value().map_err(top)?;
+            }
+        }
+        match scan.peek().map_err(top)? {
+            Some(b',') => scan.expect(b',', "','").map_err(top)?,
+            Some(b'}') => return scan.expect(b'}', "'}'").map_err(top),
+            Some(found) => {
+                return Err(ReadErrorKind::Json {
+                    offset: scan.offset(),
+                    message: format!("found {:?} where ',' or '}}' was expected", found as char),
+                })
+            }
+            None => {
+                return Err(ReadErrorKind::TruncatedJson {
+                    offset: scan.offset(),
+                    context: "the top-level object",
+                })
+            }
+        }
+    }
+}
+
+/// A value of the wrong shape but valid JSON gives the default; invalid JSON is an error.
+fn tolerate<T: Default>(
+    offset: u64,
+    bytes: &[u8],
+    e: serde_json::Error,
+) -> Result<T, ReadErrorKind> {
+    match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+        Ok(_) => Ok(T::default()),
+        Err(_) => Err(json_error(offset, bytes, &e)),
+    }
+}
+
+/// Turns a serde error inside a framed value into an error at a byte offset of the stream.
+fn json_error(offset: u64, bytes: &[u8], e: &serde_json::Error) -> ReadErrorKind {
+    let mut line_start = 0usize;
+    for _ in 1..e.line() {
+        match memchr::memchr(b'\n', &bytes[line_start..]) {
+            Some(i) => line_start += i + 1,
+            None => break,
+        }
+    }
+    let at = offset + (line_start + e.column().saturating_sub(1)) as u64;
+    ReadErrorKind::Json {
+        offset: at,
+        message: e.to_string(),
+    }
+}
+
+fn read_events<R: Read>(
+    scan: &mut Scanner<R>,
+    contents: &mut FileContents,
+    gzip: bool,
+) -> Result<(), ReadErrorKind> {
+    let ctx = |e| scan_error(e, gzip, "the traceEvents array");
+    contents.saw_trace_events = true;
+    scan.expect(b'[', "'[' (traceEvents must be an array)")
+        .map_err(ctx)?;
+    let mut last: Option<(Vec<u8>, usize)> = None;
+    loop {
+        match scan.peek().map_err(ctx)? {
+            Some(b']') => {
+                scan.expect(b']', "']'").map_err(ctx)?;
+                return Ok(());
+            }
+            Some(_) => {}
+            None => {
+                return Err(ReadErrorKind::TruncatedJson {
+                    offset: scan.offset(),
+                    context: "the traceEvents array",
+                })
+            }
+        }
+        let (offset, bytes) = scan.next_value().map_err(ctx)?;
+        contents.events += 1;
+        add_event(contents, offset, bytes, &mut last)?;
+        match scan.peek().map_err(ctx)? {
+            Some(b',') => scan.expect(b',', "','").map_err(ctx)?,
+            Some(b']') => {}
+            Some(found) => {
+                return Err(ReadErrorKind::Json {
+                    offset: scan.offset(),
+                    message: format!(
+                        "found {:?} where ',' or ']' was expected in traceEvents",
+                        found as char
+                    ),
+                })
+            }
+            None => {
+                return Err(ReadErrorKind::TruncatedJson {
+                    offset: scan.offset(),
+                    context: "the traceEvents array",
+                })
+            }
+        }
+    }
+}
+
+/// The raw text of the `pid` of an event, found without a full parse.
+fn pid_text(bytes: &[u8]) -> Option<&[u8]> {
+    let at = memchr::memmem::find(bytes, b"\"pid\"")? + 5;
+    let rest = &bytes[at..];
+    let colon = memchr::memchr(b':', rest)?;
+    let value = &rest[colon + 1..];
+    let value = &value[value.iter().position(|b| !b.is_ascii_whitespace())?..];
+    let end = if value.first() == Some(&b'"') {
+        1 + memchr::memchr(b'"', &value[1..])? + 1
+    } else {
+        value
+            .iter()
+            .position(|b| matches!(b, b',' | b'}' | b' '))
+            .unwrap_or(value.len())
+    };
+    Some(&value[..end])
+}
+
+/// The sink an event goes to: one per process label of a merged file, else the unlabelled one.
+fn sink_for(
+    contents: &mut FileContents,
+    pid: Option<&str>,
+    last: &mut Option<(Vec<u8>, usize)>,
+) -> (usize, Option<u64>) {
+    let Some(pid) = pid else { return (0, None) };
+    let numeric = super::numbers::parse_u64(pid);
+    if let Some((last_pid, idx)) = last {
+        if last_pid.as_slice() == pid.as_bytes() {
+            let device = numeric.or_else(|| process_label(pid).and_then(|(_, n)| n));
+            return (*idx, device);
+        }
+    }
+    let (idx, device) = match process_label(pid) {
+        Some((label, number)) => {
+            let idx = match contents.by_label.get(label) {
+                Some(&i) => i,
+                None => {
+                    contents.sinks.push(EventSink::default());
+                    contents.labels.push(label.to_owned());
+                    contents
+                        .by_label
+                        .insert(label.to_owned(), contents.sinks.len() - 1);
+                    contents.sinks.len() - 1
+                }
+            };
+            (idx, number)
+        }
+        None => (0, numeric),
+    };
+    *last = Some((pid.as_bytes().to_vec(), idx));
+    (idx, device)
+}
+
+fn add_event(
+    contents: &mut FileContents,
+    offset: u64,
+    bytes: &[u8],
+    last: &mut Option<(Vec<u8>, usize)>,
+) -> Result<(), ReadErrorKind> {
+    if bytes.first() == Some(&b'{') && looks_like_python_function(bytes) {
+        let pid = pid_text(bytes).map(String::from_utf8_lossy);
+        let (idx, _) = sink_for(contents, pid.as_deref(), last);
+        contents.sinks[idx].stats.python_functions_skipped += 1;
+        return Ok(());
+    }
+    let event: RawEvent = match serde_json::from_slice(bytes) {
+        Ok(ev) => ev,
+        Err(e) => {
+            // Valid JSON of an unexpected shape is untidy data; invalid JSON is fatal.
+            serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
+                .map_err(|_| json_error(offset, bytes, &e))?;
+            contents.malformed += 1;
+            return Ok(());
+        }
+    };
+    let (idx, device) = sink_for(contents, event.pid.map(|p| p.get()), last);
+    contents.sinks[idx].add(&event, device);
+    Ok(())
+}
+
+fn device_info(devices: &[RawDevice], device: Option<u64>) -> Option<DeviceInfo> {
+    let pick = devices
+        .iter()
+        .find(|d| device.is_some() && json_u64(&d.id) == device)
+        .or(devices.first())?;
+    Some(DeviceInfo {
+        id: json_u64(&pick.id),
+        name: pick.name.clone().unwrap_or_default(),
+        total_global_mem: json_u64(&pick.total_global_mem),
+        compute_major: pick.compute_major,
+        compute_minor: pick.compute_minor,
+        num_sms: json_u64(&pick.num_sms),
+    })
+}
+
+/// The device most of a rank's GPU activities ran on.
+fn main_device(sink: &EventSink) -> Option<u64> {
+    let mut counts: HashMap<u64, usize> = HashMap::new();
+    for a in &sink.gpu {
+        *counts.entry(a.device).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(dev, n)| (n, std::cmp::Reverse(dev)))
+        .map(|(d, _)| d)
+}
+
+fn assemble(
+    path: &Path,
+    mut contents: FileContents,
+    json_bytes: u64,
+) -> Result<Vec<RankTrace>, ReadErrorKind> {
+    if contents.events == 0 {
+        return Err(ReadErrorKind::NoGpuActivity(
+            "its traceEvents array is empty".into(),
+        ));
+    }
+    let gpu_total: usize = contents.sinks.iter().map(|s| s.gpu.len()).sum();
+    if gpu_total == 0 {
+        let cpu: usize = contents.sinks.iter().map(|s| s.cpu_ops.len()).sum();
+        return Err(ReadErrorKind::NoGpuActivity(format!(
+            "{} events, {} CPU ops, but no kernel, memcpy or memset event",
+            contents.events, cpu
+        )));
+    }
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stage = stage_from_file_name(&file_name);
+    let distributed = contents.distributed.take().map(|d| DistributedInfo {
+        backend: d.backend,
+        rank: json_u64(&d.rank),
+        world_size: json_u64(&d.world_size),
+    });
+    let merged = contents.sinks.len() > 1;
+    let mut sinks = std::mem::take(&mut contents.sinks);
+    let labels = std::mem::take(&mut contents.labels);
+    let unlabelled = sinks.remove(0);
+    let mut traces = Vec::new();
+    if merged {
+        // In SGLang's merged file every pid is labelled; events without a label (string pids such
+        // as "Spans") belong to no rank and are counted, not guessed.
+        let mut order: Vec<usize> = (0..sinks.len()).collect();
+        order.sort_by(|&a, &b| labels[a + 1].cmp(&labels[b + 1]));
+        for (position, i) in order.into_iter().enumerate() {
+            let label = labels[i + 1].clone();
+            let index = label_tp_index(&label).unwrap_or(position as u32);
+            let mut sink = std::mem::take(&mut sinks[i]);
+            sink.stats.unattributed_events =
+                unlabelled.stats.events_by_category.values().sum::<u64>()
+                    + unlabelled.stats.python_functions_skipped;
+            let rank = RankId {
+                index,
+                label,
+                source: RankSource::ProcessLabel,
+            };
+            let dist = distributed.clone().map(|d| DistributedInfo {
+                rank: Some(index as u64),
+                ..d
+            });
+            traces.push(finish_trace(
+                path,
+                sink,
+                rank,
+                stage,
+                dist,
+                &contents.devices,
+                0,
+            ));
+        }
+    } else {
+        let (index, source) = match distributed.as_ref().and_then(|d| d.rank) {
+            Some(r) => (r as u32, RankSource::DistributedInfo),
+            None => match rank_from_file_name(&file_name) {
+                Some(r) => (r, RankSource::FileName),
+                None => (0, RankSource::Default),
+            },
+        };
+        let rank = RankId {
+            index,
+            label: format!("rank{index}"),
+            source,
+        };
+        traces.push(finish_trace(
+            path,
+            unlabelled,
+            rank,
+            stage,
+            distributed,
+            &contents.devices,
+            contents.malformed,
+        ));
+    }
+    let share = json_bytes / traces.len() as u64;
+    for t in &mut traces {
+        t.stats.json_bytes = share;
+    }
+    if merged {
+        traces[0].stats.malformed_events = contents.malformed;
+    }
+    Ok(traces)
+}
+
+fn finish_trace(
+    path: &Path,
+    mut sink: EventSink,
+    rank: RankId,
+    stage: Option<super::model::Stage>,
+    distributed: Option<DistributedInfo>,
+    devices: &[RawDevice],
+    malformed: u64,
+) -> RankTrace {
+    sink.finish();
+    sink.stats.malformed_events = malformed;
+    RankTrace {
+        device: device_info(devices, main_device(&sink)),
+        rank,
+        file: path.to_path_buf(),
+        stage,
+        distributed,
+        names: sink.names,
+        gpu: sink.gpu,
+        cpu_ops: sink.cpu_ops,
+        launches: sink.launches,
+        annotations: sink.annotations,
+        stats: sink.stats,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pid_text_is_found_without_a_parse() {
+        assert_eq!(pid_text(br#"{"ph": "X", "cat": "python_function", "name": "a", "pid": "[TP01] 9", "tid": 1}"#), Some(&br#""[TP01] 9""#[..]));
+        assert_eq!(pid_text(br#"{"pid": 251, "tid": 1}"#), Some(&b"251"[..]));
+        assert_eq!(pid_text(br#"{"tid": 1}"#), None);
+    }
+}

@@ -1,0 +1,105 @@
+//! Which rank and stage a file or a process belongs to, from names alone.
+
+use super::model::Stage;
+
+/// The `[TP00]` / `[TP00-DP01-PP00-EP03]` label SGLang's merged file puts in front of each pid,
+/// e.g. `"[TP00] 251"`; returns the label and the number after it.
+pub fn process_label(pid_text: &str) -> Option<(&str, Option<u64>)> {
+    let text = pid_text.trim().trim_matches('"');
+    let rest = text.strip_prefix('[')?;
+    let close = rest.find(']')?;
+    let label = &rest[..close];
+    if label.is_empty() {
+        return None;
+    }
+    let after = rest[close + 1..].trim();
+    Some((label, after.parse().ok()))
+}
+
+/// The numeric rank of a label: the TP index when the label is `TPnn` alone.
+pub fn label_tp_index(label: &str) -> Option<u32> {
+    label.strip_prefix("TP")?.parse().ok()
+}
+
+/// The rank a file name states: SGLang `-TP-3`, HTA `rank-3` / `rank_3`, PARAM `worker3`.
+pub fn rank_from_file_name(file_name: &str) -> Option<u32> {
+    const MARKERS: [&str; 5] = ["-TP-", "rank-", "rank_", "worker", "rank"];
+    let lower = file_name.to_ascii_lowercase();
+    for marker in MARKERS {
+        let needle = marker.to_ascii_lowercase();
+        if let Some(pos) = lower.find(&needle) {
+            let digits: String = lower[pos + needle.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
+            if let Ok(rank) = digits.parse() {
+                return Some(rank);
+            }
+        }
+    }
+    None
+}
+
+/// The stage of an SGLang stage-split file: `-DECODE` / `-decode`, `-EXTEND` / `-prefill`.
+pub fn stage_from_file_name(file_name: &str) -> Option<Stage> {
+    if file_name.contains("-DECODE") || file_name.contains("-decode") {
+        Some(Stage::Decode)
+    } else if file_name.contains("-EXTEND")
+        || file_name.contains("-prefill")
+        || file_name.contains("-PREFILL")
+    {
+        Some(Stage::Extend)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_pids_carry_labels() {
+        assert_eq!(process_label("\"[TP00] 251\""), Some(("TP00", Some(251))));
+        assert_eq!(
+            process_label("[TP00-DP01-PP00-EP03] 0"),
+            Some(("TP00-DP01-PP00-EP03", Some(0)))
+        );
+        assert_eq!(process_label("251"), None);
+        assert_eq!(process_label("\"Spans\""), None);
+        assert_eq!(label_tp_index("TP07"), Some(7));
+        assert_eq!(label_tp_index("TP00-DP01"), None);
+    }
+
+    #[test]
+    fn file_names_give_ranks_and_stages() {
+        assert_eq!(
+            rank_from_file_name("1700000000-TP-3-DECODE.trace.json.gz"),
+            Some(3)
+        );
+        assert_eq!(
+            rank_from_file_name("1700000000-TP-12-DP-1.trace.json.gz"),
+            Some(12)
+        );
+        assert_eq!(rank_from_file_name("rank-5.json.gz"), Some(5));
+        assert_eq!(
+            rank_from_file_name("worker7_step_12.1694128201553.pt.trace.json"),
+            Some(7)
+        );
+        assert_eq!(rank_from_file_name("profile_trace_rank_0.json.gz"), Some(0));
+        assert_eq!(rank_from_file_name("eager_trace.json.gz"), None);
+        assert_eq!(
+            stage_from_file_name("x-TP-0-DECODE.trace.json.gz"),
+            Some(Stage::Decode)
+        );
+        assert_eq!(
+            stage_from_file_name("x-TP-0-EXTEND.trace.json.gz"),
+            Some(Stage::Extend)
+        );
+        assert_eq!(
+            stage_from_file_name("x-TP-0-prefill.trace.json.gz"),
+            Some(Stage::Extend)
+        );
+        assert_eq!(stage_from_file_name("x-TP-0.trace.json.gz"), None);
+    }
+}

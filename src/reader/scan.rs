@@ -1,0 +1,298 @@
+//! A streaming JSON framer: finds the extent of one JSON value at a time in a byte stream, so that
+//! each trace event can be parsed from a borrowed slice without ever holding the whole file.
+//!
+//! It checks structure (brackets, strings) only; the values it frames are parsed by `serde_json`,
+//! which reports any remaining syntax error.
+
+use std::io::{self, Read};
+
+const CHUNK: usize = 1 << 18;
+
+/// What went wrong while framing.
+#[derive(Debug)]
+pub enum ScanError {
+    /// The underlying reader failed (including gzip corruption).
+    Io(io::Error),
+    /// The stream ended inside a value, at this offset of the uncompressed stream.
+    UnexpectedEof { offset: u64 },
+    /// A byte that cannot start or continue the expected structure.
+    Unexpected {
+        offset: u64,
+        found: u8,
+        expected: &'static str,
+    },
+}
+
+pub struct Scanner<R> {
+    src: R,
+    buf: Vec<u8>,
+    /// First unconsumed byte of `buf`.
+    start: usize,
+    /// End of valid data in `buf`.
+    end: usize,
+    /// Stream offset of `buf[0]`.
+    base: u64,
+    eof: bool,
+}
+
+impl<R: Read> Scanner<R> {
+    pub fn new(src: R) -> Self {
+        Scanner {
+            src,
+            buf: vec![0; CHUNK],
+            start: 0,
+            end: 0,
+            base: 0,
+            eof: false,
+        }
+    }
+
+    /// Stream offset of the next unconsumed byte.
+    pub fn offset(&self) -> u64 {
+        self.base + self.start as u64
+    }
+
+    /// Reads more data, keeping the unconsumed bytes. Returns false at end of stream.
+    fn fill(&mut self) -> Result<bool, ScanError> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.base += self.start as u64;
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.buf.len() - self.end < CHUNK / 2 {
+            self.buf.resize(self.buf.len().max(self.end) + CHUNK, 0);
+        }
+        loop {
+            match self.src.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ScanError::Io(e)),
+            }
+        }
+    }
+
+    /// The next non-whitespace byte, without consuming it; `None` at end of stream.
+    pub fn peek(&mut self) -> Result<Option<u8>, ScanError> {
+        loop {
+            while self.start < self.end {
+                let b = self.buf[self.start];
+                if !b.is_ascii_whitespace() {
+                    return Ok(Some(b));
+                }
+                self.start += 1;
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Consumes the next non-whitespace byte, which must be `want`.
+    pub fn expect(&mut self, want: u8, expected: &'static str) -> Result<(), ScanError> {
+        match self.peek()? {
+            Some(b) if b == want => {
+                self.start += 1;
+                Ok(())
+            }
+            Some(found) => Err(ScanError::Unexpected {
+                offset: self.offset(),
+                found,
+                expected,
+            }),
+            None => Err(ScanError::UnexpectedEof {
+                offset: self.offset(),
+            }),
+        }
+    }
+
+    /// Consumes one complete JSON value and returns its bytes, valid until the next call.
+    /// Also returns the value's stream offset.
+    pub fn next_value(&mut self) -> Result<(u64, &[u8]), ScanError> {
+        let first = match self.peek()? {
+            Some(b) => b,
+            None => {
+                return Err(ScanError::UnexpectedEof {
+                    offset: self.offset(),
+                })
+            }
+        };
+        let len = match first {
+            b'{' | b'[' => self.frame_nested()?,
+            b'"' => self.frame_string()?,
+            b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => self.frame_scalar()?,
+            found => {
+                return Err(ScanError::Unexpected {
+                    offset: self.offset(),
+                    found,
+                    expected: "a JSON value",
+                })
+            }
+        };
+        let offset = self.offset();
+        let value = &self.buf[self.start..self.start + len];
+        self.start += len;
+        Ok((offset, value))
+    }
+
+    /// Makes sure `buf[start + rel]` is available; false at end of stream.
+    fn ensure(&mut self, rel: usize) -> Result<bool, ScanError> {
+        while self.start + rel >= self.end {
+            if !self.fill()? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn eof_error(&self, rel: usize) -> ScanError {
+        ScanError::UnexpectedEof {
+            offset: self.offset() + rel as u64,
+        }
+    }
+
+    /// Length of the string starting at `start` (quote included at both ends).
+    fn frame_string(&mut self) -> Result<usize, ScanError> {
+        self.string_end(1)
+    }
+
+    /// Given `rel` just past an opening quote, returns `rel` just past the closing quote.
+    fn string_end(&mut self, mut rel: usize) -> Result<usize, ScanError> {
+        loop {
+            if !self.ensure(rel)? {
+                return Err(self.eof_error(rel));
+            }
+            let hay = &self.buf[self.start + rel..self.end];
+            match memchr::memchr2(b'"', b'\\', hay) {
+                Some(i) if hay[i] == b'"' => return Ok(rel + i + 1),
+                // A backslash escapes the next byte, whatever it is.
+                Some(i) => rel += i + 2,
+                None => rel += hay.len(),
+            }
+        }
+    }
+
+    fn frame_scalar(&mut self) -> Result<usize, ScanError> {
+        let mut rel = 0;
+        loop {
+            if !self.ensure(rel)? {
+                return Ok(rel);
+            }
+            match self.buf[self.start + rel] {
+                b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t' => return Ok(rel),
+                _ => rel += 1,
+            }
+        }
+    }
+
+    fn frame_nested(&mut self) -> Result<usize, ScanError> {
+        let mut depth = 0usize;
+        let mut rel = 0;
+        loop {
+            if !self.ensure(rel)? {
+                return Err(self.eof_error(rel));
+            }
+            match self.buf[self.start + rel] {
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Ok(rel + 1);
+                    }
+                }
+                b'"' => {
+                    rel = self.string_end(rel + 1)?;
+                    continue;
+                }
+                _ => {}
+            }
+            rel += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that hands out one byte at a time, to exercise every refill boundary.
+    struct Trickle<'a>(&'a [u8]);
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            if self.0.is_empty() || out.is_empty() {
+                return Ok(0);
+            }
+            out[0] = self.0[0];
+            self.0 = &self.0[1..];
+            Ok(1)
+        }
+    }
+
+    fn values(text: &str) -> Vec<String> {
+        let mut scan = Scanner::new(Trickle(text.as_bytes()));
+        scan.expect(b'[', "[").unwrap();
+        let mut out = Vec::new();
+        loop {
+            if scan.peek().unwrap() == Some(b']') {
+                break;
+            }
+            let (_, v) = scan.next_value().unwrap();
+            out.push(String::from_utf8(v.to_vec()).unwrap());
+            if scan.peek().unwrap() == Some(b',') {
+                scan.expect(b',', ",").unwrap();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn frames_nested_values_strings_with_escapes_and_scalars() {
+        let text = r#"[ {"a": "x}\"]", "b": [1, {"c": 2}]}, "s\\", 12.5e3, true, null ]"#;
+        assert_eq!(
+            values(text),
+            vec![
+                r#"{"a": "x}\"]", "b": [1, {"c": 2}]}"#,
+                r#""s\\""#,
+                "12.5e3",
+                "true",
+                "null"
+            ]
+        );
+    }
+
+    #[test]
+    fn truncation_inside_a_value_reports_its_offset() {
+        let mut scan = Scanner::new(Trickle(br#"[{"a": "unterminated"#));
+        scan.expect(b'[', "[").unwrap();
+        match scan.next_value() {
+            Err(ScanError::UnexpectedEof { offset }) => assert_eq!(offset, 20),
+            other => panic!(
+                "unexpected {other:?}",
+                other = other.map(|(o, v)| (o, v.len()))
+            ),
+        }
+    }
+
+    #[test]
+    fn garbage_is_reported_with_the_byte_found() {
+        let mut scan = Scanner::new(&b"  @"[..]);
+        match scan.next_value() {
+            Err(ScanError::Unexpected {
+                offset: 2,
+                found: b'@',
+                ..
+            }) => {}
+            other => panic!("unexpected {:?}", other.map(|(o, _)| o)),
+        }
+    }
+}
