@@ -114,6 +114,20 @@ fn scan_error(e: ScanError, gzip: bool, context: &'static str) -> ReadErrorKind 
 
 fn read_stream<R: Read>(src: R, gzip: bool) -> Result<(FileContents, u64), ReadErrorKind> {
     let mut scan = Scanner::new(src);
+    match read_scanned(&mut scan, gzip) {
+        Err(e @ (ReadErrorKind::Json { .. } | ReadErrorKind::TruncatedJson { .. })) if gzip => {
+            // Corrupt deflate data often decodes to garbage before the CRC check fails: the
+            // gzip damage is the cause worth reporting, not the JSON error it produced.
+            match std::io::copy(&mut scan.into_inner(), &mut std::io::sink()) {
+                Err(gz) => Err(ReadErrorKind::Gzip(gz)),
+                Ok(_) => Err(e),
+            }
+        }
+        other => other,
+    }
+}
+
+fn read_scanned<R: Read>(scan: &mut Scanner<R>, gzip: bool) -> Result<(FileContents, u64), ReadErrorKind> {
     let mut contents = FileContents {
         sinks: vec![EventSink::default()],
         labels: vec![String::new()],
@@ -122,8 +136,8 @@ fn read_stream<R: Read>(src: R, gzip: bool) -> Result<(FileContents, u64), ReadE
     let top = |e| scan_error(e, gzip, "the top-level object");
     match scan.peek().map_err(top)? {
         None => return Err(ReadErrorKind::Empty),
-        Some(b'[') => read_events(&mut scan, &mut contents, gzip)?,
-        Some(b'{') => read_object(&mut scan, &mut contents, gzip)?,
+        Some(b'[') => read_events(scan, &mut contents, gzip)?,
+        Some(b'{') => read_object(scan, &mut contents, gzip)?,
         Some(b) => {
             return Err(ReadErrorKind::NotATrace(format!(
                 "it starts with {:?}, not a JSON object or array",
@@ -220,10 +234,10 @@ fn json_error(offset: u64, bytes: &[u8], e: &serde_json::Error) -> ReadErrorKind
         }
     }
     let at = offset + (line_start + e.column().saturating_sub(1)) as u64;
-    ReadErrorKind::Json {
-        offset: at,
-        message: e.to_string(),
-    }
+    // serde's own position is relative to the event; the offset above replaces it.
+    let text = e.to_string();
+    let message = text.rsplit_once(" at line ").map_or(text.as_str(), |(m, _)| m).to_owned();
+    ReadErrorKind::Json { offset: at, message }
 }
 
 fn read_events<R: Read>(

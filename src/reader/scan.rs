@@ -47,6 +47,11 @@ impl<R: Read> Scanner<R> {
         }
     }
 
+    /// Gives the underlying reader back (to drain it after an error).
+    pub fn into_inner(self) -> R {
+        self.src
+    }
+
     /// Stream offset of the next unconsumed byte.
     pub fn offset(&self) -> u64 {
         self.base + self.start as u64

@@ -1,0 +1,117 @@
+//! Every kind of bad input ends in exit status 2 with one line naming the file and the problem.
+
+mod common;
+
+use std::path::Path;
+
+use common::{fixture, gzip, tracegate};
+use predicates::prelude::*;
+
+/// Runs `inspect` on `path` and asserts exit 2, a message naming the file, and `needle`.
+fn assert_rejected(path: &Path, needle: &str) {
+    let out = tracegate().arg("inspect").arg(path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(out.stdout.is_empty(), "no partial result on stdout");
+    assert!(stderr.contains(&path.display().to_string()), "names the file: {stderr}");
+    assert!(stderr.contains(needle), "says {needle:?}: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn truncated_gzip_is_exit_2_and_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = std::fs::read(fixture("sglang_qwen3_decode.json.gz")).unwrap();
+    for cut in [20, whole.len() / 3, whole.len() - 9] {
+        let path = write(dir.path(), "rank-0.json.gz", &whole[..cut]);
+        assert_rejected(&path, "gzip");
+    }
+}
+
+#[test]
+fn corrupted_gzip_is_exit_2_and_blames_the_gzip_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = std::fs::read(fixture("sglang_qwen3_decode.json.gz")).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 16] {
+        *b ^= 0x5a;
+    }
+    let path = write(dir.path(), "rank-0.json.gz", &bytes);
+    assert_rejected(&path, "gzip");
+}
+
+#[test]
+fn malformed_json_reports_the_byte_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = br#"{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": 2 "x": 1}]}"#;
+    let path = write(dir.path(), "bad.json", text);
+    assert_rejected(&path, "malformed JSON at byte 64");
+}
+
+#[test]
+fn json_cut_inside_the_events_is_truncated_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = common::load_json(&fixture("mi250_minitoy.json.gz")).to_string();
+    let cut = &whole.as_bytes()[..whole.len() / 2];
+    let path = write(dir.path(), "cut.json", cut);
+    assert_rejected(&path, "truncated JSON");
+    let path = write(dir.path(), "cut.json.gz", &gzip(cut));
+    assert_rejected(&path, "truncated JSON");
+}
+
+#[test]
+fn json_that_is_not_a_trace_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_rejected(&write(dir.path(), "a.json", br#"{"name": "not a trace"}"#), "no \"traceEvents\"");
+    assert_rejected(&write(dir.path(), "b.json", br#""just a string""#), "not a PyTorch-profiler trace");
+    assert_rejected(&write(dir.path(), "c.json", br#"{"traceEvents": {"a": 1}}"#), "traceEvents must be an array");
+}
+
+#[test]
+fn trace_without_gpu_activity_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = br#"{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]}"#;
+    assert_rejected(&write(dir.path(), "cpu.json", text), "no GPU activity");
+    assert_rejected(&write(dir.path(), "none.json", br#"{"traceEvents": []}"#), "no GPU activity");
+}
+
+#[test]
+fn empty_and_unreadable_files_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_rejected(&write(dir.path(), "empty.json", b""), "empty");
+    assert_rejected(&write(dir.path(), "blank.json.gz", &gzip(b"  \n")), "empty");
+    assert_rejected(&dir.path().join("missing.json.gz"), "cannot read");
+}
+
+#[test]
+fn directory_without_traces_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "notes.txt", b"hello");
+    tracegate()
+        .arg("inspect")
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no .json or .json.gz trace file"));
+}
+
+#[test]
+fn two_files_for_the_same_rank_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(fixture("mi250_minitoy.json.gz")).unwrap();
+    write(dir.path(), "rank-0.json.gz", &bytes);
+    write(dir.path(), "copy-rank-0.json.gz", &bytes);
+    tracegate()
+        .arg("inspect")
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("rank 0 appears twice"));
+}
