@@ -4,8 +4,10 @@
 //! The pipeline runs one way: [`reader`] → [`taxonomy`] → steps → metrics → gate → [`report`].
 //! Only the reader sees JSON; only the report formats.
 
+pub mod baseline;
 pub mod cli;
 pub mod exit;
+pub mod gate;
 pub mod inspect;
 pub mod links;
 pub mod reader;

@@ -13,7 +13,10 @@ fn assert_rejected(path: &Path, needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
     assert!(out.stdout.is_empty(), "no partial result on stdout");
-    assert!(stderr.contains(&path.display().to_string()), "names the file: {stderr}");
+    assert!(
+        stderr.contains(&path.display().to_string()),
+        "names the file: {stderr}"
+    );
     assert!(stderr.contains(needle), "says {needle:?}: {stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -69,9 +72,18 @@ fn json_cut_inside_the_events_is_truncated_json() {
 #[test]
 fn json_that_is_not_a_trace_is_rejected() {
     let dir = tempfile::tempdir().unwrap();
-    assert_rejected(&write(dir.path(), "a.json", br#"{"name": "not a trace"}"#), "no \"traceEvents\"");
-    assert_rejected(&write(dir.path(), "b.json", br#""just a string""#), "not a PyTorch-profiler trace");
-    assert_rejected(&write(dir.path(), "c.json", br#"{"traceEvents": {"a": 1}}"#), "traceEvents must be an array");
+    assert_rejected(
+        &write(dir.path(), "a.json", br#"{"name": "not a trace"}"#),
+        "no \"traceEvents\"",
+    );
+    assert_rejected(
+        &write(dir.path(), "b.json", br#""just a string""#),
+        "not a PyTorch-profiler trace",
+    );
+    assert_rejected(
+        &write(dir.path(), "c.json", br#"{"traceEvents": {"a": 1}}"#),
+        "traceEvents must be an array",
+    );
 }
 
 #[test]
@@ -79,7 +91,10 @@ fn trace_without_gpu_activity_is_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let text = br#"{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]}"#;
     assert_rejected(&write(dir.path(), "cpu.json", text), "no GPU activity");
-    assert_rejected(&write(dir.path(), "none.json", br#"{"traceEvents": []}"#), "no GPU activity");
+    assert_rejected(
+        &write(dir.path(), "none.json", br#"{"traceEvents": []}"#),
+        "no GPU activity",
+    );
 }
 
 #[test]

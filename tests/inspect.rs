@@ -8,11 +8,19 @@ use common::{fixture, independent_counts, inspect_json, inspected_counts, load_j
 
 #[test]
 fn fixture_counts_agree_with_an_independent_parse() {
-    for name in ["mi250_minitoy.json.gz", "sglang_qwen3_decode.json.gz", "vllm_gptoss_decode_graph.json.gz"] {
+    for name in [
+        "mi250_minitoy.json.gz",
+        "sglang_qwen3_decode.json.gz",
+        "vllm_gptoss_decode_graph.json.gz",
+    ] {
         let path = fixture(name);
         let json = inspect_json(&[&path]);
         assert_eq!(json["ranks"].as_array().unwrap().len(), 1, "{name}");
-        assert_eq!(inspected_counts(&json["ranks"][0]), independent_counts(&load_json(&path)), "{name}");
+        assert_eq!(
+            inspected_counts(&json["ranks"][0]),
+            independent_counts(&load_json(&path)),
+            "{name}"
+        );
     }
 }
 
@@ -77,5 +85,7 @@ fn inspect_table_answers_the_input_dims_question() {
         .arg(fixture("mi250_minitoy.json.gz"))
         .assert()
         .success()
-        .stdout(predicates::str::contains("| rank | cpu ops | with dims | empty dims | no Input Dims |"));
+        .stdout(predicates::str::contains(
+            "| rank | cpu ops | with dims | empty dims | no Input Dims |",
+        ));
 }

@@ -4,7 +4,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{independent_counts, inspect_json, inspected_counts, load_json, shared_traces, tracegate};
+use common::{
+    independent_counts, inspect_json, inspected_counts, load_json, shared_traces, tracegate,
+};
 
 fn all_trace_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -14,7 +16,9 @@ fn all_trace_files(dir: &Path) -> Vec<PathBuf> {
             let p = entry.unwrap().path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.to_string_lossy().ends_with(".json") || p.to_string_lossy().ends_with(".json.gz") {
+            } else if p.to_string_lossy().ends_with(".json")
+                || p.to_string_lossy().ends_with(".json.gz")
+            {
                 out.push(p);
             }
         }
@@ -25,18 +29,31 @@ fn all_trace_files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn inspect_reads_every_real_trace() {
-    let Some(dir) = shared_traces("inspect_reads_every_real_trace") else { return };
+    let Some(dir) = shared_traces("inspect_reads_every_real_trace") else {
+        return;
+    };
     let files = all_trace_files(&dir);
-    assert!(files.len() >= 20, "expected the 23 shared traces, found {}", files.len());
+    assert!(
+        files.len() >= 20,
+        "expected the 23 shared traces, found {}",
+        files.len()
+    );
     for file in files {
         let out = tracegate().arg("inspect").arg(&file).output().unwrap();
-        assert!(out.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
 #[test]
 fn dlrm_set_is_one_run_of_eight_ranks() {
-    let Some(dir) = shared_traces("dlrm_set_is_one_run_of_eight_ranks") else { return };
+    let Some(dir) = shared_traces("dlrm_set_is_one_run_of_eight_ranks") else {
+        return;
+    };
     let json = inspect_json(&[&dir.join("param/dlrm_kineto")]);
     let ranks = json["ranks"].as_array().unwrap();
     assert_eq!(ranks.len(), 8);
@@ -49,7 +66,9 @@ fn dlrm_set_is_one_run_of_eight_ranks() {
 
 #[test]
 fn real_trace_counts_agree_with_an_independent_parse() {
-    let Some(dir) = shared_traces("real_trace_counts_agree_with_an_independent_parse") else { return };
+    let Some(dir) = shared_traces("real_trace_counts_agree_with_an_independent_parse") else {
+        return;
+    };
     for rel in [
         "tracelens/b200/eager_trace.json.gz",
         "hta/trace_diff/control/control.json.gz",
@@ -58,13 +77,19 @@ fn real_trace_counts_agree_with_an_independent_parse() {
     ] {
         let path = dir.join(rel);
         let json = inspect_json(&[&path]);
-        assert_eq!(inspected_counts(&json["ranks"][0]), independent_counts(&load_json(&path)), "{rel}");
+        assert_eq!(
+            inspected_counts(&json["ranks"][0]),
+            independent_counts(&load_json(&path)),
+            "{rel}"
+        );
     }
 }
 
 #[test]
 fn python_function_events_are_counted_not_kept() {
-    let Some(dir) = shared_traces("python_function_events_are_counted_not_kept") else { return };
+    let Some(dir) = shared_traces("python_function_events_are_counted_not_kept") else {
+        return;
+    };
     let path = dir.join("tracelens/inference/xdit_flux.1_aiter_sage/profile_trace_rank_0.json.gz");
     let json = inspect_json(&[&path]);
     let expected = load_json(&path)["traceEvents"]
@@ -74,5 +99,8 @@ fn python_function_events_are_counted_not_kept() {
         .filter(|e| e["cat"] == "python_function")
         .count() as u64;
     assert!(expected > 200_000);
-    assert_eq!(json["ranks"][0]["read"]["python_functions_skipped"], expected);
+    assert_eq!(
+        json["ranks"][0]["read"]["python_functions_skipped"],
+        expected
+    );
 }

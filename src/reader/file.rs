@@ -127,7 +127,10 @@ fn read_stream<R: Read>(src: R, gzip: bool) -> Result<(FileContents, u64), ReadE
     }
 }
 
-fn read_scanned<R: Read>(scan: &mut Scanner<R>, gzip: bool) -> Result<(FileContents, u64), ReadErrorKind> {
+fn read_scanned<R: Read>(
+    scan: &mut Scanner<R>,
+    gzip: bool,
+) -> Result<(FileContents, u64), ReadErrorKind> {
     let mut contents = FileContents {
         sinks: vec![EventSink::default()],
         labels: vec![String::new()],
@@ -236,8 +239,14 @@ fn json_error(offset: u64, bytes: &[u8], e: &serde_json::Error) -> ReadErrorKind
     let at = offset + (line_start + e.column().saturating_sub(1)) as u64;
     // serde's own position is relative to the event; the offset above replaces it.
     let text = e.to_string();
-    let message = text.rsplit_once(" at line ").map_or(text.as_str(), |(m, _)| m).to_owned();
-    ReadErrorKind::Json { offset: at, message }
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(m, _)| m)
+        .to_owned();
+    ReadErrorKind::Json {
+        offset: at,
+        message,
+    }
 }
 
 fn read_events<R: Read>(

@@ -11,7 +11,9 @@ pub fn tracegate() -> Command {
 }
 
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 /// `../shared/traces` beside the checkout, or `TRACEGATE_SHARED_TRACES`; `None` (with a line on
@@ -23,7 +25,10 @@ pub fn shared_traces(test: &str) -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("{test}: SKIPPED: real traces not found at {} (set TRACEGATE_SHARED_TRACES)", dir.display());
+        eprintln!(
+            "{test}: SKIPPED: real traces not found at {} (set TRACEGATE_SHARED_TRACES)",
+            dir.display()
+        );
         None
     }
 }
@@ -33,7 +38,9 @@ pub fn load_json(path: &Path) -> serde_json::Value {
     let raw = std::fs::read(path).unwrap();
     let text = if raw.starts_with(&[0x1f, 0x8b]) {
         let mut s = String::new();
-        flate2::read::MultiGzDecoder::new(&raw[..]).read_to_string(&mut s).unwrap();
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_string(&mut s)
+            .unwrap();
         s
     } else {
         String::from_utf8(raw).unwrap()
@@ -81,7 +88,9 @@ pub fn independent_counts(trace: &serde_json::Value) -> IndependentCounts {
             "cpu_op" => {
                 c.cpu_ops += 1;
                 let dims = e["args"]["Input Dims"].to_string();
-                if e["args"].get("Input Dims").is_some() && dims.chars().any(|ch| ch.is_ascii_digit()) {
+                if e["args"].get("Input Dims").is_some()
+                    && dims.chars().any(|ch| ch.is_ascii_digit())
+                {
                     c.cpu_ops_with_dims += 1;
                 }
             }
@@ -95,7 +104,10 @@ pub fn independent_counts(trace: &serde_json::Value) -> IndependentCounts {
             _ => {}
         }
         if matches!(cat, "kernel" | "gpu_memcpy" | "gpu_memset") {
-            let s = e["args"]["stream"].as_u64().or_else(|| e["tid"].as_u64()).unwrap();
+            let s = e["args"]["stream"]
+                .as_u64()
+                .or_else(|| e["tid"].as_u64())
+                .unwrap();
             if !c.streams.contains(&s) {
                 c.streams.push(s);
             }
@@ -107,7 +119,12 @@ pub fn independent_counts(trace: &serde_json::Value) -> IndependentCounts {
 
 /// The same counts from `tracegate inspect --format json` for one rank.
 pub fn inspected_counts(rank: &serde_json::Value) -> IndependentCounts {
-    let mut streams: Vec<u64> = rank["streams"].as_array().unwrap().iter().map(|s| s["stream"].as_u64().unwrap()).collect();
+    let mut streams: Vec<u64> = rank["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stream"].as_u64().unwrap())
+        .collect();
     streams.sort();
     IndependentCounts {
         kernels: rank["kernels"].as_u64().unwrap(),
@@ -121,7 +138,16 @@ pub fn inspected_counts(rank: &serde_json::Value) -> IndependentCounts {
 }
 
 pub fn inspect_json(paths: &[&Path]) -> serde_json::Value {
-    let out = tracegate().arg("inspect").args(paths).args(["--format", "json"]).output().unwrap();
-    assert!(out.status.success(), "inspect failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = tracegate()
+        .arg("inspect")
+        .args(paths)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "inspect failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }

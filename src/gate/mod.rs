@@ -1,0 +1,9 @@
+//! The gate: a run's metrics against a baseline, metric by metric, into one verdict.
+//!
+//! Deciding is kept apart from measuring (metrics) and from reporting (report), as criterion
+//! keeps its analysis apart from its harness.
+
+pub mod stats;
+pub mod verdict;
+
+pub use verdict::{judge, Judgement, Observation, Verdict};
