@@ -61,8 +61,24 @@ fn write_output(text: &str, output: Option<&PathBuf>) -> Result<()> {
     }
 }
 
+/// Reads a run, showing a progress bar on a terminal (nothing when stderr is not one).
+pub fn read_run(paths: &[PathBuf]) -> Result<crate::reader::Run> {
+    let bar = indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template(
+            "reading traces {bar:30} {pos}/{len} files {elapsed}",
+        )
+        .expect("valid template"),
+    );
+    let run = crate::reader::read_run_with_progress(paths, &|done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    });
+    bar.finish_and_clear();
+    Ok(run?)
+}
+
 fn inspect(args: InspectArgs) -> Result<i32> {
-    let run = crate::reader::read_run(&args.paths)?;
+    let run = read_run(&args.paths)?;
     let inspection = crate::inspect::inspect(&run);
     write_output(
         &crate::report::inspect::render(&inspection, args.format),

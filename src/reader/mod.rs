@@ -66,9 +66,27 @@ pub fn read_file(path: &Path) -> Result<Vec<RankTrace>, ReadError> {
 /// Reads every file of a run in parallel. The first error, in argument order, wins, so the
 /// message does not depend on thread timing. Two traces of the same rank and stage are an error.
 pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
+    read_run_with_progress(paths, &|_, _| {})
+}
+
+/// [`read_run`], calling `on_file(files_done, files_total)` as each file finishes (from any thread).
+pub fn read_run_with_progress(
+    paths: &[PathBuf],
+    on_file: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Run, ReadError> {
     let files = expand_paths(paths)?;
-    let results: Vec<Result<Vec<RankTrace>, ReadError>> =
-        files.par_iter().map(|f| read_file(f)).collect();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<Result<Vec<RankTrace>, ReadError>> = files
+        .par_iter()
+        .map(|f| {
+            let result = read_file(f);
+            on_file(
+                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
+                files.len(),
+            );
+            result
+        })
+        .collect();
     let mut traces = Vec::new();
     for result in results {
         traces.extend(result?);
