@@ -315,14 +315,14 @@ fn patterns(key: &str, value: &toml::Value) -> Result<Vec<String>, String> {
             .map(|item| match item {
                 toml::Value::String(s) => Ok(s.clone()),
                 other => Err(format!(
-                    "`{key}` holds a {}, expected strings",
+                    "`{key}` must hold strings, not {}",
                     other.type_str()
                 )),
             })
             .collect::<Result<_, _>>()?,
         other => {
             return Err(format!(
-                "`{key}` is a {}, expected a string or an array of strings",
+                "`{key}` must be a string or an array of strings, not {}",
                 other.type_str()
             ))
         }
@@ -458,10 +458,12 @@ impl Taxonomy {
     /// Parses a rules file's text (`[[rule]]` tables) into rules. `origin` names the text in
     /// error messages (the file path, or a baseline's `[rules]`).
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Vec<Rule>, TaxonomyError> {
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| TaxonomyError::Syntax {
-            origin: origin.to_string(),
-            message: e.to_string().trim_end().to_string(),
-        })?;
+        let table: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| TaxonomyError::Syntax {
+                    origin: origin.to_string(),
+                    message: e.to_string().trim_end().to_string(),
+                })?;
         Taxonomy::rules_from_table(&table, origin)
     }
 
@@ -494,7 +496,7 @@ impl Taxonomy {
                     problem,
                 };
                 if !item.is_table() {
-                    return Err(bad(format!("is a {}, expected a table", item.type_str())));
+                    return Err(bad(format!("must be a table, not {}", item.type_str())));
                 }
                 let raw: RawRule = item
                     .clone()
@@ -618,3 +620,6 @@ impl NameClasses {
         self.of(activity).category
     }
 }
+
+#[cfg(test)]
+mod tests;
