@@ -458,14 +458,20 @@ fn trace_steps(trace: &RankTrace, trace_index: usize, classes: &[Class]) -> Trac
         annotations.iter().filter(|(_, a)| a.kind.is_none()).count() as u64;
     let index = AnnotationIndex::new(&annotations);
 
+    // A correlation links to its first launch; a later launch with the same id links nothing.
+    let mut by_correlation: HashMap<u64, usize> = HashMap::with_capacity(trace.launches.len());
+    for (i, l) in trace.launches.iter().enumerate() {
+        by_correlation.entry(l.correlation).or_insert(i);
+    }
     // Who owns each launch: the annotation it starts in, else its own graph launch, else nobody.
     let mut graph_slots = 0usize;
     let owners: Vec<Owner> = trace
         .launches
         .iter()
-        .map(|l| match index.containing(&annotations, l.tid, l.ts) {
+        .enumerate()
+        .map(|(i, l)| match index.containing(&annotations, l.tid, l.ts) {
             Some(a) => Owner::Annotation(a),
-            None if l.graph => {
+            None if l.graph && by_correlation.get(&l.correlation) == Some(&i) => {
                 graph_slots += 1;
                 Owner::Graph(graph_slots - 1)
             }
@@ -473,10 +479,6 @@ fn trace_steps(trace: &RankTrace, trace_index: usize, classes: &[Class]) -> Trac
         })
         .collect();
     found.graph_launches = graph_slots as u64;
-    let mut by_correlation: HashMap<u64, usize> = HashMap::with_capacity(trace.launches.len());
-    for (i, l) in trace.launches.iter().enumerate() {
-        by_correlation.entry(l.correlation).or_insert(i);
-    }
 
     let mut annotation_acts: Vec<Vec<u32>> = vec![Vec::new(); annotations.len()];
     let mut graph_acts: Vec<Vec<u32>> = vec![Vec::new(); graph_slots];
@@ -722,6 +724,23 @@ mod tests {
                 gap: 0
             }
         );
+    }
+
+    #[test]
+    fn a_correlation_shared_by_two_graph_launches_makes_one_step() {
+        // A runtime and a driver event with the same id: the first links, the second is ignored.
+        let mut b = TraceBuilder::new(0);
+        let c = b.launch(0, true);
+        let i = b.kernel("mla_decode", ATTN, 10 * US, 20 * US, 0);
+        b.link(i, c);
+        let (mut trace, classes) = b.build();
+        let mut twin = trace.launches[0].clone();
+        twin.ts += US;
+        trace.launches.push(twin);
+        let (run, classes) = run_of(vec![(trace, classes)]);
+        let r = &find_steps(&run, &classes, 0)[0];
+        assert_eq!(r.decode.len(), 1);
+        assert_eq!(r.found.graph_launches, 1);
     }
 
     #[test]

@@ -16,10 +16,11 @@ pub struct RankTotals<'a> {
 }
 
 impl<'a> RankTotals<'a> {
-    pub fn add(&mut self, name: &'a str, category: Category, dur: i64) {
+    /// Adds `calls` calls of `name` taking `ns` in all.
+    pub fn add(&mut self, name: &'a str, category: Category, ns: i64, calls: u64) {
         let e = self.kernels.entry((name, category)).or_insert((0, 0));
-        e.0 += dur;
-        e.1 += 1;
+        e.0 += ns;
+        e.1 += calls;
     }
 }
 

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::reader::model::Run;
+use crate::reader::model::{NameId, Run};
 use crate::steps::{self, category_of, Detection, RankSteps, Step, DEFAULT_WARMUP_STEPS};
 use crate::taxonomy::{Category, Class};
 
@@ -499,6 +499,9 @@ fn rank_figures<'a>(run: &'a Run, classes: &[Vec<Class>], rs: &RankSteps) -> Ran
     };
     let n_steps = rs.decode.len();
     let mut decode = Vec::with_capacity(n_steps);
+    // Keyed by (trace, name id) while counting: hashing an integer, not a 100-byte kernel name,
+    // per activity.
+    let mut by_id: HashMap<(usize, NameId, Category), (i64, u64)> = HashMap::new();
     for (k, step) in rs.decode.iter().enumerate() {
         let (trace, cls) = (&run.traces[step.trace], classes[step.trace].as_slice());
         decode.push(step_figures(
@@ -513,14 +516,20 @@ fn rank_figures<'a>(run: &'a Run, classes: &[Vec<Class>], rs: &RankSteps) -> Ran
                 continue;
             };
             let category = category_of(a, cls);
-            let name = trace.name(a.name);
-            totals.add(name, category, a.dur);
+            let e = by_id
+                .entry((step.trace, a.name, category))
+                .or_insert((0, 0));
+            e.0 += a.dur;
+            e.1 += 1;
             if category == Category::MoeRouting {
                 routing_calls
-                    .entry(name)
+                    .entry(trace.name(a.name))
                     .or_insert_with(|| vec![0; n_steps])[k] += 1;
             }
         }
+    }
+    for ((t, name, category), (ns, calls)) in by_id {
+        totals.add(run.traces[t].name(name), category, ns, calls);
     }
     let mut ignored = Vec::new();
     let prefill = rs

@@ -501,3 +501,41 @@ fn empty_run_and_mismatched_classes_are_errors_not_panics() {
         }
     );
 }
+
+/// A million kernels in 10,000 graph-launched decode steps on two ranks.
+/// `cargo test --lib million -- --ignored --nocapture` prints the time taken.
+#[test]
+#[ignore]
+fn a_million_kernels_extract_in_linear_time() {
+    let mut traces = Vec::new();
+    for rank in 0..2 {
+        let mut b = TraceBuilder::new(rank);
+        for k in 0..5_000i64 {
+            let t0 = k * 20 * MS;
+            let c = b.launch(t0, true);
+            for j in 0..100i64 {
+                let (name, category) = match j % 5 {
+                    0 => ("mla_decode", Category::Attention),
+                    1 => ("cross_device_reduce", Category::Comm),
+                    2 => ("topk", Category::MoeRouting),
+                    3 => ("fused_moe_kernel", Category::MoeGemm),
+                    _ => ("rmsnorm", Category::Norm),
+                };
+                let i = if category == Category::Comm {
+                    b.allreduce(name, t0 + j * 10 * US, 8 * US, 0)
+                } else {
+                    b.kernel(name, category, t0 + j * 10 * US, 9 * US, 0)
+                };
+                b.link(i, c);
+            }
+        }
+        traces.push(b.build());
+    }
+    let (run, classes) = run_of(traces);
+    let t = std::time::Instant::now();
+    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    eprintln!("1,000,000 kernels: {:?}", t.elapsed());
+    assert_eq!(x.steps[&0].decode_kept, 4_998);
+    assert_close(x.metrics[DECODE_STEP_MS].value, 0.999);
+    assert_close(x.moe_layers.unwrap().value, 20.0);
+}
