@@ -1,8 +1,8 @@
 //! tracegate: reads the PyTorch-profiler (Kineto) traces of an LLM inference profile run, extracts
 //! the figures that matter and gates them against a per-hardware baseline.
 //!
-//! The pipeline runs one way: [`reader`] → [`taxonomy`] → steps → metrics → gate → [`report`].
-//! Only the reader sees JSON; only the report formats.
+//! The pipeline runs one way: [`reader`] → [`taxonomy`] → [`steps`] → [`metrics`] → [`gate`] →
+//! [`report`]. Only the reader sees JSON; only the report formats.
 
 pub mod baseline;
 pub mod cli;
@@ -10,6 +10,11 @@ pub mod exit;
 pub mod gate;
 pub mod inspect;
 pub mod links;
+pub mod metrics;
 pub mod reader;
 pub mod report;
+pub mod steps;
 pub mod taxonomy;
+
+#[cfg(test)]
+mod testing;

@@ -1,0 +1,132 @@
+//! Breakdown: per category and per kernel name, kernel time and calls per kept decode step, per
+//! rank, then the mean over ranks ("Breakdown" in `docs/METRICS.md`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::taxonomy::Category;
+
+/// Kernel time and calls of one rank's kept decode steps, summed over the steps.
+#[derive(Debug, Default)]
+pub struct RankTotals<'a> {
+    /// Number of kept decode steps the sums cover.
+    pub steps: usize,
+    pub kernels: HashMap<(&'a str, Category), (i64, u64)>,
+}
+
+impl<'a> RankTotals<'a> {
+    /// Adds `calls` calls of `name` taking `ns` in all.
+    pub fn add(&mut self, name: &'a str, category: Category, ns: i64, calls: u64) {
+        let e = self.kernels.entry((name, category)).or_insert((0, 0));
+        e.0 += ns;
+        e.1 += calls;
+    }
+}
+
+/// Time and calls per step of one category, with its share of kernel time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CategoryShare {
+    pub ms_per_step: f64,
+    pub calls_per_step: f64,
+    pub pct: f64,
+}
+
+/// Time and calls per step of one kernel name, with its share of kernel time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelShare {
+    pub name: String,
+    pub category: Category,
+    pub ms_per_step: f64,
+    pub calls_per_step: f64,
+    pub pct: f64,
+}
+
+/// The run breakdown: the mean over ranks of each rank's per-step means.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Breakdown {
+    pub categories: BTreeMap<Category, CategoryShare>,
+    /// Sorted by time per step, longest first, then by name.
+    pub kernels: Vec<KernelShare>,
+}
+
+impl Breakdown {
+    /// The share of kernel time in category `other` (0 when none).
+    pub fn other_pct(&self) -> f64 {
+        self.categories.get(&Category::Other).map_or(0.0, |c| c.pct)
+    }
+}
+
+/// Combines the totals of the ranks that kept at least one decode step.
+pub fn combine(ranks: &[RankTotals<'_>]) -> Breakdown {
+    let ranks: Vec<&RankTotals<'_>> = ranks.iter().filter(|r| r.steps > 0).collect();
+    if ranks.is_empty() {
+        return Breakdown::default();
+    }
+    let n_ranks = ranks.len() as f64;
+    // Sums over ranks of per-step means, divided by the rank count at the end.
+    let mut kernels: HashMap<(&str, Category), (f64, f64)> = HashMap::new();
+    let mut categories: BTreeMap<Category, (f64, f64)> = BTreeMap::new();
+    for r in &ranks {
+        let steps = r.steps as f64;
+        let mut per_category: BTreeMap<Category, (i64, u64)> = BTreeMap::new();
+        for (&(name, category), &(ns, calls)) in &r.kernels {
+            let k = kernels.entry((name, category)).or_insert((0.0, 0.0));
+            k.0 += ns as f64 / steps / 1e6;
+            k.1 += calls as f64 / steps;
+            let c = per_category.entry(category).or_insert((0, 0));
+            c.0 += ns;
+            c.1 += calls;
+        }
+        for (category, (ns, calls)) in per_category {
+            let c = categories.entry(category).or_insert((0.0, 0.0));
+            c.0 += ns as f64 / steps / 1e6;
+            c.1 += calls as f64 / steps;
+        }
+    }
+    let total_ms: f64 = categories.values().map(|c| c.0 / n_ranks).sum();
+    let pct = |ms: f64| {
+        if total_ms > 0.0 {
+            ms / total_ms * 100.0
+        } else {
+            0.0
+        }
+    };
+    let categories = categories
+        .into_iter()
+        .map(|(category, (ms, calls))| {
+            let ms = ms / n_ranks;
+            (
+                category,
+                CategoryShare {
+                    ms_per_step: ms,
+                    calls_per_step: calls / n_ranks,
+                    pct: pct(ms),
+                },
+            )
+        })
+        .collect();
+    let mut kernels: Vec<KernelShare> = kernels
+        .into_iter()
+        .map(|((name, category), (ms, calls))| {
+            let ms = ms / n_ranks;
+            KernelShare {
+                name: name.to_string(),
+                category,
+                ms_per_step: ms,
+                calls_per_step: calls / n_ranks,
+                pct: pct(ms),
+            }
+        })
+        .collect();
+    kernels.sort_by(|a, b| {
+        b.ms_per_step
+            .total_cmp(&a.ms_per_step)
+            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.category.cmp(&b.category))
+    });
+    Breakdown {
+        categories,
+        kernels,
+    }
+}

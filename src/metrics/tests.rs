@@ -1,0 +1,541 @@
+//! Metrics on hand-built traces whose figures are computed by hand, to the nanosecond.
+
+use super::compute::{step_figures, Scratch};
+use super::*;
+use crate::reader::model::{RankTrace, Stage};
+use crate::steps::{StepKind, StepSource};
+use crate::testing::{run_of, TraceBuilder, MS, TID, US};
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
+#[track_caller]
+fn assert_close(a: f64, b: f64) {
+    assert!(close(a, b), "{a} != {b}");
+}
+
+/// A step made of every activity of the trace.
+fn whole(trace: &RankTrace) -> Step {
+    let activities: Vec<u32> = (0..trace.gpu.len() as u32).collect();
+    let start = trace.gpu.iter().map(|a| a.ts).min().unwrap_or(0);
+    let end = trace.gpu.iter().map(|a| a.end()).max().unwrap_or(0);
+    Step {
+        kind: StepKind::Decode,
+        source: StepSource::Gap,
+        trace: 0,
+        activities,
+        start,
+        end,
+        batch_size: None,
+    }
+}
+
+fn figures(b: TraceBuilder) -> StepFigures {
+    let (trace, classes) = b.build();
+    let step = whole(&trace);
+    step_figures(
+        &trace,
+        &classes,
+        &step,
+        &mut Scratch::default(),
+        &mut Vec::new(),
+    )
+}
+
+#[test]
+fn overlap_on_one_stream_is_zero() {
+    let mut b = TraceBuilder::new(0);
+    b.kernel("nvjet", Category::DenseGemm, 0, 10 * US, 0);
+    b.allreduce("cross_device_reduce", 10 * US, 10 * US, 0);
+    b.kernel("mla", Category::Attention, 20 * US, 10 * US, 0);
+    let f = figures(b);
+    assert_eq!((f.comm_union_ns, f.overlap_ns), (10 * US, 0));
+    assert_eq!(f.overlap_pct(), Some(0.0));
+}
+
+#[test]
+fn comm_entirely_under_compute_on_another_stream_is_full_overlap() {
+    let mut b = TraceBuilder::new(0);
+    b.kernel("fused_moe", Category::MoeGemm, 0, 30 * US, 0);
+    b.allreduce("ncclDevKernel_AllReduce", 10 * US, 10 * US, 1);
+    let f = figures(b);
+    assert_eq!(f.overlap_pct(), Some(100.0));
+    assert_eq!(
+        (f.busy_ns, f.kernel_ns, f.wall_ns),
+        (30 * US, 40 * US, 30 * US)
+    );
+}
+
+#[test]
+fn half_overlapped_comm_is_exactly_fifty_percent() {
+    let mut b = TraceBuilder::new(0);
+    b.allreduce("ncclDevKernel_AllReduce", 0, 20 * US, 1);
+    b.kernel("fused_moe", Category::MoeGemm, 10 * US, 20 * US, 0);
+    let f = figures(b);
+    assert_eq!((f.comm_union_ns, f.overlap_ns), (20 * US, 10 * US));
+    assert_eq!(f.overlap_pct(), Some(50.0));
+}
+
+#[test]
+fn comm_on_two_streams_counts_its_union_not_its_sum() {
+    let mut b = TraceBuilder::new(0);
+    b.kernel("nvjet", Category::DenseGemm, 0, 10 * US, 0);
+    b.allreduce("ncclDevKernel_AllReduce", 0, 10 * US, 1);
+    b.kernel(
+        "ncclDevKernel_AllGather",
+        Category::Comm,
+        5 * US,
+        15 * US,
+        2,
+    );
+    let f = figures(b);
+    // ∪comm = [0, 20) = 20 µs (the sum would be 25); under compute: [0, 10).
+    assert_eq!(
+        (f.comm_union_ns, f.comm_ns, f.overlap_ns),
+        (20 * US, 25 * US, 10 * US)
+    );
+    assert_eq!(f.overlap_pct(), Some(50.0));
+}
+
+#[test]
+fn memcpy_is_neither_comm_nor_compute_whatever_its_name() {
+    let mut b = TraceBuilder::new(0);
+    b.allreduce("cross_device_reduce", 0, 10 * US, 1);
+    b.memcpy("Memcpy DtoD gemm-looking", 0, 10 * US, 0);
+    let f = figures(b);
+    assert_eq!(f.overlap_pct(), Some(0.0));
+    assert_eq!(f.moe_gemm_ns, 0);
+    assert_eq!(f.comm_pct(), Some(50.0));
+}
+
+#[test]
+fn steps_without_comm_or_time_give_no_ratio_sample() {
+    let mut b = TraceBuilder::new(0);
+    b.kernel("nvjet", Category::DenseGemm, 5, 0, 0);
+    let f = figures(b);
+    assert_eq!(
+        (f.gpu_util_pct(), f.comm_pct(), f.overlap_pct()),
+        (None, None, None)
+    );
+    assert_eq!(f.wall_ms(), 0.0);
+}
+
+/// One decode step of the hand-computed run, starting at `t0`, `x` µs idle before the last kernel.
+/// `ar` is the allreduce call in µs (10 on rank 0, 20 on rank 1). Returns the step's activities.
+///
+/// ```text
+/// align ×3 [0,0)  A attn [0,100)  R1 ar [100,100+ar)  T1 topk +10  M1 moe +100  T2 topk +10  M2 moe +100
+/// R2 ar on stream 1, starting 5 µs before M2 ends       C (memcpy on rank 0, `other` on rank 1), 10 µs,
+///                                                        x µs after R2 ends
+/// ```
+fn decode_step(
+    b: &mut TraceBuilder,
+    t0: i64,
+    ar: i64,
+    x: i64,
+    last_is_other: bool,
+    extra_sort: bool,
+) -> Vec<u32> {
+    let mut v = Vec::new();
+    for _ in 0..3 {
+        v.push(b.kernel("moe_align_block_size", Category::MoeRouting, t0, 0, 0));
+    }
+    if extra_sort {
+        v.push(b.kernel("moe_sort", Category::MoeRouting, t0, 0, 0));
+    }
+    let mut t = t0;
+    let mut next = |b: &mut TraceBuilder, name: &str, category: Category, dur: i64| {
+        let i = if category == Category::Comm {
+            b.allreduce(name, t, dur * US, 0)
+        } else {
+            b.kernel(name, category, t, dur * US, 0)
+        };
+        t += dur * US;
+        i
+    };
+    v.push(next(b, "mla_decode", Category::Attention, 100));
+    v.push(next(b, "cross_device_reduce", Category::Comm, ar));
+    v.push(next(b, "topk", Category::MoeRouting, 10));
+    v.push(next(b, "fused_moe_kernel", Category::MoeGemm, 100));
+    v.push(next(b, "topk", Category::MoeRouting, 10));
+    v.push(next(b, "fused_moe_kernel", Category::MoeGemm, 100));
+    let r2 = t - 5 * US;
+    v.push(b.allreduce("cross_device_reduce", r2, ar * US, 1));
+    let c = r2 + ar * US + x * US;
+    v.push(if last_is_other {
+        b.kernel("mystery_kernel", Category::Other, c, 10 * US, 0)
+    } else {
+        b.memcpy("Memcpy DtoH", c, 10 * US, 0)
+    });
+    v
+}
+
+/// One prefill step under a `step[EXTEND ...]` annotation: attention 1 ms, GEMM 2 ms, allreduce
+/// `ar_us`, `idle_us` idle, elementwise `tail_us`.
+fn prefill_step(b: &mut TraceBuilder, t0: i64, ar_us: i64, idle_us: i64, tail_us: i64) {
+    b.annotation("step[EXTEND bs=2 toks=4096]", t0 - 100 * US, 50 * US, TID);
+    let link = |b: &mut TraceBuilder, i: u32| {
+        let c = b.launch(t0 - 90 * US, false);
+        b.link(i, c);
+    };
+    let i = b.kernel("fmha_fwd", Category::Attention, t0, MS, 0);
+    link(b, i);
+    let i = b.kernel("Cijk_gemm", Category::DenseGemm, t0 + MS, 2 * MS, 0);
+    link(b, i);
+    let i = b.allreduce("cross_device_reduce", t0 + 3 * MS, ar_us * US, 0);
+    link(b, i);
+    let i = b.kernel(
+        "add_kernel",
+        Category::Elementwise,
+        t0 + 3 * MS + (ar_us + idle_us) * US,
+        tail_us * US,
+        0,
+    );
+    link(b, i);
+}
+
+/// Rank 0: decode steps by graph launch, x = 1000 (warm-up), 0, 55, 155, 1000 (outlier).
+/// Rank 1: decode steps by `step[DECODE]` annotation, x = 0 (warm-up), 35, 85, 135.
+fn two_rank_run() -> (Run, Vec<Vec<Class>>) {
+    let mut r0 = TraceBuilder::new(0);
+    for (k, x) in [1000, 0, 55, 155, 1000].into_iter().enumerate() {
+        let t0 = k as i64 * 10 * MS;
+        let c = r0.launch(t0 - 50 * US, true);
+        for i in decode_step(&mut r0, t0, 10, x, false, k == 1) {
+            r0.link(i, c);
+        }
+    }
+    prefill_step(&mut r0, 100 * MS, 500, 500, 500);
+
+    let mut r1 = TraceBuilder::new(1);
+    for (k, x) in [0, 35, 85, 135].into_iter().enumerate() {
+        let t0 = k as i64 * 10 * MS;
+        r1.annotation("step[DECODE bs=4]", t0 - 100 * US, 60 * US, TID);
+        let c = r1.launch(t0 - 50 * US, false);
+        for i in decode_step(&mut r1, t0, 20, x, true, false) {
+            r1.link(i, c);
+        }
+    }
+    prefill_step(&mut r1, 100 * MS, 1000, 0, 1000);
+    run_of(vec![r0.build(), r1.build()])
+}
+
+#[test]
+fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
+    let (run, classes) = two_rank_run();
+    let opts = ExtractOptions {
+        warmup_steps: 1,
+        moe_layers: None,
+    };
+    let x = extract(&run, &classes, &opts).unwrap();
+    let m = |name: &str| {
+        x.metrics
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} missing"))
+    };
+
+    // Steps: rank 0 keeps walls 345, 400, 500 µs (1345 is an outlier above 2 × 450);
+    // rank 1 keeps 400, 450, 500 µs.
+    let s0 = &x.steps[&0];
+    assert_eq!(
+        (
+            s0.decode_kept,
+            s0.dropped_warmup,
+            s0.dropped_outliers,
+            s0.prefill
+        ),
+        (3, 1, 1, 1)
+    );
+    assert_eq!(s0.found.decode.graph_launch, 5);
+    let s1 = &x.steps[&1];
+    assert_eq!(
+        (
+            s1.decode_kept,
+            s1.dropped_warmup,
+            s1.dropped_outliers,
+            s1.prefill
+        ),
+        (3, 1, 0, 1)
+    );
+    assert_eq!(s1.found.decode.annotation, 4);
+    assert_eq!((s0.unassigned_ms, s1.unassigned_ms), (0.0, 0.0));
+    assert!(x.warnings.is_empty(), "{:?}", x.warnings);
+
+    // decode_step_ms: rank 0 median 0.400, p90 0.400 + 0.8 × 0.100; rank 1 0.450, p90 0.490.
+    let d = m(DECODE_STEP_MS);
+    assert_close(d.value, 0.45);
+    assert_close(d.p90.unwrap(), 0.49);
+    assert_close(d.per_rank[&0], 0.4);
+    assert_close(d.per_rank[&1], 0.45);
+    assert_eq!(d.decided_by, Some(1));
+    assert_eq!(d.samples, vec![0.4, 0.45, 0.5]);
+
+    let skew = m(RANK_SKEW_MS);
+    assert_close(skew.value, 0.05);
+
+    // gpu_util_pct: busy 345 µs / walls on rank 0 (100, 86.25, 69); 365 µs on rank 1.
+    let u = m(GPU_UTIL_PCT);
+    assert_close(u.per_rank[&0], 86.25);
+    assert_close(u.per_rank[&1], 365.0 / 450.0 * 100.0);
+    assert_close(u.value, 365.0 / 450.0 * 100.0);
+    assert_eq!(u.direction, Direction::Higher);
+
+    // comm_pct: 20 / 350 and 40 / 370 of kernel time.
+    let c = m(COMM_PCT);
+    assert_close(c.per_rank[&0], 20.0 / 350.0 * 100.0);
+    assert_close(c.value, 40.0 / 370.0 * 100.0);
+
+    // overlap_pct: 5 µs of R2 under M2; ∪comm 20 µs on rank 0, 40 µs on rank 1.
+    let o = m(OVERLAP_PCT);
+    assert_close(o.per_rank[&0], 25.0);
+    assert_close(o.per_rank[&1], 12.5);
+    assert_close(o.value, 12.5);
+
+    // allreduce_us: 6 calls of 10 µs and 6 of 20 µs pooled.
+    let a = m(ALLREDUCE_US);
+    assert_close(a.value, 15.0);
+    assert_close(a.p50.unwrap(), 15.0);
+    assert_close(a.p99.unwrap(), 20.0);
+    assert!(a.per_rank.is_empty());
+    assert_eq!(a.samples.len(), 12);
+    let r = m(ALLREDUCE_RANK_RATIO);
+    assert_close(r.value, 2.0);
+    assert_close(r.per_rank[&1], 20.0);
+
+    // moe_us_per_layer: topk twice per step (align 3, sort 1/6 → median 0): 2 layers, 200 µs / 2.
+    let layers = x.moe_layers.as_ref().unwrap();
+    assert_eq!(
+        (layers.value, layers.source, layers.kernel.as_deref()),
+        (2.0, "counted", Some("topk"))
+    );
+    assert_close(m(MOE_US_PER_LAYER).value, 100.0);
+
+    // Prefill: rank 0 wall 4.5 ms, busy 4.0, comm 0.5 of 4.0; rank 1 wall 5.0, busy 5.0, comm 1 of 5.
+    assert_close(m(PREFILL_STEP_MS).value, 5.0);
+    assert_close(m(PREFILL_STEP_MS).per_rank[&0], 4.5);
+    assert_close(m(PREFILL_GPU_UTIL_PCT).value, 4.0 / 4.5 * 100.0);
+    assert_close(m(PREFILL_COMM_PCT).value, 20.0);
+    assert_close(m(PREFILL_COMM_PCT).per_rank[&0], 12.5);
+    assert_eq!(x.metrics.len(), 11);
+
+    // Breakdown: per-step means over ranks. Kernel time per step 0.350 and 0.370 ms → 0.360.
+    let cat = |c: Category| &x.breakdown.categories[&c];
+    assert_close(cat(Category::MoeGemm).ms_per_step, 0.2);
+    assert_close(cat(Category::MoeGemm).calls_per_step, 2.0);
+    assert_close(cat(Category::MoeGemm).pct, 0.2 / 0.36 * 100.0);
+    assert_close(cat(Category::Comm).ms_per_step, 0.03);
+    assert_close(cat(Category::Memcpy).ms_per_step, 0.005);
+    assert_close(
+        cat(Category::MoeRouting).calls_per_step,
+        (2.0 + 3.0 + 1.0 / 3.0 + 2.0 + 3.0) / 2.0,
+    );
+    assert_close(x.other_pct, 0.005 / 0.36 * 100.0);
+    let k0 = &x.breakdown.kernels[0];
+    assert_eq!(
+        (k0.name.as_str(), k0.category),
+        ("fused_moe_kernel", Category::MoeGemm)
+    );
+    assert_close(k0.ms_per_step, 0.2);
+    let sort = x
+        .breakdown
+        .kernels
+        .iter()
+        .find(|k| k.name == "moe_sort")
+        .unwrap();
+    assert_close(sort.calls_per_step, 1.0 / 6.0);
+
+    assert_eq!(x.run.ranks, vec![0, 1]);
+    assert_eq!(x.run.device.as_deref(), Some("AMD Instinct MI355X"));
+}
+
+#[test]
+fn given_moe_layers_override_the_count() {
+    let (run, classes) = two_rank_run();
+    let opts = ExtractOptions {
+        warmup_steps: 1,
+        moe_layers: Some(4),
+    };
+    let x = extract(&run, &classes, &opts).unwrap();
+    assert_close(x.metrics[MOE_US_PER_LAYER].value, 50.0);
+    assert_eq!(x.moe_layers.unwrap().source, "given");
+}
+
+#[test]
+fn json_has_the_documented_shape_without_samples() {
+    let (run, classes) = two_rank_run();
+    let x = extract(
+        &run,
+        &classes,
+        &ExtractOptions {
+            warmup_steps: 1,
+            moe_layers: None,
+        },
+    )
+    .unwrap();
+    let v = serde_json::to_value(&x).unwrap();
+    let d = &v["metrics"]["decode_step_ms"];
+    assert_eq!(d["unit"], "ms");
+    assert_eq!(d["direction"], "lower");
+    assert!(d["per_rank"]["0"].is_number() && d["per_rank"]["1"].is_number());
+    assert!(d["p90"].is_number());
+    assert!(d.get("samples").is_none() && d.get("p50").is_none());
+    let a = &v["metrics"]["allreduce_us"];
+    assert_eq!(a["unit"], "us");
+    assert!(a["p50"].is_number() && a["p99"].is_number() && a.get("per_rank").is_none());
+    assert_eq!(v["metrics"]["gpu_util_pct"]["unit"], "%");
+    assert_eq!(v["metrics"]["gpu_util_pct"]["direction"], "higher");
+    assert_eq!(v["steps"]["0"]["decode_kept"], 3);
+    assert_eq!(v["steps"]["0"]["decode_dropped"], 2);
+    assert_eq!(v["steps"]["1"]["prefill"], 1);
+    assert!(v["breakdown"]["categories"]["moe_gemm"]["ms_per_step"].is_number());
+    assert_eq!(v["breakdown"]["kernels"][0]["category"], "moe_gemm");
+    assert!(v["other_pct"].is_number());
+    assert!(v["warnings"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn absent_inputs_give_absent_metrics() {
+    // One rank, decode steps by graph launch of attention + GEMM only: no comm, no MoE, no prefill.
+    let mut b = TraceBuilder::new(0);
+    for k in 0..4 {
+        let t0 = k * 10 * MS;
+        let c = b.launch(t0, true);
+        let i = b.kernel("mla", Category::Attention, t0 + US, 100 * US, 0);
+        b.link(i, c);
+        let i = b.kernel("nvjet", Category::DenseGemm, t0 + 101 * US, 100 * US, 0);
+        b.link(i, c);
+    }
+    let (run, classes) = run_of(vec![b.build()]);
+    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let names: Vec<&str> = x.metrics.keys().copied().collect();
+    assert_eq!(names, vec![DECODE_STEP_MS, GPU_UTIL_PCT, RANK_SKEW_MS]);
+    assert_eq!(x.metrics[RANK_SKEW_MS].value, 0.0);
+    assert_close(x.metrics[DECODE_STEP_MS].value, 0.2);
+    assert_close(x.metrics[GPU_UTIL_PCT].value, 100.0);
+    assert!(x.moe_layers.is_none());
+}
+
+#[test]
+fn ranks_keeping_different_step_counts_is_a_warning_not_an_error() {
+    let mut r0 = TraceBuilder::new(0);
+    let mut r1 = TraceBuilder::new(1);
+    for (b, n) in [(&mut r0, 5), (&mut r1, 4)] {
+        for k in 0..n {
+            let t0 = k * 10 * MS;
+            let c = b.launch(t0, true);
+            let i = b.kernel("mla", Category::Attention, t0 + US, 100 * US, 0);
+            b.link(i, c);
+        }
+    }
+    let (run, classes) = run_of(vec![r0.build(), r1.build()]);
+    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    assert_eq!(
+        x.warnings,
+        vec!["ranks kept different numbers of decode steps (rank 0: 3, rank 1: 2)".to_string()]
+    );
+}
+
+#[test]
+fn no_decode_step_says_what_was_found_instead() {
+    let mut b = TraceBuilder::new(0);
+    // One prefill step by annotation, then 1,204 comm kernels in one burst (not a step).
+    b.annotation("step[EXTEND bs=1 toks=128]", 0, 10 * US, TID);
+    let c = b.launch(US, false);
+    let i = b.kernel("fmha", Category::Attention, 20 * US, 10 * US, 0);
+    b.link(i, c);
+    for k in 0..1204 {
+        b.kernel(
+            "rcclGenericKernel",
+            Category::Comm,
+            100 * MS + k * US,
+            US,
+            0,
+        );
+    }
+    let (run, classes) = run_of(vec![b.build()]);
+    let err = extract(&run, &classes, &ExtractOptions::default()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no decode step in any rank: 1 prefill step (1 from annotations, 0 from graph launches, \
+         0 from gaps); 1 step annotation (0 not forward passes); 0 graph launches outside step \
+         annotations; 1,205 GPU activities in 1 rank, 1,204 left to gap segmentation in 1 segment, \
+         1 without both an attention kernel and a GEMM"
+    );
+}
+
+#[test]
+fn decode_steps_all_dropped_is_an_error_that_counts_them() {
+    let mut b = TraceBuilder::new(0).stage(Stage::Decode);
+    for k in 0..2 {
+        let c = b.launch(k * 10 * MS, true);
+        let i = b.kernel("mla", Category::Attention, k * 10 * MS + US, US, 0);
+        b.link(i, c);
+    }
+    let (run, classes) = run_of(vec![b.build()]);
+    let err = extract(&run, &classes, &ExtractOptions::default()).unwrap_err();
+    assert_eq!(
+        err,
+        MetricsError::NoSteadyDecodeStep {
+            found: 2,
+            warmup: 2,
+            outliers: 0,
+            warmup_steps: 2
+        }
+    );
+}
+
+#[test]
+fn empty_run_and_mismatched_classes_are_errors_not_panics() {
+    let run = Run::default();
+    assert!(matches!(
+        extract(&run, &[], &ExtractOptions::default()),
+        Err(MetricsError::NoDecodeStep { .. })
+    ));
+    let (run, _) = run_of(vec![TraceBuilder::new(0).build()]);
+    assert_eq!(
+        extract(&run, &[], &ExtractOptions::default()).unwrap_err(),
+        MetricsError::ClassesMismatch {
+            expected: 1,
+            got: 0
+        }
+    );
+}
+
+/// A million kernels in 10,000 graph-launched decode steps on two ranks.
+/// `cargo test --lib million -- --ignored --nocapture` prints the time taken.
+#[test]
+#[ignore]
+fn a_million_kernels_extract_in_linear_time() {
+    let mut traces = Vec::new();
+    for rank in 0..2 {
+        let mut b = TraceBuilder::new(rank);
+        for k in 0..5_000i64 {
+            let t0 = k * 20 * MS;
+            let c = b.launch(t0, true);
+            for j in 0..100i64 {
+                let (name, category) = match j % 5 {
+                    0 => ("mla_decode", Category::Attention),
+                    1 => ("cross_device_reduce", Category::Comm),
+                    2 => ("topk", Category::MoeRouting),
+                    3 => ("fused_moe_kernel", Category::MoeGemm),
+                    _ => ("rmsnorm", Category::Norm),
+                };
+                let i = if category == Category::Comm {
+                    b.allreduce(name, t0 + j * 10 * US, 8 * US, 0)
+                } else {
+                    b.kernel(name, category, t0 + j * 10 * US, 9 * US, 0)
+                };
+                b.link(i, c);
+            }
+        }
+        traces.push(b.build());
+    }
+    let (run, classes) = run_of(traces);
+    let t = std::time::Instant::now();
+    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    eprintln!("1,000,000 kernels: {:?}", t.elapsed());
+    assert_eq!(x.steps[&0].decode_kept, 4_998);
+    assert_close(x.metrics[DECODE_STEP_MS].value, 0.999);
+    assert_close(x.moe_layers.unwrap().value, 20.0);
+}

@@ -1,0 +1,189 @@
+//! Hand-built rank traces for tests: every time is given in ns so that expected figures are exact.
+
+use std::path::PathBuf;
+
+use crate::reader::model::{
+    Annotation, AnnotationSide, DeviceInfo, GpuActivity, GpuKind, Launch, NameId, NameTable,
+    RankId, RankSource, RankTrace, ReadStats, Run, Stage,
+};
+use crate::taxonomy::{Category, Class, Collective};
+
+pub const MS: i64 = 1_000_000;
+pub const US: i64 = 1_000;
+
+/// Host thread of the launches and annotations.
+pub const TID: u64 = 7;
+
+/// Builds one rank trace and the classification of its names.
+pub struct TraceBuilder {
+    trace: RankTrace,
+    classes: Vec<Class>,
+    next_correlation: u64,
+}
+
+impl TraceBuilder {
+    pub fn new(rank: u32) -> Self {
+        TraceBuilder {
+            trace: RankTrace {
+                rank: RankId {
+                    index: rank,
+                    label: format!("TP{rank:02}"),
+                    source: RankSource::FileName,
+                },
+                file: PathBuf::from(format!("test-TP-{rank}.trace.json.gz")),
+                stage: None,
+                device: Some(DeviceInfo {
+                    name: "AMD Instinct MI355X".to_string(),
+                    ..DeviceInfo::default()
+                }),
+                distributed: None,
+                names: NameTable::default(),
+                gpu: Vec::new(),
+                cpu_ops: Vec::new(),
+                launches: Vec::new(),
+                annotations: Vec::new(),
+                stats: ReadStats::default(),
+            },
+            classes: Vec::new(),
+            next_correlation: 1,
+        }
+    }
+
+    pub fn stage(mut self, stage: Stage) -> Self {
+        self.trace.stage = Some(stage);
+        self
+    }
+
+    fn name(&mut self, name: &str, category: Category, collective: Option<Collective>) -> NameId {
+        let id = self.trace.names.intern(name);
+        if self.classes.len() <= id as usize {
+            self.classes.resize(
+                id as usize + 1,
+                Class {
+                    category: Category::Other,
+                    collective: None,
+                    note: None,
+                },
+            );
+        }
+        self.classes[id as usize] = Class {
+            category,
+            collective,
+            note: None,
+        };
+        id
+    }
+
+    fn push(
+        &mut self,
+        kind: GpuKind,
+        name: NameId,
+        ts: i64,
+        dur: i64,
+        stream: u64,
+        correlation: Option<u64>,
+    ) -> u32 {
+        self.trace.gpu.push(GpuActivity {
+            kind,
+            name,
+            ts,
+            dur,
+            stream,
+            device: 0,
+            correlation,
+            external_id: None,
+            grid: None,
+            block: None,
+        });
+        (self.trace.gpu.len() - 1) as u32
+    }
+
+    /// A kernel without a launch. Kernels must be added in start order.
+    pub fn kernel(
+        &mut self,
+        name: &str,
+        category: Category,
+        ts: i64,
+        dur: i64,
+        stream: u64,
+    ) -> u32 {
+        let collective = (category == Category::Comm).then_some(Collective::Allgather);
+        let id = self.name(name, category, collective);
+        self.push(GpuKind::Kernel, id, ts, dur, stream, None)
+    }
+
+    /// An allreduce-class comm kernel without a launch.
+    pub fn allreduce(&mut self, name: &str, ts: i64, dur: i64, stream: u64) -> u32 {
+        let id = self.name(name, Category::Comm, Some(Collective::Allreduce));
+        self.push(GpuKind::Kernel, id, ts, dur, stream, None)
+    }
+
+    /// A memcpy whose name claims to be a GEMM: its category must still be memcpy.
+    pub fn memcpy(&mut self, name: &str, ts: i64, dur: i64, stream: u64) -> u32 {
+        let id = self.name(name, Category::DenseGemm, None);
+        self.push(GpuKind::Memcpy, id, ts, dur, stream, None)
+    }
+
+    /// A runtime launch on host thread `TID`; returns its correlation.
+    pub fn launch(&mut self, ts: i64, graph: bool) -> u64 {
+        let correlation = self.next_correlation;
+        self.next_correlation += 1;
+        let name = self.trace.names.intern(if graph {
+            "hipGraphLaunch"
+        } else {
+            "hipLaunchKernel"
+        });
+        self.trace.launches.push(Launch {
+            name,
+            ts,
+            dur: 5 * US,
+            tid: TID,
+            correlation,
+            external_id: None,
+            graph,
+        });
+        correlation
+    }
+
+    /// Sets the correlation of activity `index` (linking it to a launch).
+    pub fn link(&mut self, index: u32, correlation: u64) {
+        self.trace.gpu[index as usize].correlation = Some(correlation);
+    }
+
+    /// A CPU annotation on `tid`.
+    pub fn annotation(&mut self, name: &str, ts: i64, dur: i64, tid: u64) {
+        let name = self.trace.names.intern(name);
+        self.trace.annotations.push(Annotation {
+            name,
+            ts,
+            dur,
+            side: AnnotationSide::Cpu,
+            track: tid,
+        });
+    }
+
+    pub fn build(mut self) -> (RankTrace, Vec<Class>) {
+        assert!(
+            self.trace.gpu.windows(2).all(|w| w[0].ts <= w[1].ts),
+            "test kernels must be added in start order"
+        );
+        self.trace.launches.sort_by_key(|l| l.ts);
+        self.trace.annotations.sort_by_key(|a| a.ts);
+        let n = self.trace.names.len();
+        self.classes.resize(
+            n,
+            Class {
+                category: Category::Other,
+                collective: None,
+                note: None,
+            },
+        );
+        (self.trace, self.classes)
+    }
+}
+
+/// A run of the built traces, with their classifications.
+pub fn run_of(traces: Vec<(RankTrace, Vec<Class>)>) -> (Run, Vec<Vec<Class>>) {
+    let (traces, classes) = traces.into_iter().unzip();
+    (Run { traces }, classes)
+}
