@@ -502,15 +502,14 @@ fn empty_run_and_mismatched_classes_are_errors_not_panics() {
     );
 }
 
-/// A million kernels in 10,000 graph-launched decode steps on two ranks.
-/// `cargo test --lib million -- --ignored --nocapture` prints the time taken.
+/// 100,000 kernels in 1,000 graph-launched decode steps on two ranks: the figures stay exact at
+/// volume (speed is measured by the benchmark, not here).
 #[test]
-#[ignore]
-fn a_million_kernels_extract_in_linear_time() {
+fn many_graph_launched_steps_extract_exactly() {
     let mut traces = Vec::new();
     for rank in 0..2 {
         let mut b = TraceBuilder::new(rank);
-        for k in 0..5_000i64 {
+        for k in 0..500i64 {
             let t0 = k * 20 * MS;
             let c = b.launch(t0, true);
             for j in 0..100i64 {
@@ -532,10 +531,8 @@ fn a_million_kernels_extract_in_linear_time() {
         traces.push(b.build());
     }
     let (run, classes) = run_of(traces);
-    let t = std::time::Instant::now();
     let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
-    eprintln!("1,000,000 kernels: {:?}", t.elapsed());
-    assert_eq!(x.steps[&0].decode_kept, 4_998);
+    assert_eq!(x.steps[&0].decode_kept, 498);
     assert_close(x.metrics[DECODE_STEP_MS].value, 0.999);
     assert_close(x.moe_layers.unwrap().value, 20.0);
 }
