@@ -24,6 +24,39 @@ pub struct Cli {
 pub enum Command {
     /// What the reader finds in each rank: devices, streams, launches, graph replays, Input Dims.
     Inspect(InspectArgs),
+    /// The gated figures of a run: decode step time, utilization, comm share, allreduce, MoE...
+    Extract(ExtractArgs),
+}
+
+/// How a run is analysed; shared by the commands that compute metrics.
+#[derive(Debug, Args)]
+pub struct AnalysisArgs {
+    /// Extra taxonomy rules (TOML, the format of the built-in rules.toml), tried first.
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// MoE layers of the model (else counted from router launches).
+    #[arg(long, value_name = "N")]
+    pub moe_layers: Option<u32>,
+    /// Decode steps dropped at the start of each rank as warm-up.
+    #[arg(long, value_name = "N", default_value_t = crate::steps::DEFAULT_WARMUP_STEPS)]
+    pub warmup_steps: usize,
+    /// Count only NCCL-named kernels as communication, as Holistic Trace Analysis does.
+    #[arg(long)]
+    pub hta_comm: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// Trace files (.json, .json.gz) or directories of them; one run.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Write the output to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -42,6 +75,7 @@ pub struct InspectArgs {
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Inspect(args) => inspect(args),
+        Command::Extract(args) => extract(args),
     }
 }
 
@@ -82,6 +116,60 @@ fn inspect(args: InspectArgs) -> Result<i32> {
     let inspection = crate::inspect::inspect(&run);
     write_output(
         &crate::report::inspect::render(&inspection, args.format),
+        args.output.as_ref(),
+    )?;
+    Ok(exit::PASS)
+}
+
+impl AnalysisArgs {
+    pub fn taxonomy(&self) -> Result<crate::taxonomy::Taxonomy> {
+        let base = if self.hta_comm {
+            crate::taxonomy::Taxonomy::hta_compatible()
+        } else {
+            crate::taxonomy::Taxonomy::builtin()
+        };
+        Ok(match &self.rules {
+            Some(path) => base.with_rules_file(path)?,
+            None => base,
+        })
+    }
+
+    pub fn options(&self) -> crate::metrics::ExtractOptions {
+        crate::metrics::ExtractOptions {
+            warmup_steps: self.warmup_steps,
+            moe_layers: self.moe_layers,
+        }
+    }
+}
+
+/// Reads and analyses a run: the reader, the taxonomy, steps and metrics.
+pub fn analyse(paths: &[PathBuf], analysis: &AnalysisArgs) -> Result<crate::metrics::Extraction> {
+    let taxonomy = analysis.taxonomy()?;
+    let run = read_run(paths)?;
+    let classes = taxonomy.classify_run(&run);
+    let described = describe_paths(paths);
+    crate::metrics::extract(&run, &classes, &analysis.options()).with_context(|| described)
+}
+
+/// The paths of a run, for the head of an error message.
+fn describe_paths(paths: &[PathBuf]) -> String {
+    let shown: Vec<String> = paths
+        .iter()
+        .take(3)
+        .map(|p| p.display().to_string())
+        .collect();
+    let more = paths.len().saturating_sub(3);
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
+fn extract(args: ExtractArgs) -> Result<i32> {
+    let extraction = analyse(&args.paths, &args.analysis)?;
+    write_output(
+        &crate::report::extract::render(&extraction, args.format),
         args.output.as_ref(),
     )?;
     Ok(exit::PASS)

@@ -116,6 +116,9 @@ pub struct Detection {
     pub step_annotations: u64,
     /// Of which not forward passes (`IDLE`, `TARGET_VERIFY`, unknown modes): their kernels stay unassigned.
     pub non_step_annotations: u64,
+    /// Graph launches whose kernels are not a whole forward (no attention kernel or no GEMM),
+    /// handed to gap segmentation.
+    pub graph_launches_partial: u64,
     /// Graph launches (`cudaGraphLaunch` / `hipGraphLaunch`) outside step annotations.
     pub graph_launches: u64,
     /// Activities left to gap segmentation.
@@ -136,6 +139,7 @@ impl Detection {
         self.step_annotations += other.step_annotations;
         self.non_step_annotations += other.non_step_annotations;
         self.graph_launches += other.graph_launches;
+        self.graph_launches_partial += other.graph_launches_partial;
         self.gap_activities += other.gap_activities;
         self.gap_segments += other.gap_segments;
         self.gap_segments_rejected += other.gap_segments_rejected;
@@ -258,6 +262,9 @@ pub fn find_steps(run: &Run, classes: &[Vec<Class>], warmup: usize) -> Vec<RankS
 /// Splits decode steps (in start order) into the steady state and the dropped ones: the first
 /// `warmup` steps, then the steps whose wall is below 0.5× or above 2× the median wall of the rest.
 pub fn steady_state(decode: Vec<Step>, warmup: usize) -> (Vec<Step>, Vec<DroppedStep>) {
+    // A trace of one or two forward passes (a TraceLens split, a single profiled iteration) has
+    // no warm-up to drop: dropping it would leave nothing to measure.
+    let warmup = if decode.len() > warmup { warmup } else { 0 };
     let mut dropped = Vec::new();
     let mut rest = Vec::with_capacity(decode.len().saturating_sub(warmup));
     for (i, step) in decode.into_iter().enumerate() {
@@ -514,7 +521,19 @@ fn trace_steps(trace: &RankTrace, trace_index: usize, classes: &[Class]) -> Trac
             None => unassigned_ns += kernel_time(trace, &acts),
         }
     }
+    // vLLM piecewise graphs replay the layers between eager attention calls: where attention runs
+    // outside graph launches, a graph launch without attention is only a piece of a forward.
+    let eager_attention = pool
+        .iter()
+        .any(|&i| category_of(&trace.gpu[i as usize], classes) == Category::Attention);
     for acts in graph_acts {
+        // A piece of a forward is not a step: its kernels join the eager ones in gap segmentation.
+        let (attention, gemm) = forward_parts(trace, &acts, classes);
+        if !gemm || (eager_attention && !attention) {
+            found.graph_launches_partial += 1;
+            pool.extend(acts);
+            continue;
+        }
         if let Some(step) = make_step(
             trace,
             trace_index,
@@ -552,16 +571,7 @@ fn trace_steps(trace: &RankTrace, trace_index: usize, classes: &[Class]) -> Trac
     }
     found.gap_segments = segments.len() as u64;
     for mut acts in segments {
-        let mut attention = false;
-        let mut gemm = false;
-        for &i in &acts {
-            match category_of(&trace.gpu[i as usize], classes) {
-                Category::Attention => attention = true,
-                Category::DenseGemm | Category::MoeGemm => gemm = true,
-                _ => {}
-            }
-        }
-        if attention && gemm {
+        if is_forward_pass(trace, &acts, classes) {
             acts.sort_unstable();
             if let Some(step) = make_step(
                 trace,
@@ -590,6 +600,28 @@ fn trace_steps(trace: &RankTrace, trace_index: usize, classes: &[Class]) -> Trac
         found,
         unassigned_ns,
     }
+}
+
+/// Whether activities hold an attention kernel and a GEMM, the two parts of a forward pass.
+fn forward_parts(trace: &RankTrace, activities: &[u32], classes: &[Class]) -> (bool, bool) {
+    let mut attention = false;
+    let mut gemm = false;
+    for &i in activities {
+        match category_of(&trace.gpu[i as usize], classes) {
+            Category::Attention => attention = true,
+            Category::DenseGemm | Category::MoeGemm => gemm = true,
+            _ => {}
+        }
+        if attention && gemm {
+            break;
+        }
+    }
+    (attention, gemm)
+}
+
+/// A forward pass holds at least one attention kernel and one GEMM.
+fn is_forward_pass(trace: &RankTrace, activities: &[u32], classes: &[Class]) -> bool {
+    forward_parts(trace, activities, classes) == (true, true)
 }
 
 fn kernel_time(trace: &RankTrace, activities: &[u32]) -> i64 {
@@ -699,7 +731,7 @@ mod tests {
             first.push(i);
         }
         // Walls 23, 20 and 20 µs: no outlier.
-        let j = b.kernel("mla_decode", ATTN, 60 * US, 20 * US, 0);
+        let j = b.kernel("nvjet", GEMM, 60 * US, 20 * US, 0);
         b.link(j, c2);
         // A graph launch inside a step annotation belongs to the annotation.
         b.annotation("step[DECODE bs=4]", 100 * US, 10 * US, TID);
@@ -731,7 +763,7 @@ mod tests {
         // A runtime and a driver event with the same id: the first links, the second is ignored.
         let mut b = TraceBuilder::new(0);
         let c = b.launch(0, true);
-        let i = b.kernel("mla_decode", ATTN, 10 * US, 20 * US, 0);
+        let i = b.kernel("nvjet", GEMM, 10 * US, 20 * US, 0);
         b.link(i, c);
         let (mut trace, classes) = b.build();
         let mut twin = trace.launches[0].clone();
@@ -807,11 +839,12 @@ mod tests {
                 (21, DropReason::Outlier)
             ]
         );
-        // More warm-up steps than steps: everything dropped, nothing kept, no panic.
+        // No more steps than warm-up steps: none is warm-up (that would leave nothing); the
+        // outlier rule still applies.
         let r = &find_steps(&run, &classes, 20)[0];
         assert_eq!(
             (r.decode.len(), r.dropped_warmup, r.dropped_outliers),
-            (0, 10, 0)
+            (6, 0, 4)
         );
     }
 
@@ -844,6 +877,8 @@ mod tests {
         let c = e.launch(50 * MS, true);
         let i = e.kernel("fmha", ATTN, 51 * MS, 3 * MS, 0);
         e.link(i, c);
+        let g = e.kernel("nvjet", GEMM, 54 * MS, MS, 0);
+        e.link(g, c);
         let (run, classes) = run_of(vec![d.build(), e.build()]);
         let ranks = find_steps(&run, &classes, 0);
         assert_eq!(ranks.len(), 1);
@@ -873,14 +908,18 @@ mod tests {
         let i = one.kernel("k", GEMM, 10, 0, 0);
         one.link(i, c);
         one.kernel("k", GEMM, 20, 0, 0);
-        let (mut run, mut classes) = run_of(vec![empty.build(), one.build()]);
+        let (mut run, classes) = run_of(vec![empty.build(), one.build()]);
         run.traces[1].gpu[1].correlation = Some(999);
-        classes[1].clear(); // names beyond the classification are `other`
-        let ranks = find_steps(&run, &classes[..1], 0);
+        let ranks = find_steps(&run, &classes, 0);
         assert_eq!(ranks.len(), 2);
         assert!(ranks[0].decode.is_empty() && ranks[0].prefill.is_empty());
         assert_eq!(ranks[1].decode.len(), 1);
         assert_eq!(ranks[1].decode[0].wall(), 0);
+        // Names beyond the classification are `other`: the graph launch holds no GEMM, no step.
+        let mut unclassified = classes.clone();
+        unclassified[1].clear();
+        let ranks = find_steps(&run, &unclassified[..1], 0);
+        assert!(ranks[1].decode.is_empty());
     }
 
     #[test]

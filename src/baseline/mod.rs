@@ -12,13 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub use tolerance::{Tolerance, ToleranceError, Unit};
 
-/// Which way is better for a metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    Lower,
-    Higher,
-}
+pub use crate::metrics::Direction;
 
 /// What the baseline needs to know about a metric to validate an entry.
 #[derive(Debug, Clone, Copy)]
@@ -26,6 +20,18 @@ pub struct MetricSpec {
     pub name: &'static str,
     pub unit: Unit,
     pub direction: Direction,
+}
+
+/// The specs of every metric tracegate computes.
+pub fn known_metrics() -> Vec<MetricSpec> {
+    crate::metrics::CATALOG
+        .iter()
+        .map(|&(name, unit, direction)| MetricSpec {
+            name,
+            unit: Unit::parse_metric_unit(unit).unwrap_or(Unit::Plain),
+            direction,
+        })
+        .collect()
 }
 
 /// The `[meta]` table: what configuration the figures belong to and where they came from.

@@ -37,6 +37,21 @@ pub const PREFILL_STEP_MS: &str = "prefill_step_ms";
 pub const PREFILL_GPU_UTIL_PCT: &str = "prefill_gpu_util_pct";
 pub const PREFILL_COMM_PCT: &str = "prefill_comm_pct";
 
+/// Every metric with its unit and better direction, in the order reports list them.
+pub const CATALOG: [(&str, &str, Direction); 11] = [
+    (DECODE_STEP_MS, "ms", Direction::Lower),
+    (GPU_UTIL_PCT, "%", Direction::Higher),
+    (COMM_PCT, "%", Direction::Lower),
+    (ALLREDUCE_US, "us", Direction::Lower),
+    (ALLREDUCE_RANK_RATIO, "ratio", Direction::Lower),
+    (MOE_US_PER_LAYER, "us", Direction::Lower),
+    (RANK_SKEW_MS, "ms", Direction::Lower),
+    (OVERLAP_PCT, "%", Direction::Higher),
+    (PREFILL_STEP_MS, "ms", Direction::Lower),
+    (PREFILL_GPU_UTIL_PCT, "%", Direction::Higher),
+    (PREFILL_COMM_PCT, "%", Direction::Lower),
+];
+
 /// What `extract` may be told.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExtractOptions {
@@ -75,7 +90,7 @@ pub enum MetricsError {
 }
 
 /// Whether a lower or a higher value is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     Lower,
@@ -445,7 +460,7 @@ fn describe(found: &Detection, ranks: usize) -> String {
     let p = &found.prefill;
     format!(
         "{} ({} from annotations, {} from graph launches, {} from gaps); {} ({} not forward passes); \
-         {} outside step annotations; {} in {}, {} left to gap segmentation in {}, \
+         {} outside step annotations ({} only pieces of a forward); {} in {}, {} left to gap segmentation in {}, \
          {} without both an attention kernel and a GEMM",
         count(p.total(), "prefill step"),
         thousands(p.annotation),
@@ -454,6 +469,7 @@ fn describe(found: &Detection, ranks: usize) -> String {
         count(found.step_annotations, "step annotation"),
         thousands(found.non_step_annotations),
         count(found.graph_launches, "graph launch"),
+        thousands(found.graph_launches_partial),
         count(found.activities, "GPU activity"),
         count(ranks as u64, "rank"),
         thousands(found.gap_activities),
@@ -703,13 +719,13 @@ fn moe_layers(figures: &[RankFigures<'_>], given: Option<u32>) -> Option<MoeLaye
         for f in figures {
             match f.routing_calls.get(name) {
                 Some(c) => calls.extend(c.iter().map(|&n| f64::from(n))),
-                None => calls.extend(std::iter::repeat(0.0).take(f.decode.len())),
+                None => calls.extend(std::iter::repeat_n(0.0, f.decode.len())),
             }
         }
         let Some(m) = stats::median(&mut calls) else {
             continue;
         };
-        if m >= 1.0 && best.map_or(true, |(b, _)| m < b) {
+        if m >= 1.0 && best.is_none_or(|(b, _)| m < b) {
             best = Some((m, name));
         }
     }

@@ -1,6 +1,7 @@
 //! Rendering: every human- and machine-readable output of tracegate. Nothing here computes a
 //! figure; it formats what earlier stages computed.
 
+pub mod extract;
 pub mod inspect;
 pub mod table;
 

@@ -581,6 +581,21 @@ impl Taxonomy {
     }
 
     /// Classifies the name of every kernel of a rank (memcpy/memset need no rule).
+    /// One dense class list per trace of a run, indexed by [`NameId`], as the steps and metrics
+    /// stages take it; names that are not kernel names get `other`.
+    pub fn classify_run(&self, run: &crate::reader::Run) -> Vec<Vec<Class>> {
+        use rayon::prelude::*;
+        run.traces
+            .par_iter()
+            .map(|t| {
+                let classes = self.classify_trace(t);
+                (0..t.names.len() as NameId)
+                    .map(|id| classes.get(id).unwrap_or(&OTHER_CLASS).clone())
+                    .collect()
+            })
+            .collect()
+    }
+
     pub fn classify_trace(&self, trace: &RankTrace) -> NameClasses {
         let kernel_names = trace
             .gpu

@@ -1,0 +1,219 @@
+//! `tracegate extract` output: the gated figures, the steps behind them and the breakdown.
+
+use super::table::{Align, Table};
+use super::{fixed, Format};
+use crate::metrics::{Extraction, Metric, CATALOG};
+use crate::taxonomy::Category;
+
+/// Version of the `extract --format json` schema; bumped on any incompatible change.
+pub const EXTRACT_SCHEMA_VERSION: u32 = 1;
+
+/// Kernels listed in the text breakdown (JSON and TOML list them all).
+const TOP_KERNELS: usize = 15;
+
+pub fn render(x: &Extraction, format: Format) -> String {
+    match format {
+        Format::Json => {
+            serde_json::to_string_pretty(&to_json(x)).expect("extraction serialises") + "\n"
+        }
+        Format::Toml => to_toml(x),
+        Format::Markdown => render_text(x, true),
+        Format::Table => render_text(x, false),
+    }
+}
+
+/// The JSON document: the extraction with its schema version first.
+pub fn to_json(x: &Extraction) -> serde_json::Value {
+    let mut value = serde_json::json!({ "schema_version": EXTRACT_SCHEMA_VERSION });
+    if let (Some(out), serde_json::Value::Object(fields)) = (
+        value.as_object_mut(),
+        serde_json::to_value(x).expect("extraction serialises"),
+    ) {
+        out.extend(fields);
+    }
+    value
+}
+
+/// TOML has no null: absent values are dropped before conversion.
+fn strip_nulls(v: serde_json::Value) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    match v {
+        Value::Null => None,
+        Value::Array(items) => Some(Value::Array(
+            items.into_iter().filter_map(strip_nulls).collect(),
+        )),
+        Value::Object(map) => Some(Value::Object(
+            map.into_iter()
+                .filter_map(|(k, v)| strip_nulls(v).map(|v| (k, v)))
+                .collect(),
+        )),
+        other => Some(other),
+    }
+}
+
+fn to_toml(x: &Extraction) -> String {
+    let value = strip_nulls(to_json(x)).unwrap_or_default();
+    toml::to_string(&value).expect("extraction converts to TOML")
+}
+
+/// A metric's value with the decimals its unit deserves.
+pub fn format_value(value: f64, unit: &str) -> String {
+    match unit {
+        "ms" => fixed(value, 3),
+        "us" => fixed(value, 1),
+        "%" => fixed(value, 1),
+        _ => fixed(value, 3),
+    }
+}
+
+fn metric_row(name: &str, m: &Metric) -> Vec<String> {
+    let opt = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format_value(v, m.unit));
+    let ranks = if m.per_rank.len() > 1 {
+        let (lo, hi) = m
+            .per_rank
+            .values()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(*v), hi.max(*v))
+            });
+        format!(
+            "{} – {}",
+            format_value(lo, m.unit),
+            format_value(hi, m.unit)
+        )
+    } else {
+        "-".into()
+    };
+    vec![
+        name.to_string(),
+        format_value(m.value, m.unit),
+        opt(m.p50),
+        opt(m.p90),
+        opt(m.p99),
+        m.unit.to_string(),
+        format!("{:?}", m.direction).to_lowercase(),
+        ranks,
+    ]
+}
+
+fn render_text(x: &Extraction, markdown: bool) -> String {
+    let mut out = String::new();
+    let section = |title: &str, table: &Table, out: &mut String| {
+        out.push_str(&if markdown {
+            format!("### {title}\n\n")
+        } else {
+            format!("{title}\n\n")
+        });
+        out.push_str(&if markdown {
+            table.to_markdown()
+        } else {
+            table.to_terminal()
+        });
+        out.push('\n');
+    };
+    let device = x
+        .run
+        .device
+        .clone()
+        .unwrap_or_else(|| "unknown device".into());
+    let kept = x.steps.values().map(|s| s.decode_kept).min().unwrap_or(0);
+    let warmup = x
+        .steps
+        .values()
+        .map(|s| s.dropped_warmup)
+        .max()
+        .unwrap_or(0);
+    out.push_str(&format!(
+        "{} rank(s) on {device}; at least {kept} steady decode step(s) per rank ({warmup} dropped as warm-up).\n\n",
+        x.run.ranks.len(),
+    ));
+
+    let mut t = Table::new(&[
+        ("metric", Align::Left),
+        ("value", Align::Right),
+        ("p50", Align::Right),
+        ("p90", Align::Right),
+        ("p99", Align::Right),
+        ("unit", Align::Left),
+        ("better", Align::Left),
+        ("range over ranks", Align::Right),
+    ]);
+    for (name, _, _) in CATALOG {
+        if let Some(m) = x.metrics.get(name) {
+            t.row(metric_row(name, m));
+        }
+    }
+    section("Metrics", &t, &mut out);
+
+    let mut t = Table::new(&[
+        ("rank", Align::Left),
+        ("decode kept", Align::Right),
+        ("warm-up dropped", Align::Right),
+        ("outliers dropped", Align::Right),
+        ("prefill", Align::Right),
+        ("unassigned ms", Align::Right),
+    ]);
+    for (rank, s) in &x.steps {
+        t.row(vec![
+            rank.to_string(),
+            s.decode_kept.to_string(),
+            s.dropped_warmup.to_string(),
+            s.dropped_outliers.to_string(),
+            s.prefill.to_string(),
+            fixed(s.unassigned_ms, 3),
+        ]);
+    }
+    section("Steps", &t, &mut out);
+
+    let mut t = Table::new(&[
+        ("category", Align::Left),
+        ("calls/step", Align::Right),
+        ("ms/step", Align::Right),
+        ("%", Align::Right),
+    ]);
+    let mut cats: Vec<(&Category, _)> = x.breakdown.categories.iter().collect();
+    cats.sort_by(|a, b| b.1.ms_per_step.total_cmp(&a.1.ms_per_step));
+    let (mut calls, mut ms) = (0.0, 0.0);
+    for (cat, share) in cats {
+        calls += share.calls_per_step;
+        ms += share.ms_per_step;
+        t.row(vec![
+            cat.label().to_string(),
+            fixed(share.calls_per_step, 1),
+            fixed(share.ms_per_step, 3),
+            fixed(share.pct, 1),
+        ]);
+    }
+    t.row(vec![
+        "Total".into(),
+        fixed(calls, 1),
+        fixed(ms, 3),
+        "100.0".into(),
+    ]);
+    section("Decode step breakdown", &t, &mut out);
+
+    let mut t = Table::new(&[
+        ("kernel", Align::Left),
+        ("category", Align::Left),
+        ("calls/step", Align::Right),
+        ("ms/step", Align::Right),
+        ("%", Align::Right),
+    ]);
+    for k in x.breakdown.kernels.iter().take(TOP_KERNELS) {
+        t.row(vec![
+            k.name.clone(),
+            k.category.key().to_string(),
+            fixed(k.calls_per_step, 1),
+            fixed(k.ms_per_step, 3),
+            fixed(k.pct, 1),
+        ]);
+    }
+    section(&format!("Top {TOP_KERNELS} kernels"), &t, &mut out);
+    out.push_str(&format!(
+        "Kernel time left in `other`: {:.1}%.\n",
+        x.other_pct
+    ));
+    for w in &x.warnings {
+        out.push_str(&format!("\nWarning: {w}\n"));
+    }
+    out
+}
