@@ -89,3 +89,63 @@ fn inspect_table_answers_the_input_dims_question() {
             "| rank | cpu ops | with dims | empty dims | no Input Dims |",
         ));
 }
+
+#[test]
+fn one_graph_launched_decode_iteration_gives_decode_figures() {
+    let out = tracegate()
+        .args(["extract", "--format", "json"])
+        .arg(fixture("sglang_qwen3_decode.json.gz"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["steps"]["0"]["decode_kept"], 1);
+    // SGLang wraps the forward in `step[DECODE bs=32]`, which holds the hipGraphLaunch.
+    assert_eq!(json["steps"]["0"]["found"]["decode"]["annotation"], 1);
+    // Independent: the span of the GPU activities whose launch starts inside the annotation.
+    let trace = common::load_json(&fixture("sglang_qwen3_decode.json.gz"));
+    let events = trace["traceEvents"].as_array().unwrap();
+    let step = events
+        .iter()
+        .find(|e| e["name"] == "step[DECODE bs=32]")
+        .unwrap();
+    let (from, to) = (
+        step["ts"].as_f64().unwrap(),
+        step["ts"].as_f64().unwrap() + step["dur"].as_f64().unwrap(),
+    );
+    let launched: std::collections::HashSet<u64> = events
+        .iter()
+        .filter(|e| e["cat"] == "cuda_runtime" && e["tid"] == step["tid"])
+        .filter(|e| (from..=to).contains(&e["ts"].as_f64().unwrap()))
+        .filter_map(|e| e["args"]["correlation"].as_u64())
+        .collect();
+    let kernels: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e["cat"].as_str(),
+                Some("kernel" | "gpu_memcpy" | "gpu_memset")
+            )
+        })
+        .filter(|e| {
+            e["args"]["correlation"]
+                .as_u64()
+                .is_some_and(|c| launched.contains(&c))
+        })
+        .collect();
+    let start = kernels
+        .iter()
+        .map(|e| e["ts"].as_f64().unwrap())
+        .fold(f64::INFINITY, f64::min);
+    let end = kernels
+        .iter()
+        .map(|e| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    let wall_ms = (end - start) / 1000.0;
+    let got = json["metrics"]["decode_step_ms"]["value"].as_f64().unwrap();
+    assert!((got - wall_ms).abs() < 1e-3, "{got} vs {wall_ms}");
+}

@@ -104,3 +104,52 @@ fn python_function_events_are_counted_not_kept() {
         expected
     );
 }
+
+fn extract_status(path: &Path) -> (Option<i32>, String, String) {
+    let out = tracegate()
+        .arg("extract")
+        .arg(path)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn extract_gives_figures_for_decode_traces_and_exit_2_for_the_rest() {
+    let Some(dir) =
+        shared_traces("extract_gives_figures_for_decode_traces_and_exit_2_for_the_rest")
+    else {
+        return;
+    };
+    for rel in [
+        "tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+        "tracelens/inference/vllm_decode_full/graph_execution.json.gz",
+    ] {
+        let (code, stdout, stderr) = extract_status(&dir.join(rel));
+        assert_eq!(code, Some(0), "{rel}: {stderr}");
+        let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert!(
+            json["metrics"]["decode_step_ms"]["value"].as_f64().unwrap() > 1.0,
+            "{rel}"
+        );
+    }
+    // Training steps, a prefill-only split, eager single forwards, DLRM: no decode step.
+    for rel in [
+        "hta/trace_diff/test/test.json.gz",
+        "hta/df_index_resolver/df_index_resolver.json.gz",
+        "tracelens/inference/sglang_prefilldecode/sglang_Qwen3-8B_prefilldecode.json.gz",
+        "tracelens/inference/vllm_prefilldecode_piecewise/graph_execution.json.gz",
+        "tracelens/b200/eager_trace.json.gz",
+        "param/dlrm_kineto",
+    ] {
+        let (code, stdout, stderr) = extract_status(&dir.join(rel));
+        assert_eq!(code, Some(2), "{rel}: {stdout}");
+        assert!(stderr.contains("no decode step"), "{rel}: {stderr}");
+        assert!(stdout.is_empty(), "{rel}: no table of zeros");
+    }
+}
