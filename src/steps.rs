@@ -521,15 +521,11 @@ fn trace_steps(trace: &RankTrace, trace_index: usize, classes: &[Class]) -> Trac
             None => unassigned_ns += kernel_time(trace, &acts),
         }
     }
-    // vLLM piecewise graphs replay the layers between eager attention calls: where attention runs
-    // outside graph launches, a graph launch without attention is only a piece of a forward.
-    let eager_attention = pool
-        .iter()
-        .any(|&i| category_of(&trace.gpu[i as usize], classes) == Category::Attention);
     for acts in graph_acts {
-        // A piece of a forward is not a step: its kernels join the eager ones in gap segmentation.
-        let (attention, gemm) = forward_parts(trace, &acts, classes);
-        if !gemm || (eager_attention && !attention) {
+        // A graph without attention and GEMM is a piece of a forward (vLLM piecewise graphs replay
+        // the layers between eager attention calls) or no forward at all (a training graph): its
+        // kernels join the eager ones in gap segmentation.
+        if !is_forward_pass(trace, &acts, classes) {
             found.graph_launches_partial += 1;
             pool.extend(acts);
             continue;
@@ -602,8 +598,8 @@ fn trace_steps(trace: &RankTrace, trace_index: usize, classes: &[Class]) -> Trac
     }
 }
 
-/// Whether activities hold an attention kernel and a GEMM, the two parts of a forward pass.
-fn forward_parts(trace: &RankTrace, activities: &[u32], classes: &[Class]) -> (bool, bool) {
+/// A forward pass holds at least one attention kernel and one GEMM.
+fn is_forward_pass(trace: &RankTrace, activities: &[u32], classes: &[Class]) -> bool {
     let mut attention = false;
     let mut gemm = false;
     for &i in activities {
@@ -613,15 +609,10 @@ fn forward_parts(trace: &RankTrace, activities: &[u32], classes: &[Class]) -> (b
             _ => {}
         }
         if attention && gemm {
-            break;
+            return true;
         }
     }
-    (attention, gemm)
-}
-
-/// A forward pass holds at least one attention kernel and one GEMM.
-fn is_forward_pass(trace: &RankTrace, activities: &[u32], classes: &[Class]) -> bool {
-    forward_parts(trace, activities, classes) == (true, true)
+    false
 }
 
 fn kernel_time(trace: &RankTrace, activities: &[u32]) -> i64 {
@@ -636,13 +627,12 @@ mod tests {
     const ATTN: Category = Category::Attention;
     const GEMM: Category = Category::DenseGemm;
 
-    /// One kernel per graph launch, `wall` long, launches 100 ms apart.
+    /// One forward (attention + GEMM) per graph launch, `wall` long, launches 100 ms apart.
     fn graph_steps(b: &mut TraceBuilder, walls_ms: &[i64]) {
         for (k, &w) in walls_ms.iter().enumerate() {
             let t = k as i64 * 100 * MS;
             let c = b.launch(t, true);
-            let i = b.kernel("fused_moe_kernel", Category::MoeGemm, t + MS, w * MS, 0);
-            b.link(i, c);
+            b.forward(c, t + MS, w * MS);
         }
     }
 
@@ -720,19 +710,17 @@ mod tests {
         let c2 = b.launch(50 * US, true);
         let mut first = Vec::new();
         for k in 0..5 {
-            let i = b.kernel(
-                "fused_moe_kernel",
-                Category::MoeGemm,
-                10 * US + k * 5 * US,
-                3 * US,
-                0,
-            );
+            let (name, category) = if k == 0 {
+                ("mla_decode", ATTN)
+            } else {
+                ("fused_moe_kernel", Category::MoeGemm)
+            };
+            let i = b.kernel(name, category, 10 * US + k * 5 * US, 3 * US, 0);
             b.link(i, c1);
             first.push(i);
         }
         // Walls 23, 20 and 20 µs: no outlier.
-        let j = b.kernel("nvjet", GEMM, 60 * US, 20 * US, 0);
-        b.link(j, c2);
+        let second = b.forward(c2, 60 * US, 20 * US);
         // A graph launch inside a step annotation belongs to the annotation.
         b.annotation("step[DECODE bs=4]", 100 * US, 10 * US, TID);
         let c3 = b.launch(105 * US, true);
@@ -745,7 +733,7 @@ mod tests {
         assert_eq!(r.decode[0].source, StepSource::GraphLaunch);
         assert_eq!(r.decode[0].activities, first);
         assert_eq!((r.decode[0].start, r.decode[0].end), (10 * US, 33 * US));
-        assert_eq!(r.decode[1].activities, vec![j]);
+        assert_eq!(r.decode[1].activities, second);
         assert_eq!(r.decode[2].source, StepSource::Annotation);
         assert_eq!(r.found.graph_launches, 2);
         assert_eq!(
@@ -763,8 +751,7 @@ mod tests {
         // A runtime and a driver event with the same id: the first links, the second is ignored.
         let mut b = TraceBuilder::new(0);
         let c = b.launch(0, true);
-        let i = b.kernel("nvjet", GEMM, 10 * US, 20 * US, 0);
-        b.link(i, c);
+        b.forward(c, 10 * US, 20 * US);
         let (mut trace, classes) = b.build();
         let mut twin = trace.launches[0].clone();
         twin.ts += US;
@@ -855,8 +842,7 @@ mod tests {
         for (k, w) in [1i64, 2, 3, 3, 3, 6, 7].iter().enumerate() {
             let t = k as i64 * 100 * MS;
             let c = b.launch(t, true);
-            let i = b.kernel("k", GEMM, t + MS, *w, 0);
-            b.link(i, c);
+            b.forward(c, t + MS, *w);
         }
         let (trace, classes) = b.build();
         let (run, classes) = run_of(vec![(trace, classes)]);
@@ -905,11 +891,10 @@ mod tests {
         let empty = TraceBuilder::new(0);
         let mut one = TraceBuilder::new(1);
         let c = one.launch(0, true);
-        let i = one.kernel("k", GEMM, 10, 0, 0);
-        one.link(i, c);
+        one.forward(c, 10, 0);
         one.kernel("k", GEMM, 20, 0, 0);
         let (mut run, classes) = run_of(vec![empty.build(), one.build()]);
-        run.traces[1].gpu[1].correlation = Some(999);
+        run.traces[1].gpu[2].correlation = Some(999);
         let ranks = find_steps(&run, &classes, 0);
         assert_eq!(ranks.len(), 2);
         assert!(ranks[0].decode.is_empty() && ranks[0].prefill.is_empty());

@@ -112,6 +112,23 @@ impl TraceBuilder {
         self.push(GpuKind::Kernel, id, ts, dur, stream, None)
     }
 
+    /// A whole forward pass replayed by the graph launch `correlation`: an attention kernel then a
+    /// GEMM, back to back on stream 0, together `dur` long (a graph launch needs both to be a step).
+    pub fn forward(&mut self, correlation: u64, ts: i64, dur: i64) -> Vec<u32> {
+        let attention = self.kernel("mla_decode", Category::Attention, ts, dur / 2, 0);
+        let gemm = self.kernel(
+            "nvjet_gemm",
+            Category::DenseGemm,
+            ts + dur / 2,
+            dur - dur / 2,
+            0,
+        );
+        for i in [attention, gemm] {
+            self.link(i, correlation);
+        }
+        vec![attention, gemm]
+    }
+
     /// An allreduce-class comm kernel without a launch.
     pub fn allreduce(&mut self, name: &str, ts: i64, dur: i64, stream: u64) -> u32 {
         let id = self.name(name, Category::Comm, Some(Collective::Allreduce));

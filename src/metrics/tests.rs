@@ -424,8 +424,7 @@ fn ranks_keeping_different_step_counts_is_a_warning_not_an_error() {
         for k in 0..n {
             let t0 = k * 10 * MS;
             let c = b.launch(t0, true);
-            let i = b.kernel("nvjet", Category::DenseGemm, t0 + US, 100 * US, 0);
-            b.link(i, c);
+            b.forward(c, t0 + US, 100 * US);
         }
     }
     let (run, classes) = run_of(vec![r0.build(), r1.build()]);
@@ -469,8 +468,7 @@ fn a_rank_with_no_more_steps_than_the_warmup_keeps_them_all() {
     let mut b = TraceBuilder::new(0).stage(Stage::Decode);
     for k in 0..2 {
         let c = b.launch(k * 10 * MS, true);
-        let i = b.kernel("nvjet", Category::DenseGemm, k * 10 * MS + US, US, 0);
-        b.link(i, c);
+        b.forward(c, k * 10 * MS + US, US);
     }
     let (run, classes) = run_of(vec![b.build()]);
     let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
