@@ -26,6 +26,92 @@ pub enum Command {
     Inspect(InspectArgs),
     /// The gated figures of a run: decode step time, utilization, comm share, allreduce, MoE...
     Extract(ExtractArgs),
+    /// Gate a run against a baseline: exit 0 pass, 1 regression, 2 could not judge.
+    Check(CheckArgs),
+    /// Write a run's figures into a baseline file.
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// Create a baseline from a run, with default tolerances.
+    New(BaselineNewArgs),
+    /// Rewrite a baseline's figures from a run, keeping tolerances, comments and key order.
+    Update(BaselineUpdateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineWriteArgs {
+    /// Trace files (.json, .json.gz) or directories of them; one run.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The baseline TOML file to write.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: PathBuf,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    /// Where the figures came from, stamped into `[meta] source` (default: the paths).
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Print the change as a unified diff and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// new: overwrite an existing file; update: accept a run on other hardware.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineNewArgs {
+    #[command(flatten)]
+    pub write: BaselineWriteArgs,
+    /// Hardware name (default: the device name the trace reports).
+    #[arg(long)]
+    pub hardware: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long)]
+    pub precision: Option<String>,
+    #[arg(long)]
+    pub framework: Option<String>,
+    #[arg(long)]
+    pub image: Option<String>,
+    #[arg(long)]
+    pub tp: Option<u32>,
+    #[arg(long)]
+    pub ep: Option<u32>,
+    #[arg(long)]
+    pub concurrency: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineUpdateArgs {
+    #[command(flatten)]
+    pub write: BaselineWriteArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Trace files (.json, .json.gz) or directories of them; one run.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The baseline TOML file of this hardware configuration.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: PathBuf,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: Format,
+    /// Write the report to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Also write the full verdict as JSON to this file (for an artifact).
+    #[arg(long, value_name = "FILE")]
+    pub verdict_out: Option<PathBuf>,
+    /// Fail (exit 1) on an improvement beyond tolerance too, so baselines cannot drift loose.
+    #[arg(long)]
+    pub fail_on_improvement: bool,
 }
 
 /// How a run is analysed; shared by the commands that compute metrics.
@@ -76,6 +162,9 @@ pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Inspect(args) => inspect(args),
         Command::Extract(args) => extract(args),
+        Command::Check(args) => check(args),
+        Command::Baseline(BaselineCommand::New(args)) => baseline_new(args),
+        Command::Baseline(BaselineCommand::Update(args)) => baseline_update(args),
     }
 }
 
@@ -144,11 +233,29 @@ impl AnalysisArgs {
 
 /// Reads and analyses a run: the reader, the taxonomy, steps and metrics.
 pub fn analyse(paths: &[PathBuf], analysis: &AnalysisArgs) -> Result<crate::metrics::Extraction> {
-    let taxonomy = analysis.taxonomy()?;
+    analyse_with(paths, analysis, None)
+}
+
+/// [`analyse`], with the baseline's extra rules and MoE layer count where it has them.
+pub fn analyse_with(
+    paths: &[PathBuf],
+    analysis: &AnalysisArgs,
+    baseline: Option<&crate::baseline::Baseline>,
+) -> Result<crate::metrics::Extraction> {
+    let mut taxonomy = analysis.taxonomy()?;
+    let mut options = analysis.options();
+    if let Some(b) = baseline {
+        if let Some(table) = &b.rules {
+            let origin = format!("{} [rules]", b.path.display());
+            taxonomy =
+                taxonomy.with_rules(crate::taxonomy::Taxonomy::rules_from_table(table, &origin)?);
+        }
+        options.moe_layers = options.moe_layers.or(b.meta.moe_layers);
+    }
     let run = read_run(paths)?;
     let classes = taxonomy.classify_run(&run);
     let described = describe_paths(paths);
-    crate::metrics::extract(&run, &classes, &analysis.options()).with_context(|| described)
+    crate::metrics::extract(&run, &classes, &options).with_context(|| described)
 }
 
 /// The paths of a run, for the head of an error message.
@@ -173,4 +280,110 @@ fn extract(args: ExtractArgs) -> Result<i32> {
         args.output.as_ref(),
     )?;
     Ok(exit::PASS)
+}
+
+fn check(args: CheckArgs) -> Result<i32> {
+    let baseline =
+        crate::baseline::Baseline::load(&args.baseline, &crate::baseline::known_metrics())?;
+    let extraction = analyse_with(&args.paths, &args.analysis, Some(&baseline))?;
+    let options = crate::gate::CheckOptions {
+        fail_on_improvement: args.fail_on_improvement,
+    };
+    let result = crate::gate::check(&extraction, &baseline, &options);
+    if let Some(path) = &args.verdict_out {
+        write_output(
+            &crate::report::check::render(&result, Format::Json),
+            Some(path),
+        )?;
+    }
+    write_output(
+        &crate::report::check::render(&result, args.format),
+        args.output.as_ref(),
+    )?;
+    Ok(result.exit_code)
+}
+
+fn stamp_for(
+    args: &BaselineWriteArgs,
+    x: &crate::metrics::Extraction,
+) -> crate::baseline::write::Stamp {
+    crate::baseline::write::Stamp {
+        source: args
+            .source
+            .clone()
+            .unwrap_or_else(|| describe_paths(&args.paths)),
+        date: crate::baseline::write::today(),
+        device: x.run.device.clone(),
+        ranks: x.run.ranks.len(),
+    }
+}
+
+/// Prints the diff, and writes the new text unless this is a dry run.
+fn finish_baseline_write(args: &BaselineWriteArgs, old: &str, new: &str) -> Result<i32> {
+    let shown = args.baseline.display().to_string();
+    let diff = crate::baseline::write::diff(&shown, old, new);
+    write_output(
+        if diff.is_empty() {
+            "no change\n"
+        } else {
+            &diff
+        },
+        None,
+    )?;
+    if !args.dry_run {
+        std::fs::write(&args.baseline, new)
+            .with_context(|| format!("{shown}: cannot write baseline"))?;
+        // Read back what was written: a baseline the gate cannot load must not be left behind.
+        crate::baseline::Baseline::load(&args.baseline, &crate::baseline::known_metrics())?;
+    }
+    Ok(exit::PASS)
+}
+
+fn baseline_new(args: BaselineNewArgs) -> Result<i32> {
+    let w = &args.write;
+    if w.baseline.exists() && !w.force && !w.dry_run {
+        anyhow::bail!(
+            "{}: already exists (use `baseline update`, or --force to overwrite)",
+            w.baseline.display()
+        );
+    }
+    let x = analyse(&w.paths, &w.analysis)?;
+    let meta = crate::baseline::Meta {
+        hardware: args
+            .hardware
+            .clone()
+            .or_else(|| x.run.device.clone())
+            .unwrap_or_default(),
+        model: args.model.clone(),
+        precision: args.precision.clone(),
+        framework: args.framework.clone(),
+        image: args.image.clone(),
+        tp: args.tp.or(Some(x.run.ranks.len() as u32)),
+        ep: args.ep,
+        concurrency: args.concurrency,
+        moe_layers: w.analysis.moe_layers,
+        ..Default::default()
+    };
+    let text = crate::baseline::write::new_baseline(&x, &meta, &stamp_for(w, &x));
+    finish_baseline_write(w, "", &text)
+}
+
+fn baseline_update(args: BaselineUpdateArgs) -> Result<i32> {
+    let w = &args.write;
+    let baseline = crate::baseline::Baseline::load(&w.baseline, &crate::baseline::known_metrics())?;
+    let x = analyse_with(&w.paths, &w.analysis, Some(&baseline))?;
+    let device = x.run.device.clone().unwrap_or_default();
+    if !w.force && !baseline.meta.hardware.is_empty() && device != baseline.meta.hardware {
+        anyhow::bail!(
+            "{}: the baseline is for {:?} but the run is on {:?}; refusing to overwrite (use --force)",
+            w.baseline.display(),
+            baseline.meta.hardware,
+            device
+        );
+    }
+    let old = std::fs::read_to_string(&w.baseline)
+        .with_context(|| format!("{}: cannot read", w.baseline.display()))?;
+    let new = crate::baseline::write::update_baseline(&old, &x, &stamp_for(w, &x))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", w.baseline.display()))?;
+    finish_baseline_write(w, &old, &new)
 }

@@ -4,6 +4,7 @@
 //! file, the line and the key, because a typo in a baseline must never silently turn a gate off.
 
 pub mod tolerance;
+pub mod write;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,10 @@
 //! Deciding is kept apart from measuring (metrics) and from reporting (report), as criterion
 //! keeps its analysis apart from its harness.
 
+pub mod check;
+pub mod explain;
 pub mod stats;
 pub mod verdict;
 
+pub use check::{check, CheckOptions, CheckResult, MetricCheck, Status};
 pub use verdict::{judge, Judgement, Observation, Verdict};

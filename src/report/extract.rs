@@ -200,7 +200,7 @@ fn render_text(x: &Extraction, markdown: bool) -> String {
     ]);
     for k in x.breakdown.kernels.iter().take(TOP_KERNELS) {
         t.row(vec![
-            k.name.clone(),
+            super::display_kernel_name(&k.name),
             k.category.key().to_string(),
             fixed(k.calls_per_step, 1),
             fixed(k.ms_per_step, 3),

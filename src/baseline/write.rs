@@ -1,0 +1,238 @@
+//! Writing a run's figures into a baseline, keeping what people wrote: tolerances, directions,
+//! `gate = false`, comments and key order survive (`toml_edit`). `[breakdown]` is the tool's own
+//! section and is rewritten whole.
+
+use toml_edit::{value, ArrayOfTables, DocumentMut, Item, Table};
+
+use super::Meta;
+use crate::gate::stats::robust_spread;
+use crate::metrics::{Extraction, ALLREDUCE_RANK_RATIO, CATALOG, RANK_SKEW_MS};
+
+/// The tolerance a new baseline starts with, per metric: wide enough for step-to-step and
+/// run-to-run noise of a steady decode, tight enough to catch a slower kernel library.
+pub fn default_tolerance(metric: &str) -> &'static str {
+    match metric {
+        "decode_step_ms" => "3%",
+        "gpu_util_pct" => "1pp",
+        "comm_pct" => "1.5pp",
+        "allreduce_us" => "10%",
+        "allreduce_rank_ratio" => "15%",
+        "moe_us_per_layer" => "5%",
+        "rank_skew_ms" => "0.5ms",
+        "overlap_pct" => "5pp",
+        "prefill_step_ms" => "10%",
+        _ => "5pp",
+    }
+}
+
+/// Six significant digits: figures stay readable and diffs stay small.
+fn round6(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let digits = 6 - 1 - v.abs().log10().floor() as i32;
+    let factor = 10f64.powi(digits.clamp(-10, 12));
+    (v * factor).round() / factor
+}
+
+/// What `[meta]` gets stamped with on every write.
+#[derive(Debug, Clone)]
+pub struct Stamp {
+    pub source: String,
+    pub date: String,
+    pub device: Option<String>,
+    pub ranks: usize,
+}
+
+/// Today's date, `YYYY-MM-DD`, in UTC.
+pub fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    civil_date(secs.div_euclid(86_400))
+}
+
+/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+fn civil_date(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+fn set_if_absent(table: &mut Table, key: &str, item: Item) {
+    if !table.contains_key(key) {
+        table.insert(key, item);
+    }
+}
+
+fn stamp_meta(doc: &mut DocumentMut, stamp: &Stamp) {
+    let meta = doc
+        .entry("meta")
+        .or_insert(Item::Table(Table::new()))
+        .as_table_mut()
+        .expect("meta is a table");
+    set_if_absent(
+        meta,
+        "hardware",
+        value(stamp.device.clone().unwrap_or_default()),
+    );
+    set_if_absent(meta, "tp", value(stamp.ranks as i64));
+    meta["source"] = value(stamp.source.clone());
+    meta["date"] = value(stamp.date.clone());
+    meta["tracegate_version"] = value(env!("CARGO_PKG_VERSION"));
+}
+
+fn write_metrics(doc: &mut DocumentMut, x: &Extraction) {
+    let metrics = doc
+        .entry("metrics")
+        .or_insert(Item::Table(Table::new()))
+        .as_table_mut()
+        .expect("metrics is a table");
+    metrics.set_implicit(true);
+    for (name, _, _) in CATALOG {
+        let Some(m) = x.metrics.get(name) else {
+            continue;
+        };
+        let entry = metrics.entry(name).or_insert_with(|| {
+            let mut t = Table::new();
+            t.insert("value", value(0.0));
+            t.insert("tolerance", value(default_tolerance(name)));
+            Item::Table(t)
+        });
+        let t = entry.as_table_mut().expect("a metric entry is a table");
+        t["value"] = value(round6(m.value));
+        for (key, v) in [("p50", m.p50), ("p90", m.p90), ("p99", m.p99)] {
+            match v {
+                Some(v) => t[key] = value(round6(v)),
+                None => {
+                    t.remove(key);
+                }
+            }
+        }
+        // Rank ratio and skew have one value per rank, not per-step samples: no spread.
+        let per_step = name != ALLREDUCE_RANK_RATIO && name != RANK_SKEW_MS;
+        match robust_spread(&m.samples).filter(|_| per_step && m.samples.len() > 1) {
+            Some(spread) => {
+                t["spread"] = value(round6(spread));
+                t["samples"] = value(m.samples.len() as i64);
+            }
+            None => {
+                t.remove("spread");
+                t.remove("samples");
+            }
+        }
+    }
+}
+
+fn write_breakdown(doc: &mut DocumentMut, x: &Extraction) {
+    let mut breakdown = Table::new();
+    breakdown.decor_mut().set_prefix(
+        "\n# Written by tracegate: the decode step per category and kernel, for the explanation.\n",
+    );
+    let mut categories = Table::new();
+    categories.set_implicit(true);
+    for (cat, share) in &x.breakdown.categories {
+        let mut t = Table::new();
+        t.insert("ms_per_step", value(round6(share.ms_per_step)));
+        t.insert("calls_per_step", value(round6(share.calls_per_step)));
+        categories.insert(cat.key(), Item::Table(t));
+    }
+    breakdown.insert("categories", Item::Table(categories));
+    let mut kernels = ArrayOfTables::new();
+    for k in &x.breakdown.kernels {
+        let mut t = Table::new();
+        t.insert("name", value(k.name.clone()));
+        t.insert("category", value(k.category.key()));
+        t.insert("ms_per_step", value(round6(k.ms_per_step)));
+        t.insert("calls_per_step", value(round6(k.calls_per_step)));
+        kernels.push(t);
+    }
+    breakdown.insert("kernels", Item::ArrayOfTables(kernels));
+    breakdown.set_implicit(true);
+    doc.insert("breakdown", Item::Table(breakdown));
+}
+
+/// A new baseline for a run, with default tolerances and a header saying how to edit it.
+pub fn new_baseline(x: &Extraction, meta: &Meta, stamp: &Stamp) -> String {
+    let mut doc = DocumentMut::new();
+    let mut m = Table::new();
+    m.decor_mut().set_prefix(
+        "# tracegate baseline: one hardware configuration. Edit tolerances, `direction` and\n\
+         # `gate = false` by hand; `tracegate baseline update` rewrites values and keeps your edits.\n",
+    );
+    m.insert("hardware", value(meta.hardware.clone()));
+    let optional: [(&str, &Option<String>); 4] = [
+        ("model", &meta.model),
+        ("precision", &meta.precision),
+        ("framework", &meta.framework),
+        ("image", &meta.image),
+    ];
+    for (key, v) in optional {
+        if let Some(v) = v {
+            m.insert(key, value(v.clone()));
+        }
+    }
+    for (key, v) in [
+        ("tp", meta.tp),
+        ("ep", meta.ep),
+        ("concurrency", meta.concurrency),
+        ("moe_layers", meta.moe_layers),
+    ] {
+        if let Some(v) = v {
+            m.insert(key, value(i64::from(v)));
+        }
+    }
+    doc.insert("meta", Item::Table(m));
+    update_document(&mut doc, x, stamp);
+    doc.to_string()
+}
+
+fn update_document(doc: &mut DocumentMut, x: &Extraction, stamp: &Stamp) {
+    stamp_meta(doc, stamp);
+    write_metrics(doc, x);
+    write_breakdown(doc, x);
+}
+
+/// The baseline text with the run's figures written in; `Err` with the TOML parser's message.
+pub fn update_baseline(old: &str, x: &Extraction, stamp: &Stamp) -> Result<String, String> {
+    let mut doc: DocumentMut = old
+        .parse()
+        .map_err(|e: toml_edit::TomlError| e.to_string())?;
+    update_document(&mut doc, x, stamp);
+    Ok(doc.to_string())
+}
+
+/// A unified diff of two baseline texts.
+pub fn diff(path: &str, old: &str, new: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(2)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates_are_right() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(20_425), "2025-12-03");
+        assert_eq!(civil_date(11_016), "2000-02-29");
+    }
+
+    #[test]
+    fn six_significant_digits() {
+        assert_eq!(round6(20.114_876_5), 20.1149);
+        assert_eq!(round6(0.000_123_456_78), 0.000_123_457);
+        assert_eq!(round6(282_612.345), 282_612.0);
+    }
+}

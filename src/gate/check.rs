@@ -1,0 +1,251 @@
+//! A whole run against a baseline: one judgement per metric, one status for the run.
+
+use serde::Serialize;
+
+use super::explain::{explain, Explanation};
+use super::stats::Statistic;
+use super::verdict::{judge, Observation, Verdict};
+use crate::baseline::{known_metrics, Baseline, Direction, Meta, Unit};
+use crate::exit;
+use crate::metrics::{Extraction, Metric, ALLREDUCE_RANK_RATIO, ALLREDUCE_US, RANK_SKEW_MS};
+
+/// Version of the check JSON schema (`check --format json`, `--verdict-out`).
+pub const CHECK_SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Default)]
+pub struct CheckOptions {
+    /// Fail on an improvement beyond tolerance too, so that baselines cannot drift loose.
+    pub fail_on_improvement: bool,
+}
+
+/// The outcome of the whole check, one meaning per exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pass,
+    Regression,
+    CannotJudge,
+}
+
+impl Status {
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Status::Pass => exit::PASS,
+            Status::Regression => exit::REGRESSION,
+            Status::CannotJudge => exit::CANNOT_JUDGE,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricCheck {
+    pub name: String,
+    pub unit: String,
+    pub direction: Direction,
+    /// False for report-only metrics (`gate = false`) and metrics absent from the baseline.
+    pub gated: bool,
+    pub baseline: Option<f64>,
+    pub current: Option<f64>,
+    pub change: Option<f64>,
+    pub change_pct: Option<f64>,
+    pub tolerance: Option<String>,
+    /// The tolerance in the metric's unit.
+    pub allowance: Option<f64>,
+    pub interval: Option<(f64, f64)>,
+    /// Per-step samples the judgement rested on (0: the value alone decided).
+    pub samples: usize,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckResult {
+    pub schema_version: u32,
+    pub status: Status,
+    pub exit_code: i32,
+    /// One line for the top of a report.
+    pub summary: String,
+    pub baseline: BaselineInfo,
+    pub run: RunSummary,
+    pub metrics: Vec<MetricCheck>,
+    pub explanation: Explanation,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BaselineInfo {
+    pub path: String,
+    pub meta: Meta,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub device: Option<String>,
+    pub ranks: Vec<u32>,
+    pub decode_steps_kept: usize,
+    pub warnings: Vec<String>,
+}
+
+/// How the gate reads a metric's samples: the statistic its value is, and whether the samples
+/// are per-step draws at all (rank ratio and skew are one value per rank: judged on the value).
+fn observation(name: &str, m: &Metric) -> Observation {
+    let statistic = if name == ALLREDUCE_US {
+        Statistic::Mean
+    } else {
+        Statistic::Median
+    };
+    let samples = if name == ALLREDUCE_RANK_RATIO || name == RANK_SKEW_MS {
+        Vec::new()
+    } else {
+        m.samples.clone()
+    };
+    Observation {
+        value: m.value,
+        samples,
+        statistic,
+    }
+}
+
+/// A stable seed per metric, so the same run always gets the same interval.
+fn seed_of(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
+    let mut metrics = Vec::new();
+    for spec in known_metrics() {
+        let current = x.metrics.get(spec.name);
+        let Some(base) = b.metrics.get(spec.name) else {
+            if let Some(m) = current {
+                metrics.push(new_metric(spec.name, m));
+            }
+            continue;
+        };
+        let direction = base.direction.unwrap_or(spec.direction);
+        let observed = current.map(|m| observation(spec.name, m));
+        let j = judge(
+            base,
+            direction,
+            spec.unit,
+            observed.as_ref(),
+            seed_of(spec.name),
+        );
+        metrics.push(MetricCheck {
+            name: spec.name.to_string(),
+            unit: unit_text(spec.unit).to_string(),
+            direction,
+            gated: base.gate,
+            baseline: Some(base.value),
+            current: current.map(|m| m.value),
+            change: j.change,
+            change_pct: j.change_pct,
+            tolerance: Some(base.tolerance.to_string()),
+            allowance: Some(j.allowance),
+            interval: j.interval,
+            samples: observed.map_or(0, |o| o.samples.len()),
+            verdict: j.verdict,
+        });
+    }
+    let status = status_of(&metrics, opts);
+    let explanation = explain(x, b, &metrics);
+    let run = RunSummary {
+        device: x.run.device.clone(),
+        ranks: x.run.ranks.clone(),
+        decode_steps_kept: x.steps.values().map(|s| s.decode_kept).min().unwrap_or(0),
+        warnings: x.warnings.clone(),
+    };
+    CheckResult {
+        schema_version: CHECK_SCHEMA_VERSION,
+        status,
+        exit_code: status.exit_code(),
+        summary: summary_line(status, &metrics),
+        baseline: BaselineInfo {
+            path: b.path.display().to_string(),
+            meta: b.meta.clone(),
+        },
+        run,
+        metrics,
+        explanation,
+    }
+}
+
+fn unit_text(unit: Unit) -> &'static str {
+    match unit {
+        Unit::Ms => "ms",
+        Unit::Us => "us",
+        Unit::Pp => "%",
+        Unit::Plain => "ratio",
+    }
+}
+
+fn new_metric(name: &str, m: &Metric) -> MetricCheck {
+    MetricCheck {
+        name: name.to_string(),
+        unit: m.unit.to_string(),
+        direction: m.direction,
+        gated: false,
+        baseline: None,
+        current: Some(m.value),
+        change: None,
+        change_pct: None,
+        tolerance: None,
+        allowance: None,
+        interval: None,
+        samples: m.samples.len(),
+        verdict: Verdict::New,
+    }
+}
+
+/// Cannot-judge outranks regression: an unknown state is the worse news for a gate.
+fn status_of(metrics: &[MetricCheck], opts: &CheckOptions) -> Status {
+    let gated = || metrics.iter().filter(|m| m.gated);
+    if gated().any(|m| matches!(m.verdict, Verdict::Missing | Verdict::Noisy)) {
+        Status::CannotJudge
+    } else if gated().any(|m| {
+        m.verdict == Verdict::Regressed
+            || (opts.fail_on_improvement && m.verdict == Verdict::Improved)
+    }) {
+        Status::Regression
+    } else {
+        Status::Pass
+    }
+}
+
+fn names_with(metrics: &[MetricCheck], verdict: Verdict) -> Vec<&str> {
+    metrics
+        .iter()
+        .filter(|m| m.gated && m.verdict == verdict)
+        .map(|m| m.name.as_str())
+        .collect()
+}
+
+fn summary_line(status: Status, metrics: &[MetricCheck]) -> String {
+    let gated = metrics.iter().filter(|m| m.gated).count();
+    let regressed = names_with(metrics, Verdict::Regressed);
+    let missing = names_with(metrics, Verdict::Missing);
+    let noisy = names_with(metrics, Verdict::Noisy);
+    let improved = names_with(metrics, Verdict::Improved);
+    let mut parts = Vec::new();
+    if !regressed.is_empty() {
+        parts.push(format!("regressed: {}", regressed.join(", ")));
+    }
+    if !missing.is_empty() {
+        parts.push(format!("missing from the run: {}", missing.join(", ")));
+    }
+    if !noisy.is_empty() {
+        parts.push(format!("too noisy to judge: {}", noisy.join(", ")));
+    }
+    if !improved.is_empty() {
+        parts.push(format!("improved (re-baseline): {}", improved.join(", ")));
+    }
+    let head = match status {
+        Status::Pass => format!("PASS: {gated} gated metrics within tolerance"),
+        Status::Regression => "REGRESSION".to_string(),
+        Status::CannotJudge => "CANNOT JUDGE".to_string(),
+    };
+    if parts.is_empty() {
+        head
+    } else {
+        format!("{head}; {}", parts.join("; "))
+    }
+}

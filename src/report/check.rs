@@ -1,0 +1,321 @@
+//! `tracegate check` output: the verdict, the metric table, and why.
+//!
+//! The markdown is made for a pull-request comment: a one-line verdict first, the table, the
+//! cause, and the long parts folded. It never exceeds GitHub's comment limit.
+
+use super::extract::format_value;
+use super::table::{escape_markdown, Align, Table};
+use super::Format;
+use crate::gate::explain::Delta;
+use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
+
+/// GitHub refuses comments longer than this many characters.
+pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
+/// Headroom kept below the limit for a marker and a footer added by the caller.
+const BUDGET: usize = GITHUB_COMMENT_LIMIT - 2_048;
+/// Category and kernel rows shown before the rest folds away.
+const SHOWN_ROWS: usize = 6;
+
+pub fn render(result: &CheckResult, format: Format) -> String {
+    match format {
+        Format::Json | Format::Toml => {
+            serde_json::to_string_pretty(result).expect("check result serialises") + "\n"
+        }
+        Format::Markdown => markdown(result),
+        Format::Table => terminal(result),
+    }
+}
+
+pub fn mark(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Ok => "✅",
+        Verdict::Regressed => "❌",
+        Verdict::Improved => "🚀",
+        Verdict::Noisy => "⚠️",
+        Verdict::Missing => "❓",
+        Verdict::New => "🆕",
+    }
+}
+
+fn verdict_word(m: &MetricCheck) -> String {
+    let word = match m.verdict {
+        Verdict::Ok => "ok",
+        Verdict::Regressed => "regressed",
+        Verdict::Improved => "improved",
+        Verdict::Noisy => "too noisy to judge",
+        Verdict::Missing => "missing",
+        Verdict::New => "new",
+    };
+    if m.gated || m.verdict == Verdict::New {
+        word.to_string()
+    } else {
+        format!("{word} (report only)")
+    }
+}
+
+fn value(v: Option<f64>, unit: &str) -> String {
+    match v {
+        Some(v) => format!("{} {unit}", format_value(v, unit)),
+        None => "—".into(),
+    }
+}
+
+fn change(m: &MetricCheck) -> String {
+    match (m.change, m.change_pct) {
+        (Some(c), _) if m.unit == "%" => format!("{c:+.1} pp"),
+        (Some(_), Some(p)) => format!("{p:+.1}%"),
+        (Some(c), None) => format!("{c:+.3}"),
+        _ => "—".into(),
+    }
+}
+
+fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
+    let mut columns = vec![
+        ("metric", Align::Left),
+        ("baseline", Align::Right),
+        ("current", Align::Right),
+    ];
+    columns.extend([
+        ("change", Align::Right),
+        ("tolerance", Align::Right),
+        ("verdict", Align::Left),
+    ]);
+    if with_marks {
+        columns.insert(0, ("", Align::Left));
+    }
+    let mut t = Table::new(&columns);
+    for m in &result.metrics {
+        let mut row = vec![
+            m.name.clone(),
+            value(m.baseline, &m.unit),
+            value(m.current, &m.unit),
+            change(m),
+            m.tolerance.clone().unwrap_or_else(|| "—".into()),
+            verdict_word(m),
+        ];
+        if with_marks {
+            row.insert(0, mark(m.verdict).to_string());
+        }
+        t.row(row);
+    }
+    t
+}
+
+fn headline(result: &CheckResult) -> String {
+    let icon = match result.status {
+        Status::Pass => "✅",
+        Status::Regression => "❌",
+        Status::CannotJudge => "⚠️",
+    };
+    let hardware = escape_markdown(&result.baseline.meta.hardware);
+    format!(
+        "{icon} **tracegate** on {hardware}: {}",
+        escape_markdown(&result.summary)
+    )
+}
+
+fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
+    let mut columns = vec![(if kernels { "kernel" } else { "category" }, Align::Left)];
+    if kernels {
+        columns.push(("category", Align::Left));
+    }
+    columns.extend([
+        ("baseline ms/step", Align::Right),
+        ("current ms/step", Align::Right),
+        ("Δ ms/step", Align::Right),
+        ("calls/step", Align::Right),
+        ("share of change", Align::Right),
+    ]);
+    let mut t = Table::new(&columns);
+    for d in deltas {
+        let mut row = vec![if kernels {
+            super::display_kernel_name(&d.name)
+        } else {
+            d.name.clone()
+        }];
+        if kernels {
+            row.push(d.category.clone().unwrap_or_default());
+        }
+        row.extend([
+            format!("{:.3}", d.baseline_ms_per_step),
+            format!("{:.3}", d.current_ms_per_step),
+            format!("{:+.3}", d.delta_ms_per_step),
+            format!(
+                "{:.1} → {:.1}",
+                d.baseline_calls_per_step, d.current_calls_per_step
+            ),
+            d.share_of_change_pct
+                .map_or_else(|| "—".into(), |s| format!("{s:+.0}%")),
+        ]);
+        t.row(row);
+    }
+    t
+}
+
+/// A code fence longer than any run of backticks in `text`, so no kernel name can close it.
+fn fence_for(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
+fn details(summary: &str, body: &str) -> String {
+    format!("<details><summary>{summary}</summary>\n\n{body}\n</details>\n\n")
+}
+
+fn meta_table(result: &CheckResult) -> Table {
+    let m = &result.baseline.meta;
+    let mut t = Table::new(&[
+        ("", Align::Left),
+        ("baseline", Align::Left),
+        ("run", Align::Left),
+    ]);
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".into());
+    let num = |v: Option<u32>| v.map_or_else(|| "—".into(), |v| v.to_string());
+    t.row(vec![
+        "hardware".into(),
+        m.hardware.clone(),
+        result.run.device.clone().unwrap_or_else(|| "—".into()),
+    ]);
+    t.row(vec![
+        "ranks (TP)".into(),
+        num(m.tp),
+        result.run.ranks.len().to_string(),
+    ]);
+    t.row(vec!["model".into(), opt(&m.model), "—".into()]);
+    t.row(vec!["precision".into(), opt(&m.precision), "—".into()]);
+    t.row(vec!["image".into(), opt(&m.image), "—".into()]);
+    t.row(vec![
+        "steady decode steps".into(),
+        "—".into(),
+        result.run.decode_steps_kept.to_string(),
+    ]);
+    t.row(vec!["source".into(), opt(&m.source), "—".into()]);
+    t.row(vec!["date".into(), opt(&m.date), "—".into()]);
+    t.row(vec![
+        "file".into(),
+        result.baseline.path.clone(),
+        "—".into(),
+    ]);
+    t
+}
+
+/// The markdown parts, most important first; later parts are dropped to fit the budget.
+fn markdown_parts(result: &CheckResult) -> Vec<String> {
+    let e = &result.explanation;
+    let mut parts = vec![
+        format!("{}\n\n", headline(result)),
+        metric_table(result, true).to_markdown() + "\n",
+    ];
+    let mut why = String::from("#### Why\n\n");
+    why.push_str(&escape_markdown(&e.lead));
+    why.push_str("\n\n");
+    let top: Vec<Delta> = e.categories.iter().take(SHOWN_ROWS).cloned().collect();
+    if !top.is_empty() {
+        why.push_str(&delta_table(&top, false).to_markdown());
+        why.push('\n');
+    }
+    parts.push(why);
+    if let Some(s) = &e.straggler {
+        parts.push(format!(
+            "**Straggling rank {}**: {:.3} ms per decode step, the other ranks {:.3} ms (median).\n\n",
+            s.rank, s.decode_step_ms, s.others_median_ms
+        ));
+    }
+    if !e.kernel_diff.is_empty() {
+        let fence = fence_for(&e.kernel_diff);
+        parts.push(details(
+            "Kernels that appeared or vanished",
+            &format!("{fence}diff\n{}{fence}\n", e.kernel_diff),
+        ));
+    }
+    if !e.kernels.is_empty() {
+        parts.push(details(
+            "Kernels whose time per step moved most",
+            &delta_table(&e.kernels, true).to_markdown(),
+        ));
+    }
+    if e.categories.len() > SHOWN_ROWS {
+        parts.push(details(
+            "All categories",
+            &delta_table(&e.categories, false).to_markdown(),
+        ));
+    }
+    parts.push(details(
+        "Run and baseline",
+        &meta_table(result).to_markdown(),
+    ));
+    if !result.run.warnings.is_empty() {
+        let list: String = result
+            .run
+            .warnings
+            .iter()
+            .map(|w| format!("- {}\n", escape_markdown(w)))
+            .collect();
+        parts.push(details("Warnings", &list));
+    }
+    parts
+}
+
+/// Joins parts while they fit the comment budget, saying what was left out.
+pub fn fit(parts: Vec<String>, budget: usize) -> String {
+    let mut out = String::new();
+    let mut omitted = 0;
+    for part in parts {
+        if out.chars().count() + part.chars().count() <= budget {
+            out.push_str(&part);
+        } else {
+            omitted += 1;
+        }
+    }
+    if omitted > 0 {
+        out.push_str(&format!("_{omitted} section(s) left out to fit GitHub's comment limit; the JSON verdict has everything._\n"));
+    }
+    out
+}
+
+pub fn markdown(result: &CheckResult) -> String {
+    fit(markdown_parts(result), BUDGET)
+}
+
+fn terminal(result: &CheckResult) -> String {
+    let e = &result.explanation;
+    let mut out = format!("{}\n\n", result.summary);
+    out.push_str(&metric_table(result, false).to_terminal());
+    out.push('\n');
+    out.push_str(&e.lead);
+    out.push_str("\n\n");
+    let top: Vec<Delta> = e.categories.iter().take(SHOWN_ROWS).cloned().collect();
+    if !top.is_empty() {
+        out.push_str(&delta_table(&top, false).to_terminal());
+        out.push('\n');
+    }
+    if !e.kernels.is_empty() {
+        out.push_str(&delta_table(&e.kernels, true).to_terminal());
+        out.push('\n');
+    }
+    if !e.kernel_diff.is_empty() {
+        out.push_str(&e.kernel_diff);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fences_outgrow_backticks_in_names() {
+        assert_eq!(fence_for("plain"), "```");
+        assert_eq!(fence_for("a````b"), "`````");
+    }
+
+    #[test]
+    fn fitting_drops_late_parts_and_says_so() {
+        let parts = vec!["a".repeat(10), "b".repeat(10), "c".repeat(3)];
+        let out = fit(parts, 15);
+        assert!(out.starts_with(&"a".repeat(10)));
+        assert!(out.contains("ccc") && !out.contains('b'));
+        assert!(out.contains("1 section(s) left out"));
+    }
+}
