@@ -315,7 +315,7 @@ mod tests {
         let parts = vec!["a".repeat(10), "b".repeat(10), "c".repeat(3)];
         let out = fit(parts, 15);
         assert!(out.starts_with(&"a".repeat(10)));
-        assert!(out.contains("ccc") && !out.contains('b'));
+        assert!(out.contains("ccc") && !out.contains("bbb"));
         assert!(out.contains("1 section(s) left out"));
     }
 }
