@@ -6,4 +6,5 @@
 
 pub mod exit;
 pub mod reader;
+pub mod synth;
 pub mod taxonomy;
