@@ -119,6 +119,7 @@ impl Plan {
                         name: s.name.to_string(),
                         category: s.cat,
                         allreduce: s.is_allreduce(),
+                        collective: s.collective,
                     });
                     names.len() - 1
                 }

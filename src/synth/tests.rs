@@ -521,6 +521,40 @@ fn trace_structure_matches_truth() {
 }
 
 #[test]
+fn edge_cases_give_absent_metrics_not_panics() {
+    // Only warm-up decode steps: no steady decode metric, prefill still measured.
+    let (_a, s, t) = run("h200-dsr1-fp8-tp8", 0, &[]);
+    assert_eq!(s.decode_steps_per_rank, 2);
+    assert!(t["metrics"].get("decode_step_ms").is_none());
+    assert!(t["metrics"].get("allreduce_us").is_none());
+    assert!(t["metrics"].get("prefill_step_ms").is_some());
+    assert_eq!(
+        t["steps"]["0"],
+        json!({"decode_kept": 0, "decode_dropped": 2, "prefill": 1})
+    );
+    // One rank: no rank ratio, zero skew; the straggler is that rank.
+    let (_b, s, t) = run_opts(&SynthOptions {
+        ranks: Some(1),
+        ..opts("mi325x-dsr1-fp8-tp8", 2, &["straggler=2"])
+    });
+    assert_eq!(s.files.len(), 1);
+    assert!(t["metrics"].get("allreduce_rank_ratio").is_none());
+    assert_eq!(m(&t, "rank_skew_ms", "value"), 0.0);
+    assert_eq!(t["straggler_rank"], json!(0));
+    // More ranks than the reference run.
+    let (_c, s, t) = run_opts(&SynthOptions {
+        ranks: Some(6),
+        ..opts("b200-dsr1-fp4-tp4-ep4", 1, &[])
+    });
+    assert_eq!(s.files.len(), 6);
+    assert_eq!(t["ranks"], json!(6));
+    let k = &t["breakdown"]["kernels"];
+    assert!(k
+        .as_array()
+        .is_some_and(|v| v.iter().any(|k| k["collective"] == json!("allgather"))));
+}
+
+#[test]
 fn injection_parsing() {
     for bad in [
         "foo=2",
@@ -600,4 +634,24 @@ fn bad_options_are_errors_not_panics() {
     )
     .expect_err("io");
     assert!(e.to_string().contains("plain-file"), "{e}");
+}
+
+#[test]
+#[ignore]
+fn write_sample_for_inspection() {
+    let out = std::env::var("SYNTH_SAMPLE_DIR").unwrap_or_else(|_| "/tmp/synth-sample".into());
+    for s in scenario_names() {
+        let o = SynthOptions {
+            scenario: s.to_string(),
+            ..SynthOptions::default()
+        };
+        let sum = generate_to_dir(&o, &Path::new(&out).join(s)).expect("generate");
+        eprintln!(
+            "{s}: {} files, {} bytes uncompressed, {} gz, {} events",
+            sum.files.len(),
+            sum.bytes_uncompressed,
+            sum.bytes_compressed,
+            sum.events
+        );
+    }
 }

@@ -23,6 +23,8 @@ pub struct NameInfo {
     pub category: &'static str,
     /// A `comm` kernel whose collective kind is `allreduce`.
     pub allreduce: bool,
+    /// The collective kind of a `comm` kernel (`allreduce`, `allgather`, `other`).
+    pub collective: Option<&'static str>,
 }
 
 impl NameInfo {
@@ -543,13 +545,17 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
         let kernels: Vec<Value> = ids
             .into_iter()
             .map(|id| {
-                json!({
+                let mut k = json!({
                     "name": names[id].name,
                     "category": names[id].category,
                     "ms_per_step": name_ms[id],
                     "calls_per_step": name_calls[id],
                     "pct": pct(name_ms[id]),
-                })
+                });
+                if let Some(c) = names[id].collective {
+                    k["collective"] = json!(c);
+                }
+                k
             })
             .collect();
         breakdown.insert("categories".into(), Value::Object(cat_obj));
@@ -573,21 +579,25 @@ mod tests {
                 name: "ar".into(),
                 category: "comm",
                 allreduce: true,
+                collective: Some("allreduce"),
             },
             NameInfo {
                 name: "gemm".into(),
                 category: "moe_gemm",
                 allreduce: false,
+                collective: None,
             },
             NameInfo {
                 name: "topk".into(),
                 category: "moe_routing",
                 allreduce: false,
+                collective: None,
             },
             NameInfo {
                 name: "cpy".into(),
                 category: "memcpy",
                 allreduce: false,
+                collective: None,
             },
         ]
     }
