@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod reader;
 pub mod report;
 pub mod steps;
+pub mod synth;
 pub mod taxonomy;
 
 #[cfg(test)]

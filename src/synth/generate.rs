@@ -1,0 +1,968 @@
+//! Builds the timeline of each rank (integer ns) and writes it as a Kineto trace, step by step.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::rng::Rng;
+use super::scenario::{Dep, Op, Scenario, Spec, Vendor};
+use super::truth::{self, Activity, NameInfo, StepKind, StepSummary};
+use super::write::{json_str, Out, Us};
+use super::{InjectionKind, SynthError, SynthOptions};
+
+const MS: u64 = 1_000_000;
+const US: u64 = 1_000;
+/// Idle time between phases (prefill, set-up burst, decode).
+const PHASE_GAP: u64 = 30 * MS;
+pub(crate) const WARMUP: u32 = 2;
+
+/// A kernel placed on the timeline.
+#[derive(Debug, Clone, Copy)]
+struct Placed {
+    ts: u64,
+    dur: u64,
+    spec: usize,
+    aux: bool,
+}
+
+/// Everything shared by the ranks of one run.
+pub(crate) struct Plan {
+    pub sc: Scenario,
+    /// Effective specs: protocol rename applied, plus the prefill memcpy.
+    specs: Vec<Spec>,
+    name_json: Vec<String>,
+    name_id: Vec<u32>,
+    pub names: Vec<NameInfo>,
+    /// Injection factor per spec (not the straggler's).
+    inj: Vec<f64>,
+    pub ranks: u32,
+    decode_ops: Vec<Op>,
+    prefill_ops: Vec<Op>,
+    prefill_big: Option<(usize, u64)>,
+    pub n_decode: u32,
+    seed: u64,
+    pyfn: u32,
+    pub straggler: Option<(u32, f64)>,
+    single_stream: bool,
+    pub stamp: String,
+    ts0: u64,
+    base_time_ns: u64,
+}
+
+fn build_ops(sc: &Scenario) -> Vec<Op> {
+    let mut ops = sc.prologue.clone();
+    for _ in 0..sc.n_dense {
+        ops.extend_from_slice(&sc.dense_layer);
+    }
+    for _ in 0..sc.n_moe {
+        ops.extend_from_slice(&sc.moe_layer);
+    }
+    ops.extend_from_slice(&sc.epilogue);
+    if let Some((from, to)) = sc.replace_last {
+        if let Some(op) = ops.iter_mut().rev().find(|o| o.spec == from) {
+            op.spec = to;
+        }
+    }
+    ops
+}
+
+impl Plan {
+    pub(crate) fn new(sc: Scenario, opts: &SynthOptions) -> Self {
+        let ranks = opts.ranks.unwrap_or(sc.ranks).max(1);
+        let mut specs = sc.specs.clone();
+        let memcpy = specs.len();
+        specs.push(Spec {
+            name: "Memcpy HtoD (Pinned -> Device)",
+            cat: "memcpy",
+            collective: None,
+            dur_ns: 6 * US,
+            aux: false,
+            op: "aten::copy_",
+            kn: (0, 0),
+            rank0_factor: 1.0,
+            memcpy: true,
+        });
+        let factor = |k: InjectionKind| -> f64 {
+            opts.injections
+                .iter()
+                .filter(|i| i.kind == k)
+                .map(|i| i.factor)
+                .product()
+        };
+        let protocol_on = opts
+            .injections
+            .iter()
+            .any(|i| i.kind == InjectionKind::Protocol);
+        let protocol_name = specs[sc.protocol.0].name;
+        let mut inj = vec![1.0; specs.len()];
+        for (i, s) in specs.iter_mut().enumerate() {
+            if s.is_allreduce() {
+                inj[i] *= factor(InjectionKind::Allreduce);
+            }
+            if s.cat == "moe_gemm" {
+                inj[i] *= factor(InjectionKind::Moe);
+            }
+            if s.cat == "attention" {
+                inj[i] *= factor(InjectionKind::Attention);
+            }
+            if protocol_on && s.name == protocol_name {
+                inj[i] *= factor(InjectionKind::Protocol);
+                s.name = sc.protocol.1;
+            }
+        }
+        let mut names: Vec<NameInfo> = Vec::new();
+        let mut name_id = Vec::with_capacity(specs.len());
+        for s in &specs {
+            let id = match names.iter().position(|n| n.name == s.name) {
+                Some(p) => p,
+                None => {
+                    names.push(NameInfo {
+                        name: s.name.to_string(),
+                        category: s.cat,
+                        allreduce: s.is_allreduce(),
+                        collective: s.collective,
+                    });
+                    names.len() - 1
+                }
+            };
+            name_id.push(id as u32);
+        }
+        let name_json = specs.iter().map(|s| json_str(s.name)).collect();
+
+        let decode_ops = build_ops(&sc);
+        let mut prefill_ops = vec![
+            Op {
+                spec: memcpy,
+                dep: Dep::Seq,
+                w: 1.0,
+            },
+            Op {
+                spec: memcpy,
+                dep: Dep::Seq,
+                w: 1.0,
+            },
+        ];
+        prefill_ops.extend(decode_ops.iter().map(|o| Op {
+            spec: o.spec,
+            dep: Dep::Seq,
+            w: 1.0,
+        }));
+        let prefill_big = sc.prefill.big.and_then(|(spec, ns)| {
+            let pos: Vec<usize> = (0..prefill_ops.len())
+                .filter(|&i| prefill_ops[i].spec == spec)
+                .collect();
+            pos.get(pos.len() / 2).map(|&p| (p, ns))
+        });
+        let steady = (f64::from(opts.decode_steps) * opts.scale).round().max(0.0) as u32;
+        let straggler_f = factor(InjectionKind::Straggler);
+        let straggler = opts
+            .injections
+            .iter()
+            .any(|i| i.kind == InjectionKind::Straggler)
+            .then_some((ranks - 1, straggler_f));
+        let mut r = Rng::derive(opts.seed, u32::MAX, 99);
+        let stamp = format!(
+            "{}.{:07}",
+            1_767_000_000 + opts.seed % 1_000_000,
+            r.next_u64() % 10_000_000
+        );
+        Plan {
+            specs,
+            name_json,
+            name_id,
+            names,
+            inj,
+            ranks,
+            decode_ops,
+            prefill_ops,
+            prefill_big,
+            n_decode: WARMUP + steady,
+            seed: opts.seed,
+            pyfn: opts.python_functions_per_step,
+            straggler,
+            single_stream: opts
+                .injections
+                .iter()
+                .any(|i| i.kind == InjectionKind::SingleStream),
+            stamp,
+            ts0: 1_365_000_000 * MS + (opts.seed % 100_000) * 1_000 * MS,
+            base_time_ns: 1_767_000_000_000_000_000 + (opts.seed % 1_000_000) * 1_000 * MS,
+            sc,
+        }
+    }
+
+    pub(crate) fn file_name(&self, rank: u32) -> String {
+        format!("{}-TP-{}.trace.json.gz", self.stamp, rank)
+    }
+
+    fn tune(&self, rank: u32) -> super::scenario::RankTune {
+        self.sc.tune[rank as usize % self.sc.tune.len()]
+    }
+
+    /// Mean per-call duration on this rank without injections (what calibration sees).
+    fn nominal(&self, spec: usize, rank: u32) -> f64 {
+        let s = &self.specs[spec];
+        let t = self.tune(rank);
+        let f = if s.memcpy {
+            1.0
+        } else if s.is_comm() {
+            t.comm
+        } else {
+            t.compute
+        };
+        let r0 = if rank == 0 { s.rank0_factor } else { 1.0 };
+        s.dur_ns as f64 * f * r0
+    }
+
+    /// Injection factor of a spec on a rank (straggler included).
+    fn injection(&self, spec: usize, rank: u32) -> f64 {
+        let mut f = self.inj[spec];
+        if let Some((r, sf)) = self.straggler {
+            if r == rank && self.specs[spec].is_compute() {
+                f *= sf;
+            }
+        }
+        f
+    }
+
+    fn two_streams(&self) -> bool {
+        self.sc.aux_stream.is_some() && !self.single_stream
+    }
+}
+
+/// Places ops on the main/aux streams; `gaps[i]` is the idle time before op i.
+fn schedule(
+    ops: &[Op],
+    specs: &[Spec],
+    durs: &[u64],
+    gaps: &[u64],
+    two: bool,
+    start: u64,
+    out: &mut Vec<Placed>,
+) {
+    let (mut main_free, mut aux_free, mut last_main_start) = (start, start, start);
+    let mut prev_aux = false;
+    for (i, op) in ops.iter().enumerate() {
+        let aux = two && specs[op.spec].aux;
+        let base = if aux {
+            match op.dep {
+                Dep::Concurrent => last_main_start.max(aux_free),
+                _ if prev_aux => aux_free,
+                _ => aux_free.max(main_free),
+            }
+        } else if two && op.dep == Dep::Join {
+            main_free.max(aux_free)
+        } else {
+            main_free
+        };
+        let ts = base + gaps[i];
+        let dur = durs[i];
+        if aux {
+            aux_free = ts + dur;
+        } else {
+            main_free = ts + dur;
+            last_main_start = ts;
+        }
+        prev_aux = aux;
+        out.push(Placed {
+            ts,
+            dur,
+            spec: op.spec,
+            aux,
+        });
+    }
+}
+
+fn wall_of(p: &[Placed]) -> u64 {
+    let s = p.iter().map(|k| k.ts).min().unwrap_or(0);
+    let e = p.iter().map(|k| k.ts + k.dur).max().unwrap_or(0);
+    e - s
+}
+
+/// The gap unit that makes the nominal schedule last `target` ns (bisection; wall is monotone).
+fn solve_unit(
+    ops: &[Op],
+    specs: &[Spec],
+    durs: &[u64],
+    weights: &[f64],
+    two: bool,
+    target: u64,
+) -> f64 {
+    let mut buf = Vec::with_capacity(ops.len());
+    let mut wall = |unit: f64| {
+        let gaps: Vec<u64> = weights
+            .iter()
+            .enumerate()
+            .map(|(i, w)| if i == 0 { 0 } else { (unit * w).round() as u64 })
+            .collect();
+        buf.clear();
+        schedule(ops, specs, durs, &gaps, two, 0, &mut buf);
+        wall_of(&buf)
+    };
+    if wall(0.0) >= target {
+        return 0.0;
+    }
+    let (mut lo, mut hi) = (0.0f64, target as f64);
+    for _ in 0..60 {
+        let mid = (lo + hi) / 2.0;
+        if wall(mid) < target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
+pub(crate) struct RankOut {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub events: u64,
+    pub steps: Vec<StepSummary>,
+}
+
+/// Per-rank writer state: ids and counters for the host side.
+struct Host {
+    pid: u32,
+    corr: u64,
+    ext: u64,
+    ev_idx: u64,
+    py_id: u64,
+}
+
+const PY_NAMES: &[&str] = &[
+    "sglang/srt/managers/scheduler.py(1043): event_loop_normal",
+    "sglang/srt/managers/scheduler.py(1752): run_batch",
+    "sglang/srt/managers/tp_worker.py(236): forward_batch_generation",
+    "torch/utils/_contextlib.py(117): decorate_context",
+    "sglang/srt/model_executor/model_runner.py(1780): forward",
+    "sglang/srt/model_executor/model_runner.py(1702): _forward_raw",
+    "torch/nn/modules/module.py(1762): _wrapped_call_impl",
+    "torch/nn/modules/module.py(1773): _call_impl",
+    "sglang/srt/models/deepseek_v2.py(2035): forward",
+    "sglang/srt/layers/logits_processor.py(312): forward",
+    "sglang/srt/layers/sampler.py(82): forward",
+    "<built-in method item of Tensor object at 0x7f3a2c1b5e40>",
+    "sglang/srt/model_executor/forward_batch_info.py(402): init_new",
+    "threading.py(323): wait",
+];
+
+struct Gen<'a> {
+    plan: &'a Plan,
+    rank: u32,
+    rng: Rng,
+    out: Out,
+    host: Host,
+    stream: u32,
+    aux_stream: u32,
+}
+
+impl Gen<'_> {
+    fn amd(&self) -> bool {
+        self.plan.sc.vendor == Vendor::Amd
+    }
+
+    /// One complete (`ph: X`) event.
+    #[allow(clippy::too_many_arguments)]
+    fn x(
+        &mut self,
+        cat: &str,
+        name: &str,
+        pid: u32,
+        tid: u32,
+        ts: u64,
+        dur: u64,
+        args: &str,
+    ) -> Result<(), SynthError> {
+        let _ = write!(
+            self.out.ev,
+            r#"{{"ph":"X","cat":"{cat}","name":{name},"pid":{pid},"tid":{tid},"ts":{},"dur":{},"args":{args}}}"#,
+            Us(ts),
+            Us(dur)
+        );
+        self.out.emit()
+    }
+
+    fn next_ev_idx(&mut self) -> u64 {
+        self.host.ev_idx += 1;
+        self.host.ev_idx
+    }
+
+    fn kernel(&mut self, k: &Placed, corr: u64, ext: Option<u64>) -> Result<(), SynthError> {
+        let spec = &self.plan.specs[k.spec];
+        let stream = if k.aux { self.aux_stream } else { self.stream };
+        let dev = self.rank;
+        let mut args = String::with_capacity(256);
+        args.push('{');
+        if let Some(e) = ext {
+            let _ = write!(args, r#""External id":{e},"#);
+        }
+        let grid = 1 + (k.spec as u64 * 37) % 304;
+        let block = if k.spec % 3 == 0 { 256 } else { 128 };
+        if spec.memcpy {
+            let bytes = 64 * 8 * (1 + k.spec as u64 % 4);
+            if self.amd() {
+                let _ = write!(
+                    args,
+                    r#""device":{dev},"stream":{stream},"correlation":{corr},"kind":"Copy Host to Device","bytes":{bytes}}}"#
+                );
+            } else {
+                let _ = write!(
+                    args,
+                    r#""device":{dev},"context":1,"stream":{stream},"correlation":{corr},"bytes":{bytes},"memory bandwidth (GB/s)":{:.3}}}"#,
+                    bytes as f64 / k.dur.max(1) as f64
+                );
+            }
+            let name = json_str(spec.name);
+            return self.x("gpu_memcpy", &name, dev, stream, k.ts, k.dur, &args);
+        }
+        if self.amd() {
+            let _ = write!(
+                args,
+                r#""device":{dev},"stream":{stream},"correlation":{corr},"kind":"Dispatch Task","grid":[{},1,1],"block":[{block},1,1]}}"#,
+                grid * block
+            );
+        } else {
+            let _ = write!(
+                args,
+                r#""queued":0,"device":{dev},"context":1,"stream":{stream},"correlation":{corr},"registers per thread":{},"shared memory":{},"blocks per SM":{:.6},"warps per SM":{:.6},"grid":[{grid},1,1],"block":[{block},1,1],"est. achieved occupancy %":{}}}"#,
+                32 + (k.spec % 7) * 16,
+                (k.spec % 5) * 16384,
+                grid as f64 / 132.0,
+                grid as f64 * (block / 32) as f64 / 132.0,
+                (k.spec * 13) % 100
+            );
+        }
+        let name = self.plan.name_json[k.spec].clone();
+        self.x("kernel", &name, dev, stream, k.ts, k.dur, &args)
+    }
+
+    fn flow(
+        &mut self,
+        corr: u64,
+        launch_ts: u64,
+        kernel_ts: u64,
+        stream: u32,
+    ) -> Result<(), SynthError> {
+        let pid = self.host.pid;
+        let _ = write!(
+            self.out.ev,
+            r#"{{"ph":"s","id":{corr},"pid":{pid},"tid":{pid},"ts":{},"cat":"ac2g","name":"ac2g"}}"#,
+            Us(launch_ts)
+        );
+        self.out.emit()?;
+        let _ = write!(
+            self.out.ev,
+            r#"{{"ph":"f","id":{corr},"pid":{},"tid":{stream},"ts":{},"cat":"ac2g","name":"ac2g","bp":"e"}}"#,
+            self.rank,
+            Us(kernel_ts)
+        );
+        self.out.emit()
+    }
+
+    /// `n` python_function events in `[a, b)`: a nested stack, then leaves inside the innermost frame.
+    fn python(&mut self, a: u64, b: u64, extend: bool) -> Result<(), SynthError> {
+        let n = self.plan.pyfn as u64;
+        if n == 0 || b <= a + 2 * US {
+            return Ok(());
+        }
+        let depth = n.min(8);
+        let (mut lo, mut hi) = (a, b);
+        let mut parent = 0u64;
+        let pid = self.host.pid;
+        for j in 0..depth {
+            self.host.py_id += 1;
+            let id = self.host.py_id;
+            let name = if j == 5 {
+                if extend {
+                    "sglang/srt/model_executor/model_runner.py(1690): forward_extend"
+                } else {
+                    "sglang/srt/model_executor/cuda_graph_runner.py(812): replay"
+                }
+            } else {
+                PY_NAMES[j as usize % PY_NAMES.len()]
+            };
+            let ev = self.next_ev_idx();
+            let args = format!(r#"{{"Python parent id":{parent},"Python id":{id},"Ev Idx":{ev}}}"#);
+            self.x(
+                "python_function",
+                &json_str(name),
+                pid,
+                pid,
+                lo,
+                hi - lo,
+                &args,
+            )?;
+            parent = id;
+            let step = ((hi - lo) / 50).min(200);
+            lo += step;
+            hi -= step;
+        }
+        let leaves = n - depth;
+        if leaves > 0 && hi > lo {
+            let slot = (hi - lo) / leaves;
+            for i in 0..leaves {
+                self.host.py_id += 1;
+                let id = self.host.py_id;
+                let name = PY_NAMES
+                    [8 + (i as usize + self.rng.range(0, 5) as usize) % (PY_NAMES.len() - 8)];
+                let ev = self.next_ev_idx();
+                let args =
+                    format!(r#"{{"Python parent id":{parent},"Python id":{id},"Ev Idx":{ev}}}"#);
+                self.x(
+                    "python_function",
+                    &json_str(name),
+                    pid,
+                    pid,
+                    lo + i * slot,
+                    slot * 8 / 10,
+                    &args,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn annotation(
+        &mut self,
+        name: &str,
+        ts: u64,
+        dur: u64,
+        gpu: Option<(u64, u64)>,
+    ) -> Result<(), SynthError> {
+        if !self.plan.sc.annotations {
+            return Ok(());
+        }
+        self.host.ext += 1;
+        let ext = self.host.ext;
+        let ev = self.next_ev_idx();
+        let pid = self.host.pid;
+        let args = format!(r#"{{"External id":{ext},"Record function id":0,"Ev Idx":{ev}}}"#);
+        self.x("user_annotation", &json_str(name), pid, pid, ts, dur, &args)?;
+        if let Some((gts, gdur)) = gpu {
+            let args = format!(r#"{{"External id":{ext}}}"#);
+            let (dev, s) = (self.rank, self.stream);
+            self.x(
+                "gpu_user_annotation",
+                &json_str(name),
+                dev,
+                s,
+                gts,
+                gdur,
+                &args,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Eager launches: one cpu_op + one runtime event per activity, ids linked.
+    fn eager(&mut self, placed: &[Placed], m: u32, flows: usize) -> Result<(u64, u64), SynthError> {
+        let mut prev = None::<u64>;
+        let (mut first_cpu, mut last_rt) = (u64::MAX, 0);
+        let pid = self.host.pid;
+        for (i, k) in placed.iter().enumerate() {
+            let w = prev.map_or(10 * US, |p| (k.ts - p).min(10 * US)).max(10);
+            prev = Some(k.ts);
+            let cpu_ts = k.ts - w + w / 10;
+            let cpu_dur = w * 7 / 10;
+            let rt_ts = k.ts - w + w / 5;
+            let rt_dur = w / 2;
+            first_cpu = first_cpu.min(cpu_ts);
+            last_rt = last_rt.max(rt_ts + rt_dur);
+            self.host.ext += 1;
+            self.host.corr += 1;
+            let (ext, corr) = (self.host.ext, self.host.corr);
+            let spec = &self.plan.specs[k.spec];
+            let (dims, types, strides) = if spec.kn != (0, 0) {
+                let (kk, n) = spec.kn;
+                (
+                    format!("[[{m}, {kk}], [{kk}, {n}]]"),
+                    r#"["c10::BFloat16", "c10::BFloat16"]"#,
+                    format!("[[{kk}, 1], [1, {kk}]]"),
+                )
+            } else {
+                (
+                    format!("[[{m}, 7168]]"),
+                    r#"["c10::BFloat16"]"#,
+                    "[[7168, 1]]".to_string(),
+                )
+            };
+            let concrete = if spec.kn != (0, 0) {
+                r#"["", ""]"#
+            } else {
+                r#"[""]"#
+            };
+            let ev = self.next_ev_idx();
+            let args = format!(
+                r#"{{"External id":{ext},"Record function id":0,"Concrete Inputs":{concrete},"Input type":{types},"Input Strides":{strides},"Input Dims":{dims},"Ev Idx":{ev}}}"#
+            );
+            self.x(
+                "cpu_op",
+                &json_str(spec.op),
+                pid,
+                pid,
+                cpu_ts,
+                cpu_dur,
+                &args,
+            )?;
+            let (rt_name, id_key, id) = match (self.amd(), spec.memcpy) {
+                (true, true) => ("hipMemcpyAsync", "cid", 81),
+                (true, false) => ("hipLaunchKernel", "cid", 111),
+                (false, true) => ("cudaMemcpyAsync", "cbid", 41),
+                (false, false) => ("cudaLaunchKernel", "cbid", 211),
+            };
+            let args = format!(r#"{{"External id":{ext},"{id_key}":{id},"correlation":{corr}}}"#);
+            self.x(
+                "cuda_runtime",
+                &json_str(rt_name),
+                pid,
+                pid,
+                rt_ts,
+                rt_dur,
+                &args,
+            )?;
+            self.kernel(k, corr, Some(ext))?;
+            if i < flows {
+                let s = if k.aux { self.aux_stream } else { self.stream };
+                self.flow(corr, rt_ts, k.ts, s)?;
+            }
+        }
+        Ok((first_cpu, last_rt))
+    }
+
+    fn summary(&self, kind: StepKind, placed: &[Placed]) -> StepSummary {
+        let acts: Vec<Activity> = placed
+            .iter()
+            .map(|k| Activity {
+                start: k.ts,
+                end: k.ts + k.dur,
+                name: self.plan.name_id[k.spec],
+            })
+            .collect();
+        truth::summarize(kind, &acts, &self.plan.names)
+    }
+
+    fn dur(&mut self, spec: usize, nominal: f64) -> u64 {
+        let a = if self.plan.specs[spec].is_comm() {
+            0.04
+        } else {
+            0.03
+        };
+        let d = nominal * self.plan.injection(spec, self.rank) * self.rng.jitter(a);
+        (d.round() as u64).max(500)
+    }
+
+    fn header(&mut self) -> Result<(), SynthError> {
+        let p = self.plan;
+        let ndev = p.ranks.max(8);
+        let dev_props: Vec<String> = (0..ndev)
+            .map(|id| match p.sc.device {
+                "NVIDIA B200" => format!(
+                    r#"{{"id": {id}, "name": "NVIDIA B200", "totalGlobalMem": 191503138816, "computeMajor": 10, "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536, "warpSize": 32, "sharedMemPerBlock": 49152, "numSms": 148, "regsPerMultiprocessor": 65536, "sharedMemPerBlockOptin": 232448, "sharedMemPerMultiprocessor": 233472}}"#
+                ),
+                "NVIDIA H200" => format!(
+                    r#"{{"id": {id}, "name": "NVIDIA H200", "totalGlobalMem": 150109880320, "computeMajor": 9, "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536, "warpSize": 32, "sharedMemPerBlock": 49152, "numSms": 132, "regsPerMultiprocessor": 65536, "sharedMemPerBlockOptin": 232448, "sharedMemPerMultiprocessor": 233472}}"#
+                ),
+                "AMD Instinct MI355X" => format!(
+                    r#"{{"id": {id}, "name": "AMD Instinct MI355X", "totalGlobalMem": 309220868096, "computeMajor": 9, "computeMinor": 5, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 131072, "warpSize": 64, "sharedMemPerBlock": 163840, "numSms": 256, "maxSharedMemoryPerMultiProcessor": 163840}}"#
+                ),
+                _ => format!(
+                    r#"{{"id": {id}, "name": "{}", "totalGlobalMem": 274877906944, "computeMajor": 9, "computeMinor": 4, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 131072, "warpSize": 64, "sharedMemPerBlock": 65536, "numSms": 304, "maxSharedMemoryPerMultiProcessor": 65536}}"#,
+                    p.sc.device
+                ),
+            })
+            .collect();
+        let ranks_list: Vec<String> = (0..p.ranks).map(|r| r.to_string()).collect();
+        let versions = if self.amd() {
+            r#""roctracer_version": 4.1, "hip_runtime_version": 70253211, "hip_driver_version": 70253211"#
+        } else {
+            r#""cupti_version": 28, "cuda_runtime_version": 12090, "cuda_driver_version": 13000"#
+        };
+        let mut r = Rng::derive(p.seed, self.rank, 7);
+        let trace_id = format!("{:016X}{:016X}", r.next_u64(), r.next_u64());
+        let head = format!(
+            "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {}\n  ],\n  {versions},\n  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}, \"pg_count\": 1, \"pg_config\": [{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", \"pg_size\": {}, \"ranks\": [{}]}}]}},\n  \"record_shapes\": 1,\n  \"with_stack\": 1,\n  \"trace_id\": \"{trace_id}\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {},\n  \"traceEvents\": [",
+            dev_props.join(",\n    "),
+            self.rank,
+            p.ranks,
+            p.ranks,
+            ranks_list.join(", "),
+            p.base_time_ns
+        );
+        self.out.raw(&head)?;
+        // Metadata.
+        let ts = Us(p.ts0);
+        let (hp, dev) = (self.host.pid, self.rank);
+        let meta = [
+            format!(
+                r#"{{"name":"process_name","ph":"M","ts":{ts},"pid":{hp},"tid":0,"args":{{"name":"python3"}}}}"#
+            ),
+            format!(
+                r#"{{"name":"process_labels","ph":"M","ts":{ts},"pid":{hp},"tid":0,"args":{{"labels":"CPU"}}}}"#
+            ),
+            format!(
+                r#"{{"name":"process_sort_index","ph":"M","ts":{ts},"pid":{hp},"tid":0,"args":{{"sort_index":{hp}}}}}"#
+            ),
+            format!(
+                r#"{{"name":"thread_name","ph":"M","ts":{ts},"pid":{hp},"tid":{hp},"args":{{"name":"thread {hp} (python3)"}}}}"#
+            ),
+            format!(
+                r#"{{"name":"thread_sort_index","ph":"M","ts":{ts},"pid":{hp},"tid":{hp},"args":{{"sort_index":{hp}}}}}"#
+            ),
+            format!(
+                r#"{{"name":"process_name","ph":"M","ts":{ts},"pid":{dev},"tid":0,"args":{{"name":"python3"}}}}"#
+            ),
+            format!(
+                r#"{{"name":"process_labels","ph":"M","ts":{ts},"pid":{dev},"tid":0,"args":{{"labels":"GPU {dev}"}}}}"#
+            ),
+            format!(
+                r#"{{"name":"process_sort_index","ph":"M","ts":{ts},"pid":{dev},"tid":0,"args":{{"sort_index":{}}}}}"#,
+                5_000_000 + dev
+            ),
+        ];
+        for m in meta {
+            self.out.ev.push_str(&m);
+            self.out.emit()?;
+        }
+        let mut streams = vec![self.stream];
+        if p.two_streams() {
+            streams.push(self.aux_stream);
+        }
+        for s in streams {
+            self.out.ev = format!(
+                r#"{{"name":"thread_name","ph":"M","ts":{ts},"pid":{dev},"tid":{s},"args":{{"name":"stream {s} "}}}}"#
+            );
+            self.out.emit()?;
+            self.out.ev = format!(
+                r#"{{"name":"thread_sort_index","ph":"M","ts":{ts},"pid":{dev},"tid":{s},"args":{{"sort_index":{s}}}}}"#
+            );
+            self.out.emit()?;
+        }
+        Ok(())
+    }
+
+    fn run(mut self) -> Result<RankOut, SynthError> {
+        let p = self.plan;
+        let rank = self.rank;
+        self.header()?;
+        let mut steps = Vec::new();
+
+        // ---- Prefill (eager, one stream).
+        let pre = &p.prefill_ops;
+        let pt = &p.sc.prefill;
+        let mut nom: Vec<f64> = pre.iter().map(|o| p.nominal(o.spec, rank)).collect();
+        // Scale to the published prefill figures (rank 0's sums define the scales).
+        let (mut comp0, mut comm0) = (0.0, 0.0);
+        for (i, o) in pre.iter().enumerate() {
+            if p.prefill_big.is_some_and(|(b, _)| b == i) {
+                continue;
+            }
+            let s = &p.specs[o.spec];
+            let n0 = p.nominal(o.spec, 0);
+            if s.is_comm() {
+                comm0 += n0;
+            } else if s.is_compute() {
+                comp0 += n0;
+            }
+        }
+        let big_ns = p.prefill_big.map_or(0, |(_, ns)| ns);
+        let comm_scale = (pt.comm_ns.saturating_sub(big_ns)) as f64 / comm0.max(1.0);
+        let comp_scale = pt.compute_ns as f64 / comp0.max(1.0);
+        for (i, o) in pre.iter().enumerate() {
+            let s = &p.specs[o.spec];
+            if p.prefill_big.is_some_and(|(b, _)| b == i) {
+                nom[i] = big_ns as f64;
+            } else if s.is_comm() {
+                nom[i] *= comm_scale;
+            } else if s.is_compute() {
+                nom[i] *= comp_scale;
+            }
+        }
+        let nom_ns: Vec<u64> = nom.iter().map(|&d| d.round() as u64).collect();
+        let weights = vec![1.0; pre.len()];
+        let unit = solve_unit(pre, &p.specs, &nom_ns, &weights, false, pt.wall_ns);
+        let durs: Vec<u64> = pre
+            .iter()
+            .enumerate()
+            .map(|(i, o)| self.dur(o.spec, nom[i]))
+            .collect();
+        let gaps: Vec<u64> = (0..pre.len())
+            .map(|i| {
+                if i == 0 {
+                    0
+                } else {
+                    (unit * self.rng.jitter(0.3)).round() as u64
+                }
+            })
+            .collect();
+        let start = p.ts0 + 2 * MS + u64::from(rank) * 1_337;
+        let mut placed = Vec::with_capacity(pre.len());
+        schedule(pre, &p.specs, &durs, &gaps, false, start, &mut placed);
+        let (cpu0, cpu1) = self.eager(&placed, pt.toks, 16)?;
+        let name = format!("step[EXTEND bs=64 toks={}]", pt.toks);
+        let wall = wall_of(&placed);
+        self.annotation(
+            &name,
+            cpu0 - 20 * US,
+            cpu1 - cpu0 + 40 * US,
+            Some((start, wall)),
+        )?;
+        self.python(cpu0 - 120 * US, cpu1 + 60 * US, true)?;
+        steps.push(self.summary(StepKind::Prefill, &placed));
+        let mut t = placed.iter().map(|k| k.ts + k.dur).max().unwrap_or(start) + PHASE_GAP;
+
+        // ---- RCCL set-up burst (eager, not a step).
+        if let Some(b) = &p.sc.burst {
+            let mut burst = Vec::with_capacity(b.count as usize);
+            for _ in 0..b.count {
+                let dur = (b.dur_ns as f64 * self.rng.jitter(0.05)).round() as u64;
+                burst.push(Placed {
+                    ts: t,
+                    dur,
+                    spec: b.spec,
+                    aux: false,
+                });
+                t += dur + self.rng.range(b.gap_min_ns, b.gap_max_ns);
+            }
+            self.eager(&burst, 64, 2)?;
+            t = burst.last().map_or(t, |k| k.ts + k.dur) + PHASE_GAP;
+        }
+
+        // ---- Decode steps (graph launches).
+        let ops = &p.decode_ops;
+        let two = p.two_streams();
+        let nom: Vec<f64> = ops.iter().map(|o| p.nominal(o.spec, rank)).collect();
+        let nom_ns: Vec<u64> = nom.iter().map(|&d| d.round() as u64).collect();
+        let weights: Vec<f64> = ops
+            .iter()
+            .map(|o| match p.sc.paced {
+                Some((spec, w)) if rank != 0 && o.spec == spec => w,
+                _ => o.w,
+            })
+            .collect();
+        // Calibrate on the scenario's own stream layout, so that single-stream lengthens the step.
+        let unit = solve_unit(
+            ops,
+            &p.specs,
+            &nom_ns,
+            &weights,
+            p.sc.aux_stream.is_some(),
+            p.tune(rank).wall_ns,
+        );
+        for step in 0..p.n_decode {
+            let mut durs: Vec<u64> = ops
+                .iter()
+                .enumerate()
+                .map(|(i, o)| self.dur(o.spec, nom[i]))
+                .collect();
+            if step == 0 {
+                if let Some((spec, ns, only0)) = p.sc.cold_first {
+                    if !only0 || rank == 0 {
+                        if let Some(i) = ops.iter().position(|o| o.spec == spec) {
+                            durs[i] = (ns as f64 * p.injection(spec, rank) * self.rng.jitter(0.02))
+                                .round() as u64;
+                        }
+                    }
+                }
+            }
+            let mut gaps: Vec<u64> = weights
+                .iter()
+                .enumerate()
+                .map(|(i, w)| {
+                    if i == 0 {
+                        0
+                    } else {
+                        (unit * w * self.rng.jitter(0.5 / w.max(1.0).sqrt())).round() as u64
+                    }
+                })
+                .collect();
+            if let Some((s, ns)) = p.sc.stall {
+                if s == step {
+                    let mid = gaps.len() / 2;
+                    gaps[mid] += ns;
+                }
+            }
+            placed.clear();
+            schedule(ops, &p.specs, &durs, &gaps, two, t, &mut placed);
+            self.host.corr += 1;
+            let corr = self.host.corr;
+            let launch_ts = t - 40 * US;
+            let launch_dur = 25 * US + self.rng.range(0, 3000);
+            let pid = self.host.pid;
+            let (rt_name, id_key, id) = if self.amd() {
+                ("hipGraphLaunch", "cid", 215)
+            } else {
+                ("cudaGraphLaunch", "cbid", 311)
+            };
+            let args = format!(r#"{{"{id_key}":{id},"correlation":{corr}}}"#);
+            self.x(
+                "cuda_runtime",
+                rt_name_json(rt_name),
+                pid,
+                pid,
+                launch_ts,
+                launch_dur,
+                &args,
+            )?;
+            let wall = wall_of(&placed);
+            self.annotation(
+                "step[DECODE bs=64]",
+                launch_ts - 30 * US,
+                launch_dur + 40 * US,
+                Some((t, wall)),
+            )?;
+            self.python(launch_ts - 150 * US, launch_ts + launch_dur + 5 * US, false)?;
+            for k in &placed {
+                self.kernel(k, corr, None)?;
+            }
+            self.flow(corr, launch_ts, t, self.stream)?;
+            steps.push(self.summary(StepKind::Decode, &placed));
+            t = placed.iter().map(|k| k.ts + k.dur).max().unwrap_or(t)
+                + 250 * US
+                + self.rng.range(0, 150 * US);
+        }
+
+        let tail = format!(
+            "\n  ],\n  \"traceName\": \"/tmp/sglang_profile/{}\"\n}}\n",
+            p.file_name(rank)
+        );
+        self.out.raw(&tail)?;
+        let path = PathBuf::new();
+        let (bytes, events) = self.out.finish()?;
+        Ok(RankOut {
+            path,
+            bytes,
+            events,
+            steps,
+        })
+    }
+}
+
+fn rt_name_json(n: &str) -> &'static str {
+    match n {
+        "hipGraphLaunch" => "\"hipGraphLaunch\"",
+        _ => "\"cudaGraphLaunch\"",
+    }
+}
+
+pub(crate) fn write_rank(plan: &Plan, rank: u32, dir: &Path) -> Result<RankOut, SynthError> {
+    let path = dir.join(plan.file_name(rank));
+    let out = Out::create(&path)?;
+    let g = Gen {
+        plan,
+        rank,
+        rng: Rng::derive(plan.seed, rank, 1),
+        out,
+        host: Host {
+            pid: 200_000 + (plan.seed % 50_000) as u32 * 8 + rank,
+            corr: 16,
+            ext: 0,
+            ev_idx: 0,
+            py_id: 1_000_000,
+        },
+        stream: plan.sc.main_stream,
+        aux_stream: plan.sc.aux_stream.unwrap_or(plan.sc.main_stream),
+    };
+    let mut r = g.run()?;
+    r.path = path;
+    Ok(r)
+}

@@ -1,0 +1,297 @@
+//! `tracegate synth`: a deterministic generator of SGLang/Kineto traces of DeepSeek-R1 inference,
+//! modelled on the reference analyses (MI355X, B200, H200, MI325X), with injectable regressions
+//! and a `truth.json` holding the exact metrics of `docs/METRICS.md` for what was written.
+//!
+//! Times are integer nanoseconds throughout and written as microseconds with three decimals. The
+//! same options (seed included) give byte-identical files.
+
+mod generate;
+mod rng;
+mod scenario;
+pub mod truth;
+mod write;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use rayon::prelude::*;
+use serde_json::{json, Map, Value};
+
+/// Options of one generated run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SynthOptions {
+    pub scenario: String,
+    /// Number of ranks (default: the scenario's).
+    pub ranks: Option<u32>,
+    /// Steady decode steps after the 2 warm-up steps (default 24).
+    pub decode_steps: u32,
+    pub seed: u64,
+    /// Multiplies the number of steady decode steps (for big benchmark runs).
+    pub scale: f64,
+    /// `python_function` events per step (default 50).
+    pub python_functions_per_step: u32,
+    pub injections: Vec<Injection>,
+}
+
+impl SynthOptions {
+    pub fn new(scenario: impl Into<String>) -> Self {
+        SynthOptions {
+            scenario: scenario.into(),
+            ..Self::default()
+        }
+    }
+}
+
+impl Default for SynthOptions {
+    fn default() -> Self {
+        SynthOptions {
+            scenario: scenario::NAMES[0].to_string(),
+            ranks: None,
+            decode_steps: 24,
+            seed: 0,
+            scale: 1.0,
+            python_functions_per_step: 50,
+            injections: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InjectionKind {
+    /// Allreduce-class kernels' per-call time × factor.
+    Allreduce,
+    /// `moe_gemm` kernels × factor.
+    Moe,
+    /// `attention` kernels × factor.
+    Attention,
+    /// The last rank's compute kernels × factor.
+    Straggler,
+    /// The main allreduce kernel replaced by another implementation, per call × factor.
+    Protocol,
+    /// The auxiliary stream's kernels serialised onto the main stream (B200).
+    SingleStream,
+}
+
+impl InjectionKind {
+    pub const ALL: [InjectionKind; 6] = [
+        InjectionKind::Allreduce,
+        InjectionKind::Moe,
+        InjectionKind::Attention,
+        InjectionKind::Straggler,
+        InjectionKind::Protocol,
+        InjectionKind::SingleStream,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InjectionKind::Allreduce => "allreduce",
+            InjectionKind::Moe => "moe",
+            InjectionKind::Attention => "attention",
+            InjectionKind::Straggler => "straggler",
+            InjectionKind::Protocol => "protocol",
+            InjectionKind::SingleStream => "single-stream",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Injection {
+    pub kind: InjectionKind,
+    pub factor: f64,
+}
+
+impl fmt::Display for Injection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.kind.as_str(), self.factor)
+    }
+}
+
+impl FromStr for Injection {
+    type Err = SynthError;
+
+    /// `KIND=FACTOR`: `allreduce=1.5`, `moe=1.2`, `attention=2`, `straggler=1.3`, `protocol=1.4`,
+    /// `single-stream=1` (or just `single-stream`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = |reason: String| SynthError::InvalidInjection {
+            spec: s.to_string(),
+            reason,
+        };
+        let (k, v) = match s.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (s.trim(), None),
+        };
+        let kind = match k.to_ascii_lowercase().replace('_', "-").as_str() {
+            "allreduce" => InjectionKind::Allreduce,
+            "moe" => InjectionKind::Moe,
+            "attention" => InjectionKind::Attention,
+            "straggler" => InjectionKind::Straggler,
+            "protocol" => InjectionKind::Protocol,
+            "single-stream" => InjectionKind::SingleStream,
+            _ => {
+                let valid: Vec<&str> = InjectionKind::ALL.iter().map(|k| k.as_str()).collect();
+                return Err(bad(format!(
+                    "unknown kind `{k}`; expected one of {}",
+                    valid.join(", ")
+                )));
+            }
+        };
+        let factor = match v {
+            None if kind == InjectionKind::SingleStream => 1.0,
+            None => return Err(bad("expected KIND=FACTOR, e.g. allreduce=1.5".into())),
+            Some(v) => v
+                .parse::<f64>()
+                .map_err(|_| bad(format!("factor `{v}` is not a number")))?,
+        };
+        if !factor.is_finite() || factor <= 0.0 {
+            return Err(bad(format!(
+                "factor must be a finite number > 0, got {factor}"
+            )));
+        }
+        if kind == InjectionKind::SingleStream && factor != 1.0 {
+            return Err(bad("single-stream takes no factor other than 1".into()));
+        }
+        Ok(Injection { kind, factor })
+    }
+}
+
+/// Names of the built-in scenarios.
+pub fn scenario_names() -> &'static [&'static str] {
+    scenario::NAMES
+}
+
+#[derive(Debug, Clone)]
+pub struct SynthSummary {
+    pub scenario: String,
+    pub ranks: u32,
+    /// Decode steps per rank, warm-up included.
+    pub decode_steps_per_rank: u32,
+    /// One trace per rank, in rank order.
+    pub files: Vec<PathBuf>,
+    pub truth_path: PathBuf,
+    pub bytes_uncompressed: u64,
+    pub bytes_compressed: u64,
+    pub events: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SynthError {
+    #[error("unknown scenario `{name}`; valid scenarios: {valid}")]
+    UnknownScenario { name: String, valid: String },
+    #[error("invalid injection `{spec}`: {reason}")]
+    InvalidInjection { spec: String, reason: String },
+    #[error("invalid option: {0}")]
+    InvalidOption(String),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl SynthError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        SynthError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Generates one trace per rank and `truth.json` into `out` (created if missing).
+pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, SynthError> {
+    let sc = scenario::by_name(&opts.scenario).ok_or_else(|| SynthError::UnknownScenario {
+        name: opts.scenario.clone(),
+        valid: scenario_names().join(", "),
+    })?;
+    if !opts.scale.is_finite() || opts.scale <= 0.0 {
+        return Err(SynthError::InvalidOption(format!(
+            "--scale must be > 0, got {}",
+            opts.scale
+        )));
+    }
+    if opts.ranks == Some(0) || opts.ranks.is_some_and(|r| r > 1024) {
+        return Err(SynthError::InvalidOption(
+            "--ranks must be between 1 and 1024".into(),
+        ));
+    }
+    let steady = f64::from(opts.decode_steps) * opts.scale;
+    if steady > 10_000_000.0 {
+        return Err(SynthError::InvalidOption(format!(
+            "too many decode steps ({steady})"
+        )));
+    }
+    std::fs::create_dir_all(out).map_err(|e| SynthError::io(out, e))?;
+    let plan = generate::Plan::new(sc, opts);
+    let results: Vec<generate::RankOut> = (0..plan.ranks)
+        .into_par_iter()
+        .map(|r| generate::write_rank(&plan, r, out))
+        .collect::<Result<_, _>>()?;
+
+    let mut rank_steps = Vec::with_capacity(results.len());
+    let mut files = Vec::with_capacity(results.len());
+    let (mut bytes_uncompressed, mut bytes_compressed, mut events) = (0, 0, 0);
+    for (r, o) in results.into_iter().enumerate() {
+        bytes_uncompressed += o.bytes;
+        events += o.events;
+        bytes_compressed += std::fs::metadata(&o.path)
+            .map_err(|e| SynthError::io(&o.path, e))?
+            .len();
+        files.push(o.path);
+        rank_steps.push(truth::RankSteps {
+            rank: r as u32,
+            steps: o.steps,
+        });
+    }
+    let mut t = Map::new();
+    t.insert("scenario".into(), json!(plan.sc.name));
+    t.insert("device".into(), json!(plan.sc.device));
+    t.insert("seed".into(), json!(opts.seed));
+    t.insert("ranks".into(), json!(plan.ranks));
+    t.insert("decode_steps_per_rank".into(), json!(plan.n_decode));
+    t.insert("warmup_steps".into(), json!(generate::WARMUP));
+    t.insert("moe_layers".into(), json!(plan.sc.n_moe));
+    t.insert("step_annotations".into(), json!(plan.sc.annotations));
+    let inj: Vec<Value> = opts
+        .injections
+        .iter()
+        .map(|i| json!({"kind": i.kind.as_str(), "factor": i.factor}))
+        .collect();
+    t.insert("injections".into(), Value::Array(inj));
+    t.insert(
+        "straggler_rank".into(),
+        json!(plan.straggler.map(|(r, _)| r)),
+    );
+    let file_names: Vec<String> = files
+        .iter()
+        .map(|p| {
+            p.file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    t.insert("files".into(), json!(file_names));
+    t.extend(truth::compute(
+        &plan.names,
+        &rank_steps,
+        generate::WARMUP as usize,
+    ));
+    let truth_path = out.join("truth.json");
+    let text = serde_json::to_string_pretty(&Value::Object(t)).unwrap_or_default();
+    std::fs::write(&truth_path, text + "\n").map_err(|e| SynthError::io(&truth_path, e))?;
+
+    Ok(SynthSummary {
+        scenario: plan.sc.name.to_string(),
+        ranks: plan.ranks,
+        decode_steps_per_rank: plan.n_decode,
+        files,
+        truth_path,
+        bytes_uncompressed,
+        bytes_compressed,
+        events,
+    })
+}

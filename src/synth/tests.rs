@@ -1,0 +1,657 @@
+use super::*;
+
+use std::io::Read;
+
+fn opts(scenario: &str, steps: u32, inj: &[&str]) -> SynthOptions {
+    SynthOptions {
+        scenario: scenario.into(),
+        decode_steps: steps,
+        seed: 42,
+        python_functions_per_step: 4,
+        injections: inj.iter().map(|s| s.parse().expect("injection")).collect(),
+        ..SynthOptions::default()
+    }
+}
+
+fn run_opts(o: &SynthOptions) -> (tempfile::TempDir, SynthSummary, Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sum = generate_to_dir(o, dir.path()).expect("generate");
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(&sum.truth_path).expect("read"))
+            .expect("json");
+    (dir, sum, truth)
+}
+
+fn run(scenario: &str, steps: u32, inj: &[&str]) -> (tempfile::TempDir, SynthSummary, Value) {
+    run_opts(&opts(scenario, steps, inj))
+}
+
+fn m(t: &Value, name: &str, field: &str) -> f64 {
+    t["metrics"][name][field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{name}.{field} missing"))
+}
+
+fn r0(t: &Value, name: &str) -> f64 {
+    t["metrics"][name]["per_rank"]["0"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{name} rank 0 missing"))
+}
+
+#[track_caller]
+fn close(what: &str, got: f64, want: f64, rel: f64) {
+    assert!(
+        ((got - want) / want).abs() <= rel,
+        "{what}: got {got}, published {want} (tolerance {}%)",
+        rel * 100.0
+    );
+}
+
+fn kernel_names(t: &Value) -> Vec<String> {
+    t["breakdown"]["kernels"]
+        .as_array()
+        .expect("kernels")
+        .iter()
+        .map(|k| k["name"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn read_gz(p: &Path) -> String {
+    let mut s = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(p).expect("open"))
+        .read_to_string(&mut s)
+        .expect("gunzip");
+    s
+}
+
+#[test]
+fn same_seed_is_byte_identical_and_seed_matters() {
+    let o = SynthOptions {
+        python_functions_per_step: 3,
+        ..opts("b200-dsr1-fp4-tp4-ep4", 2, &["allreduce=1.2"])
+    };
+    let (_a, sa, _) = run_opts(&o);
+    let (_b, sb, _) = run_opts(&o);
+    assert_eq!(sa.files.len(), 4);
+    for (fa, fb) in sa
+        .files
+        .iter()
+        .zip(&sb.files)
+        .chain([(&sa.truth_path, &sb.truth_path)])
+    {
+        assert_eq!(fa.file_name(), fb.file_name());
+        assert!(
+            std::fs::read(fa).expect("a") == std::fs::read(fb).expect("b"),
+            "{} differs",
+            fa.display()
+        );
+    }
+    let (_c, sc, _) = run_opts(&SynthOptions { seed: 43, ..o });
+    assert_ne!(
+        sa.files[0].file_name(),
+        sc.files[0].file_name(),
+        "stamp derives from the seed"
+    );
+    assert_ne!(read_gz(&sa.files[0]), read_gz(&sc.files[0]));
+}
+
+#[test]
+fn file_names_are_sglang_style() {
+    let (_d, s, t) = run("mi355x-dsr1-fp4-tp4", 1, &[]);
+    for (r, f) in s.files.iter().enumerate() {
+        let name = f.file_name().and_then(|n| n.to_str()).expect("name");
+        assert!(name.ends_with(&format!("-TP-{r}.trace.json.gz")), "{name}");
+    }
+    assert_eq!(t["files"].as_array().map(Vec::len), Some(4));
+}
+
+#[test]
+fn mi355x_reproduces_published_figures() {
+    let (_d, _s, t) = run("mi355x-dsr1-fp4-tp4", 8, &[]);
+    close(
+        "decode_step_ms",
+        m(&t, "decode_step_ms", "value"),
+        20.11,
+        0.02,
+    );
+    close("decode_step_ms r0", r0(&t, "decode_step_ms"), 20.11, 0.02);
+    close("comm_pct", m(&t, "comm_pct", "value"), 10.5, 0.02);
+    close("gpu_util_pct", m(&t, "gpu_util_pct", "value"), 99.7, 0.02);
+    close("allreduce_us", m(&t, "allreduce_us", "value"), 15.0, 0.02);
+    close(
+        "moe_us_per_layer",
+        m(&t, "moe_us_per_layer", "value"),
+        7410.0 / 58.0,
+        0.02,
+    );
+    close("prefill_step_ms", r0(&t, "prefill_step_ms"), 759.0, 0.02);
+    close(
+        "prefill_gpu_util_pct",
+        r0(&t, "prefill_gpu_util_pct"),
+        13.9,
+        0.02,
+    );
+    close("prefill_comm_pct", r0(&t, "prefill_comm_pct"), 52.5, 0.02);
+    assert_eq!(m(&t, "overlap_pct", "value"), 0.0, "one stream: no overlap");
+    // 2 warm-up steps and one stalled outlier step dropped.
+    assert_eq!(
+        t["steps"]["0"],
+        json!({"decode_kept": 7, "decode_dropped": 3, "prefill": 1})
+    );
+    let cats = &t["breakdown"]["categories"];
+    close(
+        "moe_gemm ms",
+        cats["moe_gemm"]["ms_per_step"].as_f64().unwrap_or(0.0),
+        7.41,
+        0.02,
+    );
+    assert_eq!(cats["moe_gemm"]["calls_per_step"].as_f64(), Some(116.0));
+    assert_eq!(cats["comm"]["calls_per_step"].as_f64(), Some(124.0));
+    assert_eq!(
+        t["metrics"]["moe_us_per_layer"]["moe_layers"]["0"].as_f64(),
+        Some(58.0)
+    );
+    let total: f64 = cats
+        .as_object()
+        .expect("cats")
+        .values()
+        .filter_map(|c| c["calls_per_step"].as_f64())
+        .sum();
+    assert_eq!(total, 1658.0);
+}
+
+#[test]
+fn b200_reproduces_published_figures() {
+    let (_d, _s, t) = run("b200-dsr1-fp4-tp4-ep4", 8, &[]);
+    close(
+        "decode_step_ms",
+        m(&t, "decode_step_ms", "value"),
+        24.5,
+        0.02,
+    );
+    close("comm_pct", r0(&t, "comm_pct"), 23.8, 0.02);
+    close("gpu_util_pct", r0(&t, "gpu_util_pct"), 82.0, 0.02);
+    // allreduce-class pools the 121 oneshot calls (21.5 us) with the 2 SymK ones (1.04 ms).
+    close("allreduce p50", m(&t, "allreduce_us", "p50"), 21.5, 0.02);
+    close(
+        "allreduce mean",
+        m(&t, "allreduce_us", "value"),
+        (121.0 * 21.5 + 2.0 * 1045.0) / 123.0,
+        0.02,
+    );
+    let kt: f64 = t["breakdown"]["categories"]
+        .as_object()
+        .expect("c")
+        .values()
+        .filter_map(|c| c["ms_per_step"].as_f64())
+        .sum();
+    close("kernel time", kt, 20.1, 0.02);
+    let ov = m(&t, "overlap_pct", "value");
+    assert!(
+        ov > 0.5 && ov < 2.0,
+        "near-zero comm/compute overlap, got {ov}"
+    );
+    assert!(t["steps"]["3"]["decode_kept"] == json!(8));
+}
+
+#[test]
+fn h200_reproduces_published_figures() {
+    let (_d, _s, t) = run("h200-dsr1-fp8-tp8", 6, &[]);
+    close(
+        "decode_step_ms",
+        m(&t, "decode_step_ms", "value"),
+        282.6,
+        0.02,
+    );
+    close("comm_pct", m(&t, "comm_pct", "value"), 82.7, 0.02);
+    close("gpu_util_pct r0", r0(&t, "gpu_util_pct"), 91.5, 0.02);
+    // Rank 0's mean allreduce-class call (twoshot + 2 ring allreduces): the reference's 1,732 us.
+    let rank_means = &t["metrics"]["allreduce_rank_ratio"]["per_rank"];
+    close(
+        "allreduce r0",
+        rank_means["0"].as_f64().unwrap_or(0.0),
+        1732.0,
+        0.02,
+    );
+    close("allreduce p50", m(&t, "allreduce_us", "p50"), 127.0, 0.03);
+    // Ranks wait for rank 0: similar walls, small skew.
+    assert!(m(&t, "rank_skew_ms", "value") < 3.0);
+    assert!(m(&t, "allreduce_rank_ratio", "value") > 4.0);
+    close(
+        "moe_us_per_layer",
+        m(&t, "moe_us_per_layer", "value"),
+        518.0,
+        0.02,
+    );
+}
+
+#[test]
+fn mi325x_reproduces_published_figures() {
+    let (_d, _s, t) = run("mi325x-dsr1-fp8-tp8", 6, &[]);
+    close("decode_step_ms r0", r0(&t, "decode_step_ms"), 36.47, 0.02);
+    close("comm_pct r0", r0(&t, "comm_pct"), 6.9, 0.02);
+    close("gpu_util_pct r0", r0(&t, "gpu_util_pct"), 99.9, 0.02);
+    close("allreduce_us", m(&t, "allreduce_us", "value"), 19.6, 0.02);
+    let walls = [36.47, 37.03, 36.46, 37.14, 37.14, 37.15, 36.48, 37.15];
+    for (r, w) in walls.iter().enumerate() {
+        let got = t["metrics"]["decode_step_ms"]["per_rank"][r.to_string()]
+            .as_f64()
+            .unwrap_or(0.0);
+        close(&format!("rank {r} wall"), got, *w, 0.01);
+    }
+    close(
+        "decode_step_ms",
+        m(&t, "decode_step_ms", "value"),
+        37.15,
+        0.02,
+    );
+    close("prefill_step_ms r0", r0(&t, "prefill_step_ms"), 91.35, 0.02);
+    close(
+        "prefill util r0",
+        r0(&t, "prefill_gpu_util_pct"),
+        78.8,
+        0.02,
+    );
+    close("prefill comm r0", r0(&t, "prefill_comm_pct"), 25.8, 0.02);
+    assert_eq!(
+        t["steps"]["0"],
+        json!({"decode_kept": 6, "decode_dropped": 2, "prefill": 1})
+    );
+}
+
+#[test]
+fn allreduce_and_moe_and_attention_injections() {
+    let (_a, _, base) = run("mi355x-dsr1-fp4-tp4", 4, &[]);
+    let (_b, _, t) = run(
+        "mi355x-dsr1-fp4-tp4",
+        4,
+        &["allreduce=2", "moe=1.5", "attention=2"],
+    );
+    close(
+        "allreduce x2",
+        m(&t, "allreduce_us", "value") / m(&base, "allreduce_us", "value"),
+        2.0,
+        0.03,
+    );
+    close(
+        "moe x1.5",
+        m(&t, "moe_us_per_layer", "value") / m(&base, "moe_us_per_layer", "value"),
+        1.5,
+        0.03,
+    );
+    let att = |t: &Value| {
+        t["breakdown"]["categories"]["attention"]["ms_per_step"]
+            .as_f64()
+            .unwrap_or(0.0)
+    };
+    close("attention x2", att(&t) / att(&base), 2.0, 0.03);
+    assert!(m(&t, "decode_step_ms", "value") > m(&base, "decode_step_ms", "value") * 1.2);
+    assert_eq!(
+        t["injections"][0],
+        json!({"kind": "allreduce", "factor": 2.0})
+    );
+    assert_eq!(t["straggler_rank"], Value::Null);
+}
+
+#[test]
+fn straggler_raises_rank_skew() {
+    let (_a, _, base) = run("mi355x-dsr1-fp4-tp4", 4, &[]);
+    let (_b, _, t) = run("mi355x-dsr1-fp4-tp4", 4, &["straggler=1.3"]);
+    assert_eq!(t["straggler_rank"], json!(3));
+    let skew = m(&t, "rank_skew_ms", "value");
+    assert!(
+        skew > 4.0 && skew > 10.0 * m(&base, "rank_skew_ms", "value"),
+        "skew {skew}"
+    );
+    let w3 = t["metrics"]["decode_step_ms"]["per_rank"]["3"]
+        .as_f64()
+        .unwrap_or(0.0);
+    assert_eq!(m(&t, "decode_step_ms", "value"), w3);
+}
+
+#[test]
+fn protocol_changes_the_allreduce_kernel() {
+    let (_a, _, t) = run("b200-dsr1-fp4-tp4-ep4", 2, &["protocol=3"]);
+    let names = kernel_names(&t);
+    assert!(names
+        .iter()
+        .any(|n| n.contains("allreduce_fusion_kernel_twoshot_sync")));
+    assert!(!names.iter().any(|n| n.contains("oneshot_lamport")));
+    close(
+        "protocol p50",
+        m(&t, "allreduce_us", "p50"),
+        3.0 * 21.5,
+        0.03,
+    );
+    let (_b, _, t) = run("mi325x-dsr1-fp8-tp8", 2, &["protocol=1"]);
+    let names = kernel_names(&t);
+    assert!(names
+        .iter()
+        .any(|n| n.contains("cross_device_reduce_1stage")));
+    assert!(!names
+        .iter()
+        .any(|n| n.contains("cross_device_reduce_2stage")));
+}
+
+#[test]
+fn single_stream_lengthens_b200_steps_and_removes_overlap() {
+    let (_a, _, base) = run("b200-dsr1-fp4-tp4-ep4", 4, &[]);
+    let (_b, s, t) = run("b200-dsr1-fp4-tp4-ep4", 4, &["single-stream=1"]);
+    assert!(m(&t, "overlap_pct", "value") < m(&base, "overlap_pct", "value"));
+    assert_eq!(m(&t, "overlap_pct", "value"), 0.0);
+    assert!(m(&t, "decode_step_ms", "value") > m(&base, "decode_step_ms", "value") + 0.1);
+    let text = read_gz(&s.files[0]);
+    assert!(
+        !text.contains("\"stream\":380"),
+        "no kernel left on stream 380"
+    );
+    assert!(!text.contains("\"tid\":380"));
+}
+
+#[test]
+fn scale_multiplies_decode_steps() {
+    let o = SynthOptions {
+        scale: 2.5,
+        python_functions_per_step: 0,
+        ..opts("mi325x-dsr1-fp8-tp8", 2, &[])
+    };
+    let (_d, s, t) = run_opts(&SynthOptions {
+        ranks: Some(2),
+        ..o
+    });
+    assert_eq!(s.decode_steps_per_rank, 2 + 5);
+    assert_eq!(s.files.len(), 2);
+    assert_eq!(t["steps"]["1"]["decode_kept"], json!(5));
+}
+
+#[test]
+fn every_file_is_valid_gzip_json() {
+    let mut dirs = Vec::new();
+    let mut files = Vec::new();
+    for s in scenario_names() {
+        let (d, sum, _) = run(s, 1, &[]);
+        files.extend(sum.files.iter().map(|p| p.display().to_string()));
+        files.push(sum.truth_path.display().to_string());
+        dirs.push(d);
+    }
+    let script = "import gzip,json,sys\nfor f in sys.argv[1:]:\n    o = gzip.open if f.endswith('.gz') else open\n    json.load(o(f))\n";
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(&files)
+        .output();
+    match out {
+        Ok(o) => assert!(
+            o.status.success(),
+            "python3: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => panic!("python3 not runnable: {e}"),
+    }
+}
+
+/// Timestamps and durations: microseconds with exactly three decimals.
+#[test]
+fn times_have_three_decimals() {
+    let (_d, s, _) = run("h200-dsr1-fp8-tp8", 1, &[]);
+    let text = read_gz(&s.files[1]);
+    let mut n = 0;
+    for key in ["\"ts\":", "\"dur\":"] {
+        for (i, _) in text.match_indices(key) {
+            let rest = &text[i + key.len()..];
+            let end = rest.find([',', '}']).unwrap_or(rest.len());
+            let v = &rest[..end];
+            let (a, b) = v
+                .split_once('.')
+                .unwrap_or_else(|| panic!("no decimals in {v}"));
+            assert!(
+                !a.is_empty() && a.bytes().all(|c| c.is_ascii_digit()) && b.len() == 3,
+                "{v}"
+            );
+            n += 1;
+        }
+    }
+    assert!(n > 1000);
+}
+
+fn ns(v: &Value) -> u64 {
+    (v.as_f64().unwrap_or(0.0) * 1000.0).round() as u64
+}
+
+/// The written events honour the reader's contract, and re-derived step walls match the truth.
+#[test]
+fn trace_structure_matches_truth() {
+    use std::collections::HashMap;
+    let (_d, s, t) = run("b200-dsr1-fp4-tp4-ep4", 3, &[]);
+    let doc: Value = serde_json::from_str(&read_gz(&s.files[2])).expect("json");
+    assert_eq!(doc["distributedInfo"]["rank"], json!(2));
+    assert_eq!(doc["distributedInfo"]["world_size"], json!(4));
+    assert_eq!(doc["deviceProperties"][0]["name"], json!("NVIDIA B200"));
+    let evs = doc["traceEvents"].as_array().expect("events");
+    let cat = |e: &Value| e["cat"].as_str().unwrap_or("").to_string();
+    let mut runtime: HashMap<u64, &Value> = HashMap::new();
+    let mut cpu_ops: HashMap<u64, &Value> = HashMap::new();
+    for e in evs {
+        match cat(e).as_str() {
+            "cuda_runtime" => assert!(runtime
+                .insert(e["args"]["correlation"].as_u64().expect("corr"), e)
+                .is_none()),
+            "cpu_op" => {
+                cpu_ops.insert(e["args"]["External id"].as_u64().expect("ext"), e);
+            }
+            _ => {}
+        }
+    }
+    let mut by_corr: HashMap<u64, Vec<(u64, u64, u64)>> = HashMap::new();
+    for e in evs
+        .iter()
+        .filter(|e| cat(e) == "kernel" || cat(e) == "gpu_memcpy")
+    {
+        let corr = e["args"]["correlation"].as_u64().expect("corr");
+        let rt = runtime.get(&corr).expect("every activity has its launch");
+        assert!(ns(&rt["ts"]) <= ns(&e["ts"]), "launch before kernel");
+        if rt["name"] == json!("cudaLaunchKernel") || rt["name"] == json!("cudaMemcpyAsync") {
+            let ext = e["args"]["External id"].as_u64().expect("ext");
+            let op = cpu_ops.get(&ext).expect("cpu_op parent");
+            assert!(op["args"]["Input Dims"].is_array());
+            assert!(
+                ns(&op["ts"]) <= ns(&rt["ts"])
+                    && ns(&rt["ts"]) + ns(&rt["dur"]) <= ns(&op["ts"]) + ns(&op["dur"])
+            );
+        }
+        by_corr.entry(corr).or_default().push((
+            ns(&e["ts"]),
+            ns(&e["dur"]),
+            e["args"]["stream"].as_u64().unwrap_or(0),
+        ));
+    }
+    // No overlap within a stream.
+    let mut per_stream: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
+    for v in by_corr.values() {
+        for &(ts, d, st) in v {
+            per_stream.entry(st).or_default().push((ts, ts + d));
+        }
+    }
+    for v in per_stream.values_mut() {
+        v.sort_unstable();
+        assert!(
+            v.windows(2).all(|w| w[0].1 <= w[1].0),
+            "kernels overlap on one stream"
+        );
+    }
+    assert_eq!(per_stream.len(), 2);
+    // Graph launches: one per decode step, each with all the step's kernels.
+    let mut walls: Vec<f64> = runtime
+        .values()
+        .filter(|r| r["name"] == json!("cudaGraphLaunch"))
+        .map(|r| {
+            let ks = &by_corr[&r["args"]["correlation"].as_u64().expect("c")];
+            let s = ks.iter().map(|k| k.0).min().unwrap_or(0);
+            let e = ks.iter().map(|k| k.0 + k.1).max().unwrap_or(0);
+            (s, (e - s) as f64 / 1e6)
+        })
+        .collect::<std::collections::BTreeMap<u64, f64>>()
+        .into_values()
+        .collect();
+    assert_eq!(walls.len(), 5);
+    walls.drain(..2);
+    walls.sort_by(f64::total_cmp);
+    assert_eq!(
+        t["metrics"]["decode_step_ms"]["per_rank"]["2"].as_f64(),
+        Some(walls[1])
+    );
+    let ann = evs
+        .iter()
+        .filter(|e| {
+            cat(e) == "user_annotation"
+                && e["name"].as_str().is_some_and(|n| n.starts_with("step["))
+        })
+        .count();
+    assert_eq!(ann, 6);
+    assert!(evs
+        .iter()
+        .any(|e| cat(e) == "ac2g" && e["ph"] == json!("f")));
+    assert!(evs
+        .iter()
+        .any(|e| e["ph"] == json!("M") && e["name"] == json!("thread_name")));
+    assert_eq!(
+        evs.iter().filter(|e| cat(e) == "python_function").count(),
+        6 * 4
+    );
+}
+
+#[test]
+fn edge_cases_give_absent_metrics_not_panics() {
+    // Only warm-up decode steps: no steady decode metric, prefill still measured.
+    let (_a, s, t) = run("h200-dsr1-fp8-tp8", 0, &[]);
+    assert_eq!(s.decode_steps_per_rank, 2);
+    assert!(t["metrics"].get("decode_step_ms").is_none());
+    assert!(t["metrics"].get("allreduce_us").is_none());
+    assert!(t["metrics"].get("prefill_step_ms").is_some());
+    assert_eq!(
+        t["steps"]["0"],
+        json!({"decode_kept": 0, "decode_dropped": 2, "prefill": 1})
+    );
+    // One rank: no rank ratio, zero skew; the straggler is that rank.
+    let (_b, s, t) = run_opts(&SynthOptions {
+        ranks: Some(1),
+        ..opts("mi325x-dsr1-fp8-tp8", 2, &["straggler=2"])
+    });
+    assert_eq!(s.files.len(), 1);
+    assert!(t["metrics"].get("allreduce_rank_ratio").is_none());
+    assert_eq!(m(&t, "rank_skew_ms", "value"), 0.0);
+    assert_eq!(t["straggler_rank"], json!(0));
+    // More ranks than the reference run.
+    let (_c, s, t) = run_opts(&SynthOptions {
+        ranks: Some(6),
+        ..opts("b200-dsr1-fp4-tp4-ep4", 1, &[])
+    });
+    assert_eq!(s.files.len(), 6);
+    assert_eq!(t["ranks"], json!(6));
+    let k = &t["breakdown"]["kernels"];
+    assert!(k
+        .as_array()
+        .is_some_and(|v| v.iter().any(|k| k["collective"] == json!("allgather"))));
+}
+
+#[test]
+fn injection_parsing() {
+    for bad in [
+        "foo=2",
+        "allreduce=abc",
+        "allreduce=-1",
+        "allreduce=0",
+        "allreduce",
+        "single-stream=2",
+        "moe=inf",
+        "=2",
+    ] {
+        let e = bad.parse::<Injection>().expect_err(bad);
+        assert!(e.to_string().contains(bad), "{e}");
+    }
+    let e = "foo=2".parse::<Injection>().expect_err("foo").to_string();
+    assert!(
+        e.contains("allreduce") && e.contains("single-stream"),
+        "{e}"
+    );
+    assert_eq!(
+        "allreduce=1.5".parse::<Injection>().ok(),
+        Some(Injection {
+            kind: InjectionKind::Allreduce,
+            factor: 1.5
+        })
+    );
+    assert_eq!(
+        "single-stream=1".parse::<Injection>().ok().map(|i| i.kind),
+        Some(InjectionKind::SingleStream)
+    );
+    assert_eq!(
+        "single-stream".parse::<Injection>().ok().map(|i| i.factor),
+        Some(1.0)
+    );
+    assert_eq!(
+        "Straggler=1.3"
+            .parse::<Injection>()
+            .ok()
+            .map(|i| i.to_string()),
+        Some("straggler=1.3".into())
+    );
+}
+
+#[test]
+fn bad_options_are_errors_not_panics() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let e = generate_to_dir(&SynthOptions::new("tpu-v9"), dir.path()).expect_err("unknown");
+    let msg = e.to_string();
+    assert!(scenario_names().iter().all(|n| msg.contains(n)), "{msg}");
+    let e = generate_to_dir(
+        &SynthOptions {
+            scale: 0.0,
+            ..SynthOptions::default()
+        },
+        dir.path(),
+    )
+    .expect_err("scale");
+    assert!(e.to_string().contains("scale"));
+    let e = generate_to_dir(
+        &SynthOptions {
+            ranks: Some(0),
+            ..SynthOptions::default()
+        },
+        dir.path(),
+    )
+    .expect_err("ranks");
+    assert!(e.to_string().contains("ranks"));
+    // An unwritable output path names the path.
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, "x").expect("write");
+    let e = generate_to_dir(
+        &SynthOptions {
+            decode_steps: 1,
+            ..SynthOptions::default()
+        },
+        &file.join("sub"),
+    )
+    .expect_err("io");
+    assert!(e.to_string().contains("plain-file"), "{e}");
+}
+
+#[test]
+#[ignore]
+fn write_sample_for_inspection() {
+    let out = std::env::var("SYNTH_SAMPLE_DIR").unwrap_or_else(|_| "/tmp/synth-sample".into());
+    for s in scenario_names() {
+        let o = SynthOptions {
+            scenario: s.to_string(),
+            ..SynthOptions::default()
+        };
+        let sum = generate_to_dir(&o, &Path::new(&out).join(s)).expect("generate");
+        eprintln!(
+            "{s}: {} files, {} bytes uncompressed, {} gz, {} events",
+            sum.files.len(),
+            sum.bytes_uncompressed,
+            sum.bytes_compressed,
+            sum.events
+        );
+    }
+}

@@ -1,0 +1,680 @@
+//! Ground truth for synthetic traces: the metrics of `docs/METRICS.md`, computed from the exact
+//! integer-nanosecond intervals the generator placed and the category it assigned to each kernel.
+//!
+//! Self-contained on purpose: it depends on no other module of the crate (not the reader, not the
+//! taxonomy, not the metric code it is the reference for), only on `serde_json` for the output.
+
+use serde_json::{json, Map, Value};
+
+/// One GPU activity of a step: `[start, end)` in ns and an index into the name table.
+#[derive(Debug, Clone, Copy)]
+pub struct Activity {
+    pub start: u64,
+    pub end: u64,
+    pub name: u32,
+}
+
+/// What the generator knows about a kernel name.
+#[derive(Debug, Clone)]
+pub struct NameInfo {
+    pub name: String,
+    /// `comm`, `moe_gemm`, `dense_gemm`, `attention`, `moe_routing`, `norm`, `quant`,
+    /// `elementwise`, `memcpy`, `other`.
+    pub category: &'static str,
+    /// A `comm` kernel whose collective kind is `allreduce`.
+    pub allreduce: bool,
+    /// The collective kind of a `comm` kernel (`allreduce`, `allgather`, `other`).
+    pub collective: Option<&'static str>,
+}
+
+impl NameInfo {
+    fn is_comm(&self) -> bool {
+        self.category == "comm"
+    }
+    fn is_compute(&self) -> bool {
+        self.category != "comm" && self.category != "memcpy"
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    Decode,
+    Prefill,
+}
+
+/// The reductions of one step that the metrics need (so that huge runs need not keep activities).
+#[derive(Debug, Clone)]
+pub struct StepSummary {
+    pub kind: StepKind,
+    pub start: u64,
+    pub wall: u64,
+    pub busy: u64,
+    pub kernel: u64,
+    pub comm: u64,
+    pub moe_gemm: u64,
+    pub comm_union: u64,
+    pub comm_compute_overlap: u64,
+    /// Durations (ns) of the allreduce-class calls, in start order.
+    pub allreduce_calls: Vec<u64>,
+    /// Per name id: (kernel time ns, calls).
+    pub per_name: Vec<(u64, u32)>,
+}
+
+/// Merged union of half-open intervals, sorted.
+fn union(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (s, e) in v {
+        if e <= s {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+fn length(u: &[(u64, u64)]) -> u64 {
+    u.iter().map(|(s, e)| e - s).sum()
+}
+
+/// Length of the intersection of two merged unions.
+fn intersection(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
+    let (mut i, mut j, mut total) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        let s = a[i].0.max(b[j].0);
+        let e = a[i].1.min(b[j].1);
+        if e > s {
+            total += e - s;
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    total
+}
+
+pub fn summarize(kind: StepKind, acts: &[Activity], names: &[NameInfo]) -> StepSummary {
+    let mut per_name = vec![(0u64, 0u32); names.len()];
+    let start = acts.iter().map(|a| a.start).min().unwrap_or(0);
+    let end = acts.iter().map(|a| a.end).max().unwrap_or(0);
+    let (mut kernel, mut comm, mut moe_gemm) = (0, 0, 0);
+    let mut all = Vec::with_capacity(acts.len());
+    let mut comm_iv = Vec::new();
+    let mut compute_iv = Vec::with_capacity(acts.len());
+    let mut ar: Vec<(u64, u64)> = Vec::new();
+    for a in acts {
+        let info = &names[a.name as usize];
+        let d = a.end - a.start;
+        kernel += d;
+        per_name[a.name as usize].0 += d;
+        per_name[a.name as usize].1 += 1;
+        all.push((a.start, a.end));
+        if info.is_comm() {
+            comm += d;
+            comm_iv.push((a.start, a.end));
+            if info.allreduce {
+                ar.push((a.start, d));
+            }
+        } else if info.is_compute() {
+            compute_iv.push((a.start, a.end));
+        }
+        if info.category == "moe_gemm" {
+            moe_gemm += d;
+        }
+    }
+    ar.sort_unstable();
+    let comm_u = union(comm_iv);
+    let compute_u = union(compute_iv);
+    StepSummary {
+        kind,
+        start,
+        wall: end - start,
+        busy: length(&union(all)),
+        kernel,
+        comm,
+        moe_gemm,
+        comm_union: length(&comm_u),
+        comm_compute_overlap: intersection(&comm_u, &compute_u),
+        allreduce_calls: ar.into_iter().map(|(_, d)| d).collect(),
+        per_name,
+    }
+}
+
+/// METRICS.md median: middle value, or mean of the two middle values.
+pub fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
+
+/// numpy-default linear percentile.
+pub fn percentile(v: &[f64], p: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let h = (s.len() - 1) as f64 * p / 100.0;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(s.len() - 1);
+    Some(s[lo] + (h - lo as f64) * (s[hi] - s[lo]))
+}
+
+/// The steps of one rank, in start order.
+#[derive(Debug, Clone)]
+pub struct RankSteps {
+    pub rank: u32,
+    pub steps: Vec<StepSummary>,
+}
+
+/// Indices of the kept decode steps and the number dropped (warm-up + outliers).
+pub fn kept_decode(steps: &[StepSummary], warmup: usize) -> (Vec<usize>, usize) {
+    let mut decode: Vec<usize> = (0..steps.len())
+        .filter(|&i| steps[i].kind == StepKind::Decode)
+        .collect();
+    decode.sort_by_key(|&i| steps[i].start);
+    let total = decode.len();
+    let rest: Vec<usize> = decode.into_iter().skip(warmup).collect();
+    let walls: Vec<f64> = rest.iter().map(|&i| steps[i].wall as f64).collect();
+    let kept = match median(&walls) {
+        Some(m) => rest
+            .into_iter()
+            .filter(|&i| {
+                let w = steps[i].wall as f64;
+                !(w < 0.5 * m || w > 2.0 * m)
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let dropped = total - kept.len();
+    (kept, dropped)
+}
+
+struct PerRank {
+    rank: u32,
+    value: f64,
+    p90: Option<f64>,
+}
+
+fn metric(unit: &str, direction: &str, value: f64) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("value".into(), json!(value));
+    m.insert("unit".into(), json!(unit));
+    m.insert("direction".into(), json!(direction));
+    m
+}
+
+fn per_rank_obj(v: &[PerRank]) -> Value {
+    let mut m = Map::new();
+    for p in v {
+        m.insert(p.rank.to_string(), json!(p.value));
+    }
+    Value::Object(m)
+}
+
+enum Combine {
+    Max,
+    Min,
+}
+
+/// A per-step-sampled metric: per rank the median of the samples, across ranks max or min.
+fn sampled(
+    out: &mut Map<String, Value>,
+    key: &str,
+    unit: &str,
+    direction: &str,
+    combine: Combine,
+    with_p90: bool,
+    per_rank_samples: Vec<(u32, Vec<f64>)>,
+) {
+    let per: Vec<PerRank> = per_rank_samples
+        .into_iter()
+        .filter_map(|(rank, s)| {
+            median(&s).map(|value| PerRank {
+                rank,
+                value,
+                p90: percentile(&s, 90.0),
+            })
+        })
+        .collect();
+    if per.is_empty() {
+        return;
+    }
+    let values = per.iter().map(|p| p.value);
+    let value = match combine {
+        Combine::Max => values.fold(f64::NEG_INFINITY, f64::max),
+        Combine::Min => values.fold(f64::INFINITY, f64::min),
+    };
+    let mut m = metric(unit, direction, value);
+    if with_p90 {
+        let p90 = per
+            .iter()
+            .filter_map(|p| p.p90)
+            .fold(f64::NEG_INFINITY, f64::max);
+        m.insert("p90".into(), json!(p90));
+    }
+    m.insert("per_rank".into(), per_rank_obj(&per));
+    out.insert(key.into(), Value::Object(m));
+}
+
+/// Computes metrics, step counts and the breakdown. Returns the `metrics`, `steps` and
+/// `breakdown` members of `truth.json`.
+pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<String, Value> {
+    let mut metrics = Map::new();
+    let mut steps_obj = Map::new();
+    let kept: Vec<Vec<usize>> = ranks
+        .iter()
+        .map(|r| {
+            let (k, dropped) = kept_decode(&r.steps, warmup);
+            let prefill = r
+                .steps
+                .iter()
+                .filter(|s| s.kind == StepKind::Prefill)
+                .count();
+            steps_obj.insert(
+                r.rank.to_string(),
+                json!({"decode_kept": k.len(), "decode_dropped": dropped, "prefill": prefill}),
+            );
+            k
+        })
+        .collect();
+    let kept_steps = |ri: usize| kept[ri].iter().map(move |&i| &ranks[ri].steps[i]);
+    let prefill_steps = |ri: usize| {
+        ranks[ri]
+            .steps
+            .iter()
+            .filter(|s| s.kind == StepKind::Prefill)
+    };
+
+    let samples =
+        |f: &dyn Fn(&StepSummary) -> Option<f64>, prefill: bool| -> Vec<(u32, Vec<f64>)> {
+            (0..ranks.len())
+                .map(|ri| {
+                    let v: Vec<f64> = if prefill {
+                        prefill_steps(ri).filter_map(f).collect()
+                    } else {
+                        kept_steps(ri).filter_map(f).collect()
+                    };
+                    (ranks[ri].rank, v)
+                })
+                .collect()
+        };
+    let wall_ms = |s: &StepSummary| Some(s.wall as f64 / 1e6);
+    let util = |s: &StepSummary| (s.wall > 0).then(|| s.busy as f64 / s.wall as f64 * 100.0);
+    let comm_pct =
+        |s: &StepSummary| (s.kernel > 0).then(|| s.comm as f64 / s.kernel as f64 * 100.0);
+
+    sampled(
+        &mut metrics,
+        "decode_step_ms",
+        "ms",
+        "lower",
+        Combine::Max,
+        true,
+        samples(&wall_ms, false),
+    );
+    sampled(
+        &mut metrics,
+        "gpu_util_pct",
+        "%",
+        "higher",
+        Combine::Min,
+        false,
+        samples(&util, false),
+    );
+    let any_comm = (0..ranks.len()).any(|ri| kept_steps(ri).any(|s| s.comm > 0));
+    if any_comm {
+        sampled(
+            &mut metrics,
+            "comm_pct",
+            "%",
+            "lower",
+            Combine::Max,
+            false,
+            samples(&comm_pct, false),
+        );
+    }
+
+    // allreduce_us: every allreduce-class call of kept decode steps, all ranks pooled.
+    let mut pooled = Vec::new();
+    let mut rank_means = Vec::new();
+    for (ri, r) in ranks.iter().enumerate() {
+        let calls: Vec<f64> = kept_steps(ri)
+            .flat_map(|s| s.allreduce_calls.iter().map(|&d| d as f64 / 1e3))
+            .collect();
+        if !calls.is_empty() {
+            rank_means.push(PerRank {
+                rank: r.rank,
+                value: calls.iter().sum::<f64>() / calls.len() as f64,
+                p90: None,
+            });
+        }
+        pooled.extend(calls);
+    }
+    if !pooled.is_empty() {
+        let mean = pooled.iter().sum::<f64>() / pooled.len() as f64;
+        let mut m = metric("us", "lower", mean);
+        m.insert("p50".into(), json!(percentile(&pooled, 50.0)));
+        m.insert("p99".into(), json!(percentile(&pooled, 99.0)));
+        m.insert("calls".into(), json!(pooled.len()));
+        metrics.insert("allreduce_us".into(), Value::Object(m));
+    }
+    if rank_means.len() >= 2 {
+        let max = rank_means
+            .iter()
+            .map(|p| p.value)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let min = rank_means
+            .iter()
+            .map(|p| p.value)
+            .fold(f64::INFINITY, f64::min);
+        if min > 0.0 {
+            let mut m = metric("ratio", "lower", max / min);
+            m.insert("per_rank".into(), per_rank_obj(&rank_means));
+            metrics.insert("allreduce_rank_ratio".into(), Value::Object(m));
+        }
+    }
+
+    // moe_us_per_layer, with the counted-layers rule.
+    let routing: Vec<usize> = (0..names.len())
+        .filter(|&n| names[n].category == "moe_routing")
+        .collect();
+    let mut moe_layers = Map::new();
+    let moe_samples: Vec<(u32, Vec<f64>)> = (0..ranks.len())
+        .filter_map(|ri| {
+            let layers = routing
+                .iter()
+                .filter_map(|&n| {
+                    let calls: Vec<f64> =
+                        kept_steps(ri).map(|s| f64::from(s.per_name[n].1)).collect();
+                    median(&calls)
+                })
+                .filter(|&m| m >= 1.0)
+                .fold(f64::INFINITY, f64::min);
+            if !layers.is_finite() {
+                return None;
+            }
+            moe_layers.insert(ranks[ri].rank.to_string(), json!(layers));
+            let v = kept_steps(ri)
+                .map(|s| s.moe_gemm as f64 / 1e3 / layers)
+                .collect();
+            Some((ranks[ri].rank, v))
+        })
+        .collect();
+    sampled(
+        &mut metrics,
+        "moe_us_per_layer",
+        "us",
+        "lower",
+        Combine::Max,
+        false,
+        moe_samples,
+    );
+    if let Some(Value::Object(m)) = metrics.get_mut("moe_us_per_layer") {
+        m.insert("moe_layers".into(), Value::Object(moe_layers));
+    }
+
+    // rank_skew_ms from the per-rank decode_step_ms.
+    if let Some(Value::Object(d)) = metrics.get("decode_step_ms") {
+        if let Some(Value::Object(pr)) = d.get("per_rank") {
+            let vals: Vec<f64> = pr.values().filter_map(Value::as_f64).collect();
+            let max = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let min = vals.iter().copied().fold(f64::INFINITY, f64::min);
+            let mut m = metric("ms", "lower", if vals.len() > 1 { max - min } else { 0.0 });
+            m.insert("per_rank".into(), Value::Object(pr.clone()));
+            metrics.insert("rank_skew_ms".into(), Value::Object(m));
+        }
+    }
+
+    let overlap = |s: &StepSummary| {
+        (s.comm_union > 0).then(|| s.comm_compute_overlap as f64 / s.comm_union as f64 * 100.0)
+    };
+    sampled(
+        &mut metrics,
+        "overlap_pct",
+        "%",
+        "higher",
+        Combine::Min,
+        false,
+        samples(&overlap, false),
+    );
+
+    sampled(
+        &mut metrics,
+        "prefill_step_ms",
+        "ms",
+        "lower",
+        Combine::Max,
+        false,
+        samples(&wall_ms, true),
+    );
+    sampled(
+        &mut metrics,
+        "prefill_gpu_util_pct",
+        "%",
+        "higher",
+        Combine::Min,
+        false,
+        samples(&util, true),
+    );
+    let any_prefill_comm = (0..ranks.len()).any(|ri| prefill_steps(ri).any(|s| s.comm > 0));
+    if any_prefill_comm {
+        sampled(
+            &mut metrics,
+            "prefill_comm_pct",
+            "%",
+            "lower",
+            Combine::Max,
+            false,
+            samples(&comm_pct, true),
+        );
+    }
+
+    // Breakdown: per rank, mean over kept decode steps; run = mean over ranks with kept steps.
+    let mut name_ms = vec![0f64; names.len()];
+    let mut name_calls = vec![0f64; names.len()];
+    let mut nranks = 0usize;
+    for (ri, k) in kept.iter().enumerate() {
+        let n = k.len();
+        if n == 0 {
+            continue;
+        }
+        nranks += 1;
+        let mut time = vec![0u64; names.len()];
+        let mut calls = vec![0u64; names.len()];
+        for s in kept_steps(ri) {
+            for (id, &(t, c)) in s.per_name.iter().enumerate() {
+                time[id] += t;
+                calls[id] += u64::from(c);
+            }
+        }
+        for id in 0..names.len() {
+            name_ms[id] += time[id] as f64 / 1e6 / n as f64;
+            name_calls[id] += calls[id] as f64 / n as f64;
+        }
+    }
+    let mut breakdown = Map::new();
+    if nranks > 0 {
+        for v in name_ms.iter_mut().chain(name_calls.iter_mut()) {
+            *v /= nranks as f64;
+        }
+        let total: f64 = name_ms.iter().sum();
+        let pct = |x: f64| if total > 0.0 { x / total * 100.0 } else { 0.0 };
+        let mut cats: Vec<(&'static str, f64, f64)> = Vec::new();
+        for (id, info) in names.iter().enumerate() {
+            if name_calls[id] == 0.0 {
+                continue;
+            }
+            match cats.iter_mut().find(|c| c.0 == info.category) {
+                Some(c) => {
+                    c.1 += name_ms[id];
+                    c.2 += name_calls[id];
+                }
+                None => cats.push((info.category, name_ms[id], name_calls[id])),
+            }
+        }
+        cats.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        let mut cat_obj = Map::new();
+        for (c, t, n) in cats {
+            cat_obj.insert(
+                c.into(),
+                json!({"ms_per_step": t, "calls_per_step": n, "pct": pct(t)}),
+            );
+        }
+        let mut ids: Vec<usize> = (0..names.len())
+            .filter(|&id| name_calls[id] > 0.0)
+            .collect();
+        ids.sort_by(|&a, &b| {
+            name_ms[b]
+                .total_cmp(&name_ms[a])
+                .then(names[a].name.cmp(&names[b].name))
+        });
+        let kernels: Vec<Value> = ids
+            .into_iter()
+            .map(|id| {
+                let mut k = json!({
+                    "name": names[id].name,
+                    "category": names[id].category,
+                    "ms_per_step": name_ms[id],
+                    "calls_per_step": name_calls[id],
+                    "pct": pct(name_ms[id]),
+                });
+                if let Some(c) = names[id].collective {
+                    k["collective"] = json!(c);
+                }
+                k
+            })
+            .collect();
+        breakdown.insert("categories".into(), Value::Object(cat_obj));
+        breakdown.insert("kernels".into(), Value::Array(kernels));
+    }
+
+    let mut out = Map::new();
+    out.insert("metrics".into(), Value::Object(metrics));
+    out.insert("steps".into(), Value::Object(steps_obj));
+    out.insert("breakdown".into(), Value::Object(breakdown));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names() -> Vec<NameInfo> {
+        vec![
+            NameInfo {
+                name: "ar".into(),
+                category: "comm",
+                allreduce: true,
+                collective: Some("allreduce"),
+            },
+            NameInfo {
+                name: "gemm".into(),
+                category: "moe_gemm",
+                allreduce: false,
+                collective: None,
+            },
+            NameInfo {
+                name: "topk".into(),
+                category: "moe_routing",
+                allreduce: false,
+                collective: None,
+            },
+            NameInfo {
+                name: "cpy".into(),
+                category: "memcpy",
+                allreduce: false,
+                collective: None,
+            },
+        ]
+    }
+
+    #[test]
+    fn medians_and_percentiles() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 90.0), Some(3.7));
+        assert_eq!(percentile(&[5.0], 99.0), Some(5.0));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn step_summary_unions_and_overlap() {
+        let n = names();
+        let acts = [
+            Activity {
+                start: 0,
+                end: 100,
+                name: 1,
+            },
+            Activity {
+                start: 50,
+                end: 150,
+                name: 0,
+            },
+            Activity {
+                start: 140,
+                end: 200,
+                name: 0,
+            },
+            Activity {
+                start: 300,
+                end: 310,
+                name: 3,
+            },
+            Activity {
+                start: 310,
+                end: 320,
+                name: 2,
+            },
+        ];
+        let s = summarize(StepKind::Decode, &acts, &n);
+        assert_eq!(s.wall, 320);
+        assert_eq!(s.busy, 200 + 20);
+        assert_eq!(s.kernel, 100 + 100 + 60 + 10 + 10);
+        assert_eq!(s.comm, 160);
+        assert_eq!(s.comm_union, 150);
+        assert_eq!(s.comm_compute_overlap, 50);
+        assert_eq!(s.allreduce_calls, vec![100, 60]);
+        assert_eq!(s.moe_gemm, 100);
+    }
+
+    #[test]
+    fn warmup_and_outliers() {
+        let mk = |start: u64, wall: u64| StepSummary {
+            kind: StepKind::Decode,
+            start,
+            wall,
+            busy: wall,
+            kernel: wall,
+            comm: 0,
+            moe_gemm: 0,
+            comm_union: 0,
+            comm_compute_overlap: 0,
+            allreduce_calls: vec![],
+            per_name: vec![],
+        };
+        let steps: Vec<StepSummary> = [100, 100, 10, 20, 21, 22, 50, 9]
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| mk(i as u64 * 1000, w))
+            .collect();
+        let (kept, dropped) = kept_decode(&steps, 2);
+        // rest: 10 20 21 22 50 9, median 20.5: below 10.25 (10, 9) or above 41 (50) dropped
+        assert_eq!(kept, vec![3, 4, 5]);
+        assert_eq!(dropped, 5);
+    }
+}
