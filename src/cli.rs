@@ -31,6 +31,36 @@ pub enum Command {
     /// Write a run's figures into a baseline file.
     #[command(subcommand)]
     Baseline(BaselineCommand),
+    /// Generate a deterministic synthetic multi-rank run (SGLang-style traces plus truth.json).
+    Synth(SynthArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SynthArgs {
+    /// Scenario: mi355x-dsr1-fp4-tp4, b200-dsr1-fp4-tp4-ep4, h200-dsr1-fp8-tp8, mi325x-dsr1-fp8-tp8.
+    #[arg(long)]
+    pub scenario: String,
+    /// Directory to write the traces and truth.json into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Number of ranks (default: the scenario's).
+    #[arg(long)]
+    pub ranks: Option<u32>,
+    /// Steady decode steps after the warm-up steps.
+    #[arg(long, default_value_t = 24)]
+    pub decode_steps: u32,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Multiplies the number of decode steps, to make multi-GB runs for benchmarks.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// python_function events per step (real traces are mostly these).
+    #[arg(long, default_value_t = 50)]
+    pub python_functions_per_step: u32,
+    /// A regression to inject, KIND=FACTOR (allreduce, moe, attention, straggler, protocol,
+    /// single-stream); repeatable.
+    #[arg(long, value_name = "KIND=FACTOR")]
+    pub inject: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -165,6 +195,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Check(args) => check(args),
         Command::Baseline(BaselineCommand::New(args)) => baseline_new(args),
         Command::Baseline(BaselineCommand::Update(args)) => baseline_update(args),
+        Command::Synth(args) => synth(args),
     }
 }
 
@@ -386,4 +417,30 @@ fn baseline_update(args: BaselineUpdateArgs) -> Result<i32> {
     let new = crate::baseline::write::update_baseline(&old, &x, &stamp_for(w, &x))
         .map_err(|e| anyhow::anyhow!("{}: {e}", w.baseline.display()))?;
     finish_baseline_write(w, &old, &new)
+}
+
+fn synth(args: SynthArgs) -> Result<i32> {
+    let injections = args
+        .inject
+        .iter()
+        .map(|spec| spec.parse::<crate::synth::Injection>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = crate::synth::SynthOptions {
+        scenario: args.scenario,
+        ranks: args.ranks,
+        decode_steps: args.decode_steps,
+        seed: args.seed,
+        scale: args.scale,
+        python_functions_per_step: args.python_functions_per_step,
+        injections,
+    };
+    let summary = crate::synth::generate_to_dir(&options, &args.out)?;
+    eprintln!(
+        "wrote {} trace files and {} ({:.1} MB of JSON, {:.1} MB gzip)",
+        summary.files.len(),
+        summary.truth_path.display(),
+        summary.bytes_uncompressed as f64 / 1e6,
+        summary.bytes_compressed as f64 / 1e6
+    );
+    Ok(exit::PASS)
 }
