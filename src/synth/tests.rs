@@ -641,8 +641,13 @@ fn bad_options_are_errors_not_panics() {
 fn write_sample_for_inspection() {
     let out = std::env::var("SYNTH_SAMPLE_DIR").unwrap_or_else(|_| "/tmp/synth-sample".into());
     for s in scenario_names() {
+        let scale = std::env::var("SYNTH_SAMPLE_SCALE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1.0);
         let o = SynthOptions {
             scenario: s.to_string(),
+            scale,
             ..SynthOptions::default()
         };
         let sum = generate_to_dir(&o, &Path::new(&out).join(s)).expect("generate");
@@ -653,5 +658,44 @@ fn write_sample_for_inspection() {
             sum.bytes_compressed,
             sum.events
         );
+    }
+}
+
+#[test]
+#[ignore]
+fn calibration_across_seeds() {
+    let published: [(&str, f64, f64, f64, f64); 4] = [
+        ("mi355x-dsr1-fp4-tp4", 20.11, 10.5, 99.7, 15.0),
+        ("b200-dsr1-fp4-tp4-ep4", 24.5, 23.8, 82.0, 21.5),
+        ("h200-dsr1-fp8-tp8", 282.6, 82.7, 91.5, 127.0),
+        ("mi325x-dsr1-fp8-tp8", 36.47, 6.9, 99.9, 19.6),
+    ];
+    for (s, wall, comm, util, ar) in published {
+        let mut worst = [0f64; 5];
+        for seed in 0..8 {
+            let o = SynthOptions {
+                seed,
+                ..opts(s, 24, &[])
+            };
+            let (_d, _s, t) = run_opts(&o);
+            let arv = if s.starts_with("mi") {
+                m(&t, "allreduce_us", "value")
+            } else {
+                m(&t, "allreduce_us", "p50")
+            };
+            let dev = [
+                r0(&t, "decode_step_ms") / wall - 1.0,
+                r0(&t, "comm_pct") / comm - 1.0,
+                r0(&t, "gpu_util_pct") / util - 1.0,
+                arv / ar - 1.0,
+                m(&t, "decode_step_ms", "value") / wall - 1.0,
+            ];
+            for (w, d) in worst.iter_mut().zip(dev) {
+                if d.abs() > w.abs() {
+                    *w = d;
+                }
+            }
+        }
+        eprintln!("{s}: worst rel. dev. wall r0 {:+.4} comm {:+.4} util {:+.4} allreduce {:+.4} wall run {:+.4}", worst[0], worst[1], worst[2], worst[3], worst[4]);
     }
 }
