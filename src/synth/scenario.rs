@@ -338,7 +338,7 @@ fn mi355x() -> Scenario {
     );
     let append = b.k(
         "void aiter::append_shared_expert_ids_kernel<int>(int*, float*, int, int, int)",
-        "other",
+        "moe_routing",
         3.966,
         "aiter::append_shared_expert",
     );
@@ -1086,13 +1086,13 @@ fn mi325x() -> Scenario {
     );
     let append = b.k(
         "void aiter::append_shared_expert_ids_kernel<int>(int*, float*, int, int, int)",
-        "other",
+        "moe_routing",
         4.138,
         "aiter::append_shared_expert",
     );
     let other = b.k(
         "void sglang::compute_position_kernel<long>(long const*, long const*, long*, long*, int)",
-        "other",
+        "elementwise",
         7.0,
         "sglang::compute_position",
     );
