@@ -518,6 +518,15 @@ fn b200() -> Scenario {
         "aten::mm",
         (7168, 32320),
     );
+    // Dense FFN of layers 0-2: not in the reference's top-kernel table, which counts the FP4
+    // projection GEMM and its quantisation at exactly 3 per layer (183).
+    let ffn = b.gemm(
+        "nvjet_tst_256x64_64x4_1x2_h_bz_TNT",
+        "dense_gemm",
+        10.5,
+        "aten::mm",
+        (7168, 4608),
+    );
     let fmha = b.k(
         "fmhaSm100fKernel_QkvE4m3OBfloat16HQk576HV512HVPerCta256PagedKvDenseP64MultiCtasKvCgaVarSeqQ8Kv128StaticKeepsAbForGen",
         "attention",
@@ -644,16 +653,7 @@ fn b200() -> Scenario {
         s(oneshot),
     ]);
     let mut dense = attn.to_vec();
-    dense.extend([
-        s(cvt),
-        s(fp4gemm),
-        s(ew),
-        s(ew),
-        s(cvt),
-        s(fp4gemm),
-        s(ew),
-        s(oneshot),
-    ]);
+    dense.extend([s(ffn), s(ew), s(ew), s(ffn), s(ew), s(oneshot)]);
     let pro = vec![
         s(ew_embed),
         s(symk),
@@ -836,29 +836,32 @@ fn h200() -> Scenario {
         3.5,
         "sgl_kernel::rmsnorm",
     );
+    // Unpublished per-call times, set so the step's kernel time stays at the reference's 258.7 ms.
     let ew = b.k(
         "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>>(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)",
         "elementwise",
-        20.0,
+        8.0,
         "aten::add",
     );
     let act = b.k(
         "void flashinfer::activation::act_and_mul_kernel<__nv_bfloat16, &silu<float>>(__nv_bfloat16*, __nv_bfloat16 const*, int)",
         "elementwise",
-        20.0,
+        5.0,
         "sgl_kernel::silu_and_mul",
     );
 
+    // Per layer, as the reference counts: 6 FP8 quantisations (366 per step), DeepGEMM 2112x7168
+    // and 3072x1536 once each, 128 other DeepGEMM calls per step (2 per MoE layer, 4 per dense).
     let attn = [
         quant, dg_other, norm, norm, quant, dg_up, bmm, rope, kvset, attn_k, bmm, quant, dg_down,
-        twoshot,
+        quant, twoshot,
     ];
     let mut moe = attn.to_vec();
     moe.extend([
-        nvjet, gate, align, sort, quant, fused_moe, act, quant, fused_moe, sumred, twoshot,
+        nvjet, gate, align, sort, quant, dg_other, fused_moe, act, quant, fused_moe, sumred, twoshot,
     ]);
     let mut dense = attn.to_vec();
-    dense.extend([quant, dg_other, act, quant, dg_other, ew, twoshot]);
+    dense.extend([quant, dg_other, act, quant, dg_other, dg_other, ew, twoshot]);
     let mut pro = vec![nccl_ar];
     pro.extend([ew; 20]);
     let mut epi = vec![norm, lm, allgather];
