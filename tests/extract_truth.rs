@@ -10,12 +10,17 @@ use serde_json::Value;
 
 fn synth(dir: &Path, scenario: &str, inject: Option<&str>) {
     let mut cmd = tracegate();
-    cmd.args(["synth", "--scenario", scenario, "--seed", "7", "--out"]).arg(dir);
+    cmd.args(["synth", "--scenario", scenario, "--seed", "7", "--out"])
+        .arg(dir);
     if let Some(spec) = inject {
         cmd.args(["--inject", spec]);
     }
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "synth: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "synth: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn close(name: &str, got: f64, want: f64) -> bool {
@@ -29,14 +34,27 @@ fn close(name: &str, got: f64, want: f64) -> bool {
 fn assert_recovers_truth(scenario: &str, inject: Option<&str>) {
     let dir = tempfile::tempdir().unwrap();
     synth(dir.path(), scenario, inject);
-    let out = tracegate().arg("extract").arg(dir.path()).args(["--format", "json"]).output().unwrap();
-    assert!(out.status.success(), "extract: {}", String::from_utf8_lossy(&out.stderr));
+    let out = tracegate()
+        .arg("extract")
+        .arg(dir.path())
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "extract: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let x: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let truth: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("truth.json")).unwrap()).unwrap();
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("truth.json")).unwrap())
+            .unwrap();
     let mut problems = Vec::new();
     for (name, t) in truth["metrics"].as_object().unwrap() {
         for key in ["value", "p50", "p90", "p99"] {
-            let Some(want) = t[key].as_f64() else { continue };
+            let Some(want) = t[key].as_f64() else {
+                continue;
+            };
             match x["metrics"][name][key].as_f64() {
                 Some(got) if close(name, got, want) => {}
                 got => problems.push(format!("{name}.{key}: extract {got:?}, truth {want}")),
@@ -57,7 +75,10 @@ fn assert_recovers_truth(scenario: &str, inject: Option<&str>) {
     for (rank, t) in truth["steps"].as_object().unwrap() {
         for key in ["decode_kept", "decode_dropped", "prefill"] {
             if x["steps"][rank][key] != t[key] {
-                problems.push(format!("rank {rank} {key}: extract {}, truth {}", x["steps"][rank][key], t[key]));
+                problems.push(format!(
+                    "rank {rank} {key}: extract {}, truth {}",
+                    x["steps"][rank][key], t[key]
+                ));
             }
         }
     }
@@ -66,11 +87,17 @@ fn assert_recovers_truth(scenario: &str, inject: Option<&str>) {
             let want = t[key].as_f64().unwrap();
             let got = x["breakdown"]["categories"][category][key].as_f64();
             if !got.is_some_and(|g| close(key, g, want)) {
-                problems.push(format!("breakdown {category}.{key}: extract {got:?}, truth {want}"));
+                problems.push(format!(
+                    "breakdown {category}.{key}: extract {got:?}, truth {want}"
+                ));
             }
         }
     }
-    assert!(problems.is_empty(), "{scenario} {inject:?}:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{scenario} {inject:?}:\n{}",
+        problems.join("\n")
+    );
 }
 
 macro_rules! truth_tests {

@@ -858,7 +858,8 @@ fn h200() -> Scenario {
     ];
     let mut moe = attn.to_vec();
     moe.extend([
-        nvjet, gate, align, sort, quant, dg_other, fused_moe, act, quant, fused_moe, sumred, twoshot,
+        nvjet, gate, align, sort, quant, dg_other, fused_moe, act, quant, fused_moe, sumred,
+        twoshot,
     ]);
     let mut dense = attn.to_vec();
     dense.extend([quant, dg_other, act, quant, dg_other, dg_other, ew, twoshot]);

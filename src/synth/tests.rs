@@ -672,7 +672,11 @@ fn calibration_holds_across_seeds() {
             }
         }
         for (what, w) in ["wall", "comm", "util", "allreduce"].iter().zip(worst) {
-            assert!(w.abs() < 0.02, "{s}: rank 0 {what} is {:+.2}% off the published figure", w * 100.0);
+            assert!(
+                w.abs() < 0.02,
+                "{s}: rank 0 {what} is {:+.2}% off the published figure",
+                w * 100.0
+            );
         }
     }
 }
