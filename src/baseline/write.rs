@@ -25,6 +25,15 @@ pub fn default_tolerance(metric: &str) -> &'static str {
     }
 }
 
+/// The tolerance a metric starts with for this run: rank skew scales with the decode step (1%,
+/// at least 0.5 ms), since run-to-run skew noise grows with the step; the rest are fixed.
+fn starting_tolerance(metric: &str, x: &Extraction) -> String {
+    match (metric, x.metrics.get(crate::metrics::DECODE_STEP_MS)) {
+        (RANK_SKEW_MS, Some(step)) => format!("{:.1}ms", (step.value * 0.01).max(0.5)),
+        _ => default_tolerance(metric).to_string(),
+    }
+}
+
 /// Six significant digits: figures stay readable and diffs stay small.
 fn round6(v: f64) -> f64 {
     if v == 0.0 || !v.is_finite() {
@@ -103,7 +112,7 @@ fn write_metrics(doc: &mut DocumentMut, x: &Extraction) {
         let entry = metrics.entry(name).or_insert_with(|| {
             let mut t = Table::new();
             t.insert("value", value(0.0));
-            t.insert("tolerance", value(default_tolerance(name)));
+            t.insert("tolerance", value(starting_tolerance(name, x)));
             Item::Table(t)
         });
         let t = entry.as_table_mut().expect("a metric entry is a table");

@@ -6,12 +6,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::check::MetricCheck;
-use super::verdict::Verdict;
 use crate::baseline::Baseline;
-use crate::metrics::{Extraction, DECODE_STEP_MS, RANK_SKEW_MS};
+use crate::metrics::{Extraction, DECODE_STEP_MS};
+use crate::taxonomy::short_name;
 
 /// Kernels kept in the explanation's delta list.
 const TOP_KERNEL_DELTAS: usize = 10;
+/// A rank this much slower than the median of the others straggles.
+const STRAGGLER_MARGIN: f64 = 1.03;
 /// Changes smaller than this (ms per step) are rounding, not movement: a microsecond.
 const NOISE_FLOOR_MS: f64 = 0.001;
 
@@ -153,9 +155,10 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
     };
 
     let decode_step_change_ms = metric_change(metrics, DECODE_STEP_MS);
-    let straggler = straggler(x, metrics);
+    let straggler = straggler(x);
     let lead = lead_sentence(
         decode_step_change_ms,
+        total,
         &categories,
         &kernel_deltas,
         &appeared,
@@ -196,15 +199,12 @@ fn name_diff(base: &BTreeSet<&str>, cur: &BTreeSet<&str>) -> String {
         .to_string()
 }
 
-/// The rank whose decode step is slowest, when rank skew regressed or ranks differ markedly.
-fn straggler(x: &Extraction, metrics: &[MetricCheck]) -> Option<Straggler> {
+/// The rank whose decode step is clearly slower than the others'.
+fn straggler(x: &Extraction) -> Option<Straggler> {
     let per_rank = &x.metrics.get(DECODE_STEP_MS)?.per_rank;
     if per_rank.len() < 2 {
         return None;
     }
-    let skew_regressed = metrics
-        .iter()
-        .any(|m| m.name == RANK_SKEW_MS && m.verdict == Verdict::Regressed);
     let (&rank, &slowest) = per_rank.iter().max_by(|a, b| a.1.total_cmp(b.1))?;
     let mut others: Vec<f64> = per_rank
         .iter()
@@ -218,8 +218,8 @@ fn straggler(x: &Extraction, metrics: &[MetricCheck]) -> Option<Straggler> {
     } else {
         (others[n / 2 - 1] + others[n / 2]) / 2.0
     };
-    // Without a skew regression, only a rank 5% slower than the rest is worth naming.
-    (skew_regressed || slowest > others_median * 1.05).then_some(Straggler {
+    // Only a rank clearly slower than the rest is worth naming: 3% of the step.
+    (slowest > others_median * STRAGGLER_MARGIN).then_some(Straggler {
         rank,
         decode_step_ms: slowest,
         others_median_ms: others_median,
@@ -228,6 +228,7 @@ fn straggler(x: &Extraction, metrics: &[MetricCheck]) -> Option<Straggler> {
 
 fn lead_sentence(
     decode_change: Option<f64>,
+    total: f64,
     categories: &[Delta],
     kernels: &[Delta],
     appeared: &[String],
@@ -235,49 +236,53 @@ fn lead_sentence(
     straggler: Option<&Straggler>,
 ) -> String {
     let mut sentences = Vec::new();
-    if let Some(change) = decode_change {
-        if change.abs() >= NOISE_FLOOR_MS {
-            sentences.push(format!("The decode step moved by {change:+.3} ms."));
-        } else {
-            sentences.push("The decode step did not move.".into());
+    match decode_change {
+        Some(change) if change.abs() >= NOISE_FLOOR_MS => {
+            sentences.push(format!("The decode step moved by {change:+.3} ms."))
         }
+        Some(_) => sentences.push("The decode step did not move.".into()),
+        None => {}
     }
-    if let Some(top) = categories
-        .first()
-        .filter(|d| d.delta_ms_per_step.abs() >= NOISE_FLOOR_MS)
-    {
-        let share = top
-            .share_of_change_pct
-            .map(|s| format!(", {s:.0}% of the kernel-time change"))
-            .unwrap_or_default();
-        let led_by = kernels
-            .iter()
-            .find(|k| k.category.as_deref() == Some(top.name.as_str()))
-            .map(|k| {
-                format!(
-                    ", led by `{}` ({:+.3} ms per step)",
-                    k.name, k.delta_ms_per_step
-                )
-            })
-            .unwrap_or_default();
+    // A straggler is the one cause behind skew, slower allreduces on the others and a longer step.
+    if let Some(s) = straggler {
         sentences.push(format!(
-            "Most of it is {} ({:+.3} ms per step{share}){led_by}.",
-            top.name, top.delta_ms_per_step
+            "Rank {} straggles: {:.3} ms per decode step against {:.3} ms for the other ranks.",
+            s.rank, s.decode_step_ms, s.others_median_ms
         ));
-    } else if decode_change.is_some() {
-        sentences.push("No category's kernel time per step moved by a microsecond or more.".into());
+    }
+    let change = decode_change.unwrap_or(total).abs();
+    let top = categories
+        .first()
+        .filter(|d| d.delta_ms_per_step.abs() >= NOISE_FLOOR_MS);
+    match top {
+        // Kernel time explains the change only when it moved by a fair part of it.
+        Some(top) if total.abs() >= NOISE_FLOOR_MS && total.abs() >= 0.25 * change => {
+            let share = top
+                .share_of_change_pct
+                .map(|s| format!(", {s:.0}% of the kernel-time change"))
+                .unwrap_or_default();
+            let led_by = kernels
+                .iter()
+                .find(|k| k.category.as_deref() == Some(top.name.as_str()))
+                .map(|k| format!(", led by `{}` ({:+.3} ms per step)", short_name(&k.name), k.delta_ms_per_step))
+                .unwrap_or_default();
+            sentences.push(format!(
+                "Most of it is {} ({:+.3} ms per step{share}){led_by}.",
+                top.name, top.delta_ms_per_step
+            ));
+        }
+        // With a straggler named, its slower kernels are diluted in the mean over ranks: say no more.
+        _ if straggler.is_some() => {}
+        _ if change >= NOISE_FLOOR_MS => sentences.push(format!(
+            "Kernel time per step moved by only {total:+.3} ms: the step changed through concurrency or idle time, not slower kernels."
+        )),
+        _ => sentences.push("No category's kernel time per step moved by a microsecond or more.".into()),
     }
     if !appeared.is_empty() || !vanished.is_empty() {
         sentences.push(format!(
             "Kernels appeared: {}; vanished: {}.",
             list(appeared),
             list(vanished)
-        ));
-    }
-    if let Some(s) = straggler {
-        sentences.push(format!(
-            "Rank {} straggles: {:.3} ms per decode step against {:.3} ms for the others.",
-            s.rank, s.decode_step_ms, s.others_median_ms
         ));
     }
     sentences.join(" ")

@@ -33,38 +33,9 @@ pub fn percent(part: u64, whole: u64) -> String {
     }
 }
 
-/// Longest kernel name shown in a table; the JSON keeps full names.
-const NAME_WIDTH: usize = 96;
-
-/// A kernel name made readable for a table: no `void ` prefix, no parameter list, and at most
-/// [`NAME_WIDTH`] characters (the cut is marked with `…`).
+/// A kernel name made readable for a table (see [`crate::taxonomy::short_name`]).
 pub fn display_kernel_name(name: &str) -> String {
-    let mut shown = name.strip_prefix("void ").unwrap_or(name);
-    // Only C++ signatures carry a parameter list; "Memcpy DtoH (Device -> Host)" keeps its words.
-    if shown.ends_with(')') && (name.starts_with("void ") || shown.contains("::")) {
-        // Drop the parameter list: the last balanced "(...)" group at the end.
-        let mut depth = 0i32;
-        for (i, c) in shown.char_indices().rev() {
-            match c {
-                ')' => depth += 1,
-                '(' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        if i > 0 {
-                            shown = &shown[..i];
-                        }
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    if shown.chars().count() <= NAME_WIDTH {
-        return shown.to_string();
-    }
-    let head: String = shown.chars().take(NAME_WIDTH - 1).collect();
-    format!("{head}…")
+    crate::taxonomy::short_name(name)
 }
 
 #[cfg(test)]
