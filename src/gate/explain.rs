@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::check::MetricCheck;
+use super::verdict::Verdict;
 use crate::baseline::Baseline;
-use crate::metrics::{Extraction, DECODE_STEP_MS};
+use crate::metrics::{Extraction, DECODE_STEP_MS, RANK_SKEW_MS};
 use crate::taxonomy::short_name;
 
 /// Kernels kept in the explanation's delta list.
@@ -155,7 +156,7 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
     };
 
     let decode_step_change_ms = metric_change(metrics, DECODE_STEP_MS);
-    let straggler = straggler(x);
+    let straggler = straggler(x, metrics);
     let lead = lead_sentence(
         decode_step_change_ms,
         total,
@@ -199,8 +200,8 @@ fn name_diff(base: &BTreeSet<&str>, cur: &BTreeSet<&str>) -> String {
         .to_string()
 }
 
-/// The rank whose decode step is clearly slower than the others'.
-fn straggler(x: &Extraction) -> Option<Straggler> {
+/// The rank whose decode step is slowest, when rank skew regressed or it is clearly slower.
+fn straggler(x: &Extraction, metrics: &[MetricCheck]) -> Option<Straggler> {
     let per_rank = &x.metrics.get(DECODE_STEP_MS)?.per_rank;
     if per_rank.len() < 2 {
         return None;
@@ -218,8 +219,11 @@ fn straggler(x: &Extraction) -> Option<Straggler> {
     } else {
         (others[n / 2 - 1] + others[n / 2]) / 2.0
     };
-    // Only a rank clearly slower than the rest is worth naming: 3% of the step.
-    (slowest > others_median * STRAGGLER_MARGIN).then_some(Straggler {
+    // Without a skew regression, only a rank clearly slower than the rest is worth naming.
+    let skew_regressed = metrics
+        .iter()
+        .any(|m| m.name == RANK_SKEW_MS && m.verdict == Verdict::Regressed);
+    (skew_regressed || slowest > others_median * STRAGGLER_MARGIN).then_some(Straggler {
         rank,
         decode_step_ms: slowest,
         others_median_ms: others_median,
