@@ -33,6 +33,23 @@ pub enum Command {
     Baseline(BaselineCommand),
     /// Generate a deterministic synthetic multi-rank run (SGLang-style traces plus truth.json).
     Synth(SynthArgs),
+    /// The main job end to end on built-in data: a clean synthetic run passes its baseline and
+    /// the same run with an injected regression fails it, with the cause named.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    #[arg(long, default_value = "mi355x-dsr1-fp4-tp4")]
+    pub scenario: String,
+    /// The regression injected into the second run.
+    #[arg(long, default_value = "allreduce=1.5")]
+    pub inject: String,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Keep the generated runs in this directory instead of a temporary one.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -196,6 +213,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Baseline(BaselineCommand::New(args)) => baseline_new(args),
         Command::Baseline(BaselineCommand::Update(args)) => baseline_update(args),
         Command::Synth(args) => synth(args),
+        Command::Demo(args) => demo(args),
     }
 }
 
@@ -443,4 +461,84 @@ fn synth(args: SynthArgs) -> Result<i32> {
         summary.bytes_compressed as f64 / 1e6
     );
     Ok(exit::PASS)
+}
+
+/// Generates one demo run and checks it against the scenario's built-in baseline.
+fn demo_check(
+    args: &DemoArgs,
+    dir: &std::path::Path,
+    inject: Option<&str>,
+) -> Result<crate::gate::CheckResult> {
+    let (file, text) = crate::baseline::shipped::for_scenario(&args.scenario).ok_or_else(|| {
+        anyhow::anyhow!(
+            "no built-in baseline for scenario {:?}; valid: {}",
+            args.scenario,
+            crate::synth::scenario_names().join(", ")
+        )
+    })?;
+    let injections = inject
+        .map(str::parse::<crate::synth::Injection>)
+        .transpose()?
+        .into_iter()
+        .collect();
+    let options = crate::synth::SynthOptions {
+        scenario: args.scenario.clone(),
+        seed: 42,
+        injections,
+        ..Default::default()
+    };
+    crate::synth::generate_to_dir(&options, dir)?;
+    let baseline = crate::baseline::Baseline::parse(
+        text,
+        std::path::Path::new(file),
+        &crate::baseline::known_metrics(),
+    )?;
+    let analysis = AnalysisArgs {
+        rules: None,
+        moe_layers: None,
+        warmup_steps: crate::steps::DEFAULT_WARMUP_STEPS,
+        hta_comm: false,
+    };
+    let extraction = analyse_with(&[dir.to_path_buf()], &analysis, Some(&baseline))?;
+    Ok(crate::gate::check(
+        &extraction,
+        &baseline,
+        &crate::gate::CheckOptions::default(),
+    ))
+}
+
+fn demo(args: DemoArgs) -> Result<i32> {
+    let temp = tempfile_dir()?;
+    let root = args.keep.clone().unwrap_or_else(|| temp.clone());
+    eprintln!(
+        "demo: synthetic {} runs in {}",
+        args.scenario,
+        root.display()
+    );
+    let clean = demo_check(&args, &root.join("clean"), None)?;
+    println!("1. A clean run against its baseline: {}\n", clean.summary);
+    let regressed = demo_check(&args, &root.join("regressed"), Some(&args.inject))?;
+    println!("2. The same run with `--inject {}`:\n", args.inject);
+    write_output(&crate::report::check::render(&regressed, args.format), None)?;
+    let _ = std::fs::remove_dir_all(&temp);
+    let expected = (crate::gate::Status::Pass, crate::gate::Status::Regression);
+    if (clean.status, regressed.status) == expected {
+        Ok(exit::PASS)
+    } else {
+        anyhow::bail!(
+            "demo: expected pass then regression, got {:?} then {:?}",
+            clean.status,
+            regressed.status
+        )
+    }
+}
+
+/// A fresh directory under the system temporary directory.
+fn tempfile_dir() -> Result<PathBuf> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("tracegate-demo-{}-{stamp}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    Ok(dir)
 }
