@@ -155,7 +155,7 @@ fn links(t: &RankTrace) -> LinkInspection {
     for k in t.gpu.iter().filter(|a| a.kind == GpuKind::Kernel) {
         out.kernels += 1;
         out.kernels_with_launch += linker.launch_of(k).is_some() as u64;
-        out.kernels_with_external_id += k.external_id.is_some() as u64;
+        out.kernels_with_external_id += k.external_id().is_some() as u64;
         out.kernels_with_cpu_op += linker.cpu_op_of(k).is_some() as u64;
     }
     out
@@ -170,7 +170,7 @@ fn graphs(t: &RankTrace) -> GraphInspection {
         .collect();
     let mut per_launch: HashMap<u64, u64> = HashMap::new();
     for a in &t.gpu {
-        if let Some(c) = a.correlation.filter(|c| graph_corr.contains(c)) {
+        if let Some(c) = a.correlation().filter(|c| graph_corr.contains(c)) {
             *per_launch.entry(c).or_default() += 1;
         }
     }

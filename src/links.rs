@@ -43,7 +43,7 @@ impl<'a> Links<'a> {
 
     /// The runtime launch that started this activity.
     pub fn launch_of(&self, activity: &GpuActivity) -> Option<&'a Launch> {
-        let i = *self.launch_by_corr.get(&activity.correlation?)?;
+        let i = *self.launch_by_corr.get(&activity.correlation()?)?;
         Some(&self.trace.launches[i])
     }
 
@@ -51,7 +51,7 @@ impl<'a> Links<'a> {
     pub fn cpu_op_of(&self, activity: &GpuActivity) -> Option<usize> {
         let launch = self.launch_of(activity);
         let by_id = activity
-            .external_id
+            .external_id()
             .into_iter()
             .chain(launch.and_then(|l| l.external_id))
             .find_map(|ext| self.op_by_ext.get(&ext).copied());

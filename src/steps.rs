@@ -493,7 +493,7 @@ fn trace_steps(trace: &RankTrace, trace_index: usize, classes: &[Class]) -> Trac
     let mut unassigned_ns: i64 = 0;
     for (i, act) in trace.gpu.iter().enumerate() {
         let owner = act
-            .correlation
+            .correlation()
             .and_then(|c| by_correlation.get(&c))
             .map_or(Owner::Free, |&l| owners[l]);
         match owner {
@@ -894,7 +894,7 @@ mod tests {
         one.forward(c, 10, 0);
         one.kernel("k", GEMM, 20, 0, 0);
         let (mut run, classes) = run_of(vec![empty.build(), one.build()]);
-        run.traces[1].gpu[2].correlation = Some(999);
+        run.traces[1].gpu[2].set_correlation(Some(999));
         let ranks = find_steps(&run, &classes, 0);
         assert_eq!(ranks.len(), 2);
         assert!(ranks[0].decode.is_empty() && ranks[0].prefill.is_empty());

@@ -42,6 +42,7 @@ impl TraceBuilder {
                 cpu_ops: Vec::new(),
                 launches: Vec::new(),
                 annotations: Vec::new(),
+                launch_dims: Vec::new(),
                 stats: ReadStats::default(),
             },
             classes: Vec::new(),
@@ -83,18 +84,9 @@ impl TraceBuilder {
         stream: u64,
         correlation: Option<u64>,
     ) -> u32 {
-        self.trace.gpu.push(GpuActivity {
-            kind,
-            name,
-            ts,
-            dur,
-            stream,
-            device: 0,
-            correlation,
-            external_id: None,
-            grid: None,
-            block: None,
-        });
+        let mut activity = GpuActivity::new(kind, name, ts, dur, stream, 0);
+        activity.set_correlation(correlation);
+        self.trace.gpu.push(activity);
         (self.trace.gpu.len() - 1) as u32
     }
 
@@ -164,7 +156,7 @@ impl TraceBuilder {
 
     /// Sets the correlation of activity `index` (linking it to a launch).
     pub fn link(&mut self, index: u32, correlation: u64) {
-        self.trace.gpu[index as usize].correlation = Some(correlation);
+        self.trace.gpu[index as usize].set_correlation(Some(correlation));
     }
 
     /// A CPU annotation on `tid`.

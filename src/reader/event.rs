@@ -9,7 +9,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::model::{
-    Annotation, AnnotationSide, CpuOp, GpuActivity, GpuKind, Launch, NameTable, ReadStats,
+    Annotation, AnnotationSide, CpuOp, GpuActivity, GpuKind, Launch, LaunchDims, NameTable,
+    ReadStats,
 };
 use super::numbers::{micros_to_ns, parse_dim3, parse_u64, track_id};
 
@@ -88,6 +89,9 @@ pub struct RawEvent<'a> {
 #[derive(Debug, Default)]
 pub struct EventSink {
     pub names: NameTable,
+    /// Distinct launch dimensions; entry 0 stands for "not recorded".
+    pub launch_dims: Vec<LaunchDims>,
+    dims_index: std::collections::HashMap<LaunchDims, u32>,
     pub gpu: Vec<GpuActivity>,
     pub cpu_ops: Vec<CpuOp>,
     pub launches: Vec<Launch>,
@@ -132,6 +136,25 @@ fn is_graph_launch(name: &str) -> bool {
 }
 
 impl EventSink {
+    fn intern_dims(&mut self, dims: LaunchDims) -> u32 {
+        if dims.grid.is_none() && dims.block.is_none() {
+            return 0;
+        }
+        if self.launch_dims.is_empty() {
+            self.launch_dims.push(LaunchDims {
+                grid: None,
+                block: None,
+            });
+        }
+        if let Some(&i) = self.dims_index.get(&dims) {
+            return i;
+        }
+        let i = self.launch_dims.len() as u32;
+        self.launch_dims.push(dims);
+        self.dims_index.insert(dims, i);
+        i
+    }
+
     fn count_category(&mut self, cat: &str) {
         if let Some(n) = self.stats.events_by_category.get_mut(cat) {
             *n += 1;
@@ -183,18 +206,22 @@ impl EventSink {
                     .or(pid_device)
                     .unwrap_or(0);
                 let name = self.names.intern(name);
-                self.gpu.push(GpuActivity {
+                let mut activity = GpuActivity::new(
                     kind,
                     name,
                     ts,
                     dur,
                     stream,
-                    device,
-                    correlation,
-                    external_id,
+                    u32::try_from(device).unwrap_or(u32::MAX),
+                );
+                activity.set_correlation(correlation);
+                activity.set_external_id(external_id);
+                let dims = LaunchDims {
                     grid: raw(args.grid).and_then(parse_dim3),
                     block: raw(args.block).and_then(parse_dim3),
-                });
+                };
+                activity.launch_dims = self.intern_dims(dims);
+                self.gpu.push(activity);
             }
             Kept::CpuOp => {
                 let name = self.names.intern(name);
@@ -290,8 +317,15 @@ mod tests {
             (k.ts, k.dur, k.stream, k.device),
             (1_694_128_201_545_123_456, 8_400, 7, 3)
         );
-        assert_eq!((k.correlation, k.external_id), (Some(12), Some(40)));
-        assert_eq!(k.grid, Some([136, 1, 1]));
+        assert_eq!((k.correlation(), k.external_id()), (Some(12), Some(40)));
+        assert_eq!(
+            sink.launch_dims[k.launch_dims as usize].grid,
+            Some([136, 1, 1])
+        );
+        assert_eq!(
+            sink.launch_dims[k.launch_dims as usize].block,
+            Some([384, 1, 1])
+        );
     }
 
     #[test]

@@ -397,7 +397,7 @@ fn device_info(devices: &[RawDevice], device: Option<u64>) -> Option<DeviceInfo>
 fn main_device(sink: &EventSink) -> Option<u64> {
     let mut counts: HashMap<u64, usize> = HashMap::new();
     for a in &sink.gpu {
-        *counts.entry(a.device).or_default() += 1;
+        *counts.entry(u64::from(a.device)).or_default() += 1;
     }
     counts
         .into_iter()
@@ -524,6 +524,7 @@ fn finish_trace(
         cpu_ops: sink.cpu_ops,
         launches: sink.launches,
         annotations: sink.annotations,
+        launch_dims: sink.launch_dims,
         stats: sink.stats,
     }
 }

@@ -57,28 +57,78 @@ pub enum GpuKind {
     Memset,
 }
 
-/// One kernel, memcpy or memset on the GPU timeline.
+/// An id stored as `u64` with this value meaning "absent": half the size of `Option<u64>`, which
+/// matters at millions of activities. A real id equal to it reads as absent.
+const NO_ID: u64 = u64::MAX;
+
+fn pack_id(id: Option<u64>) -> u64 {
+    id.unwrap_or(NO_ID)
+}
+
+fn unpack_id(raw: u64) -> Option<u64> {
+    (raw != NO_ID).then_some(raw)
+}
+
+/// Grid and block of a kernel launch, interned per rank in [`RankTrace::launch_dims`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LaunchDims {
+    pub grid: Option<[u32; 3]>,
+    pub block: Option<[u32; 3]>,
+}
+
+/// One kernel, memcpy or memset on the GPU timeline. Compact (56 bytes): a run of a few million
+/// kernels must fit in a fraction of its JSON size.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GpuActivity {
-    pub kind: GpuKind,
-    pub name: NameId,
     /// Start, nanoseconds since the trace's epoch.
     pub ts: i64,
     /// Duration in nanoseconds.
     pub dur: i64,
     pub stream: u64,
-    pub device: u64,
-    /// Links to the runtime launch ([`Launch::correlation`]) of the same rank.
-    pub correlation: Option<u64>,
-    /// Links to the CPU op ([`CpuOp::external_id`]) of the same rank.
-    pub external_id: Option<u64>,
-    pub grid: Option<[u32; 3]>,
-    pub block: Option<[u32; 3]>,
+    correlation: u64,
+    external_id: u64,
+    pub name: NameId,
+    pub device: u32,
+    /// Index into [`RankTrace::launch_dims`] (0: not recorded).
+    pub launch_dims: u32,
+    pub kind: GpuKind,
 }
 
 impl GpuActivity {
+    pub fn new(kind: GpuKind, name: NameId, ts: i64, dur: i64, stream: u64, device: u32) -> Self {
+        GpuActivity {
+            ts,
+            dur,
+            stream,
+            correlation: NO_ID,
+            external_id: NO_ID,
+            name,
+            device,
+            launch_dims: 0,
+            kind,
+        }
+    }
+
     pub fn end(&self) -> i64 {
         self.ts + self.dur
+    }
+
+    /// Links to the runtime launch ([`Launch::correlation`]) of the same rank.
+    pub fn correlation(&self) -> Option<u64> {
+        unpack_id(self.correlation)
+    }
+
+    /// Links to the CPU op ([`CpuOp::external_id`]) of the same rank.
+    pub fn external_id(&self) -> Option<u64> {
+        unpack_id(self.external_id)
+    }
+
+    pub fn set_correlation(&mut self, id: Option<u64>) {
+        self.correlation = pack_id(id);
+    }
+
+    pub fn set_external_id(&mut self, id: Option<u64>) {
+        self.external_id = pack_id(id);
     }
 }
 
@@ -220,12 +270,21 @@ pub struct RankTrace {
     pub launches: Vec<Launch>,
     /// Annotations, sorted by start time.
     pub annotations: Vec<Annotation>,
+    /// Distinct grid/block pairs; entry 0 is "not recorded".
+    pub launch_dims: Vec<LaunchDims>,
     pub stats: ReadStats,
 }
 
 impl RankTrace {
     pub fn name(&self, id: NameId) -> &str {
         self.names.get(id)
+    }
+
+    /// Grid and block of an activity, where the trace recorded them.
+    pub fn launch_dims_of(&self, activity: &GpuActivity) -> Option<&LaunchDims> {
+        (activity.launch_dims != 0)
+            .then(|| self.launch_dims.get(activity.launch_dims as usize))
+            .flatten()
     }
 }
 
@@ -272,6 +331,16 @@ pub fn dims_have_numbers(raw: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn activities_stay_compact_and_ids_round_trip() {
+        assert!(std::mem::size_of::<GpuActivity>() <= 56);
+        let mut a = GpuActivity::new(GpuKind::Kernel, 0, 1, 2, 7, 0);
+        assert_eq!((a.correlation(), a.external_id()), (None, None));
+        a.set_correlation(Some(9));
+        a.set_external_id(Some(0));
+        assert_eq!((a.correlation(), a.external_id()), (Some(9), Some(0)));
+    }
 
     #[test]
     fn interning_returns_the_same_id_for_the_same_name() {
