@@ -9,6 +9,7 @@ of uncompressed JSON, and the ratio of the two wall times. Needs only python3, g
     python3 bench/reader.py --size-gb 1 --ranks 8 --repeats 3
 """
 import argparse
+import math
 import datetime
 import os
 import platform
@@ -63,7 +64,8 @@ def main():
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     probe = synth(os.path.join(args.out, "probe"), args.ranks, 1, args.scenario)
     per_scale = uncompressed_bytes(probe)
-    scale = max(1, round(args.size_gb * 1e9 / per_scale))
+    # Warm-up and prefill do not scale: overshoot a little so the run is at least the size asked.
+    scale = max(1, math.ceil(args.size_gb * 1e9 / per_scale * 1.25))
     run_dir = os.path.join(args.out, f"run-{args.size_gb:g}gb")
     print(f"probe: {per_scale / 1e6:.1f} MB at --scale 1; generating --scale {scale}", file=sys.stderr)
     files = synth(run_dir, args.ranks, scale, args.scenario)

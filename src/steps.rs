@@ -598,13 +598,22 @@ fn trace_steps(trace: &RankTrace, trace_index: usize, classes: &[Class]) -> Trac
     }
 }
 
-/// A forward pass holds at least one attention kernel and one GEMM.
+/// Rotary embedding, KV-cache writes: attention's helpers, not attention itself.
+fn is_helper(activity: &GpuActivity, classes: &[Class]) -> bool {
+    activity.kind == GpuKind::Kernel
+        && classes
+            .get(activity.name as usize)
+            .is_some_and(|c| c.helper)
+}
+
+/// A forward pass holds at least one attention kernel (not a helper) and one GEMM.
 fn is_forward_pass(trace: &RankTrace, activities: &[u32], classes: &[Class]) -> bool {
     let mut attention = false;
     let mut gemm = false;
     for &i in activities {
-        match category_of(&trace.gpu[i as usize], classes) {
-            Category::Attention => attention = true,
+        let activity = &trace.gpu[i as usize];
+        match category_of(activity, classes) {
+            Category::Attention if !is_helper(activity, classes) => attention = true,
             Category::DenseGemm | Category::MoeGemm => gemm = true,
             _ => {}
         }

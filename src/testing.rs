@@ -64,6 +64,7 @@ impl TraceBuilder {
                     category: Category::Other,
                     collective: None,
                     note: None,
+                    helper: false,
                 },
             );
         }
@@ -71,6 +72,7 @@ impl TraceBuilder {
             category,
             collective,
             note: None,
+            helper: false,
         };
         id
     }
@@ -185,6 +187,7 @@ impl TraceBuilder {
                 category: Category::Other,
                 collective: None,
                 note: None,
+                helper: false,
             },
         );
         (self.trace, self.classes)

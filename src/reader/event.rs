@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use rustc_hash::FxHashMap;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -14,33 +15,40 @@ use super::model::{
 };
 use super::numbers::{micros_to_ns, parse_dim3, parse_u64, track_id};
 
-/// A string that tolerates bad UTF-8 (replaced, not fatal) and borrows when it can.
+/// The raw bytes of a JSON string (escapes resolved, UTF-8 not yet checked), borrowed when it can
+/// be: names are interned by their bytes and validated only the first time they are seen.
 #[derive(Debug, Default)]
-pub struct Lossy<'a>(pub Cow<'a, str>);
+pub struct RawStr<'a>(pub Cow<'a, [u8]>);
 
-impl<'de: 'a, 'a> Deserialize<'de> for Lossy<'a> {
+impl RawStr<'_> {
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawStr<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct LossyVisitor<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for LossyVisitor<'a> {
-            type Value = Lossy<'a>;
+        struct RawStrVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for RawStrVisitor<'a> {
+            type Value = RawStr<'a>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a string")
             }
             fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Self::Value, E> {
-                Ok(Lossy(String::from_utf8_lossy(v)))
+                Ok(RawStr(Cow::Borrowed(v)))
             }
             fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
-                Ok(Lossy(Cow::Owned(String::from_utf8_lossy(v).into_owned())))
+                Ok(RawStr(Cow::Owned(v.to_vec())))
             }
             fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Lossy(Cow::Borrowed(v)))
+                Ok(RawStr(Cow::Borrowed(v.as_bytes())))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Lossy(Cow::Owned(v.to_owned())))
+                Ok(RawStr(Cow::Owned(v.as_bytes().to_vec())))
             }
         }
         // Asking for bytes makes serde_json skip UTF-8 validation: names may hold bad UTF-8.
-        d.deserialize_bytes(LossyVisitor(std::marker::PhantomData))
+        d.deserialize_bytes(RawStrVisitor(std::marker::PhantomData))
     }
 }
 
@@ -68,11 +76,11 @@ pub struct RawArgs<'a> {
 #[derive(Debug, Deserialize)]
 pub struct RawEvent<'a> {
     #[serde(default, borrow)]
-    pub ph: Option<Lossy<'a>>,
+    pub ph: Option<RawStr<'a>>,
     #[serde(default, borrow)]
-    pub cat: Option<Lossy<'a>>,
+    pub cat: Option<RawStr<'a>>,
     #[serde(default, borrow)]
-    pub name: Option<Lossy<'a>>,
+    pub name: Option<RawStr<'a>>,
     #[serde(default, borrow)]
     pub pid: Option<&'a RawValue>,
     #[serde(default, borrow)]
@@ -91,7 +99,7 @@ pub struct EventSink {
     pub names: NameTable,
     /// Distinct launch dimensions; entry 0 stands for "not recorded".
     pub launch_dims: Vec<LaunchDims>,
-    dims_index: std::collections::HashMap<LaunchDims, u32>,
+    dims_index: FxHashMap<LaunchDims, u32>,
     pub gpu: Vec<GpuActivity>,
     pub cpu_ops: Vec<CpuOp>,
     pub launches: Vec<Launch>,
@@ -110,16 +118,18 @@ pub enum Kept {
     Ignored,
 }
 
-pub fn classify_cat(cat: &str) -> Kept {
+pub fn classify_cat(cat: &[u8]) -> Kept {
     match cat {
-        "kernel" | "Kernel" => Kept::Gpu(GpuKind::Kernel),
-        "gpu_memcpy" | "Memcpy" | "memcpy" => Kept::Gpu(GpuKind::Memcpy),
-        "gpu_memset" | "Memset" | "memset" => Kept::Gpu(GpuKind::Memset),
-        "cpu_op" | "Operator" | "operator" => Kept::CpuOp,
-        "cuda_runtime" | "cuda_driver" | "Runtime" | "runtime" | "hip_runtime" => Kept::Runtime,
-        "user_annotation" => Kept::Annotation(AnnotationSide::Cpu),
-        "gpu_user_annotation" => Kept::Annotation(AnnotationSide::Gpu),
-        "ac2g" | "async_cpu_to_gpu" => Kept::Flow,
+        b"kernel" | b"Kernel" => Kept::Gpu(GpuKind::Kernel),
+        b"gpu_memcpy" | b"Memcpy" | b"memcpy" => Kept::Gpu(GpuKind::Memcpy),
+        b"gpu_memset" | b"Memset" | b"memset" => Kept::Gpu(GpuKind::Memset),
+        b"cpu_op" | b"Operator" | b"operator" => Kept::CpuOp,
+        b"cuda_runtime" | b"cuda_driver" | b"Runtime" | b"runtime" | b"hip_runtime" => {
+            Kept::Runtime
+        }
+        b"user_annotation" => Kept::Annotation(AnnotationSide::Cpu),
+        b"gpu_user_annotation" => Kept::Annotation(AnnotationSide::Gpu),
+        b"ac2g" | b"async_cpu_to_gpu" => Kept::Flow,
         _ => Kept::Ignored,
     }
 }
@@ -128,10 +138,10 @@ fn raw(v: Option<&RawValue>) -> Option<&str> {
     v.map(RawValue::get).filter(|t| *t != "null")
 }
 
-fn is_graph_launch(name: &str) -> bool {
+fn is_graph_launch(name: &[u8]) -> bool {
     matches!(
         name,
-        "cudaGraphLaunch" | "hipGraphLaunch" | "cudaGraphLaunch_v10000" | "cuGraphLaunch"
+        b"cudaGraphLaunch" | b"hipGraphLaunch" | b"cudaGraphLaunch_v10000" | b"cuGraphLaunch"
     )
 }
 
@@ -155,7 +165,8 @@ impl EventSink {
         i
     }
 
-    fn count_category(&mut self, cat: &str) {
+    fn count_category(&mut self, cat: &[u8]) {
+        let cat = std::str::from_utf8(cat).unwrap_or("(not UTF-8)");
         if let Some(n) = self.stats.events_by_category.get_mut(cat) {
             *n += 1;
         } else {
@@ -166,22 +177,22 @@ impl EventSink {
     /// Adds one complete (`ph: "X"`) or other event. `pid_device` is the numeric device a GPU
     /// event's pid names, used when `args.device` is absent.
     pub fn add(&mut self, ev: &RawEvent<'_>, pid_device: Option<u64>) {
-        let ph = ev.ph.as_ref().map(|p| p.0.as_ref()).unwrap_or("");
-        if ph == "M" {
-            self.count_category("__metadata");
+        let ph = ev.ph.as_ref().map(RawStr::bytes).unwrap_or(b"");
+        if ph == b"M" {
+            self.count_category(b"__metadata");
             return;
         }
-        let cat = ev.cat.as_ref().map(|c| c.0.as_ref()).unwrap_or("");
+        let cat = ev.cat.as_ref().map(RawStr::bytes).unwrap_or(b"");
         self.count_category(cat);
         let kept = classify_cat(cat);
         if kept == Kept::Flow {
             self.stats.flow_events += 1;
             return;
         }
-        if kept == Kept::Ignored || ph != "X" {
+        if kept == Kept::Ignored || ph != b"X" {
             return;
         }
-        let name = ev.name.as_ref().map(|n| n.0.as_ref()).unwrap_or("");
+        let name = ev.name.as_ref().map(RawStr::bytes).unwrap_or(b"");
         let (Some(ts), Some(dur)) = (
             raw(ev.ts).and_then(micros_to_ns),
             raw(ev.dur).and_then(micros_to_ns),
@@ -205,7 +216,7 @@ impl EventSink {
                     .and_then(parse_u64)
                     .or(pid_device)
                     .unwrap_or(0);
-                let name = self.names.intern(name);
+                let name = self.names.intern_bytes(name);
                 let mut activity = GpuActivity::new(
                     kind,
                     name,
@@ -224,7 +235,7 @@ impl EventSink {
                 self.gpu.push(activity);
             }
             Kept::CpuOp => {
-                let name = self.names.intern(name);
+                let name = self.names.intern_bytes(name);
                 let input_dims = raw(args.input_dims).map(|d| self.names.intern(d));
                 let input_types = raw(args.input_type).map(|t| self.names.intern(t));
                 self.cpu_ops.push(CpuOp {
@@ -243,7 +254,7 @@ impl EventSink {
                     return;
                 };
                 let graph = is_graph_launch(name);
-                let name = self.names.intern(name);
+                let name = self.names.intern_bytes(name);
                 self.launches.push(Launch {
                     name,
                     ts,
@@ -259,7 +270,7 @@ impl EventSink {
                     AnnotationSide::Cpu => tid,
                     AnnotationSide::Gpu => raw(args.stream).and_then(parse_u64).unwrap_or(tid),
                 };
-                let name = self.names.intern(name);
+                let name = self.names.intern_bytes(name);
                 self.annotations.push(Annotation {
                     name,
                     ts,
@@ -285,9 +296,14 @@ impl EventSink {
 /// trace: such events are counted and skipped without a full parse. Kineto writes `cat` among
 /// the first keys, so looking at the head of the event is enough.
 pub fn looks_like_python_function(event: &[u8]) -> bool {
+    use std::sync::LazyLock;
+    // Built once: constructing a searcher per event was a visible share of the parse.
+    static PYTHON: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b"\"python_function\""));
+    static CAT: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b"\"cat\""));
     let head = &event[..event.len().min(96)];
-    memchr::memmem::find(head, b"\"python_function\"").is_some()
-        && memchr::memmem::find(head, b"\"cat\"").is_some()
+    PYTHON.find(head).is_some() && CAT.find(head).is_some()
 }
 
 #[cfg(test)]

@@ -273,9 +273,8 @@ fn read_events<R: Read>(
                 })
             }
         }
-        let (offset, bytes) = scan.next_value().map_err(ctx)?;
         contents.events += 1;
-        add_event(contents, offset, bytes, &mut last)?;
+        read_one_event(scan, contents, gzip, &mut last)?;
         match scan.peek().map_err(ctx)? {
             Some(b',') => scan.expect(b',', "','").map_err(ctx)?,
             Some(b']') => {}
@@ -300,7 +299,9 @@ fn read_events<R: Read>(
 
 /// The raw text of the `pid` of an event, found without a full parse.
 fn pid_text(bytes: &[u8]) -> Option<&[u8]> {
-    let at = memchr::memmem::find(bytes, b"\"pid\"")? + 5;
+    static PID: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"pid\""));
+    let at = PID.find(bytes)? + 5;
     let rest = &bytes[at..];
     let colon = memchr::memchr(b':', rest)?;
     let value = &rest[colon + 1..];
@@ -351,31 +352,79 @@ fn sink_for(
     (idx, device)
 }
 
-fn add_event(
+/// How many bytes at the head of an event are enough to spot a `python_function` event.
+const EVENT_HEAD: usize = 96;
+
+/// Reads the event at the scanner's position. Most events are parsed by serde straight from the
+/// buffer, in one pass; `python_function` events are only framed and counted.
+fn read_one_event<R: Read>(
+    scan: &mut Scanner<R>,
     contents: &mut FileContents,
-    offset: u64,
-    bytes: &[u8],
+    gzip: bool,
     last: &mut Option<(Vec<u8>, usize)>,
 ) -> Result<(), ReadErrorKind> {
-    if bytes.first() == Some(&b'{') && looks_like_python_function(bytes) {
-        let pid = pid_text(bytes).map(String::from_utf8_lossy);
+    let ctx = |e| scan_error(e, gzip, "the traceEvents array");
+    scan.buffer_at_least(EVENT_HEAD).map_err(ctx)?;
+    let head = scan.buffered();
+    if head.first() == Some(&b'{')
+        && looks_like_python_function(&head[..head.len().min(EVENT_HEAD)])
+    {
+        let (_, bytes) = scan.next_value().map_err(ctx)?;
+        let pid = pid_text(bytes)
+            .map(String::from_utf8_lossy)
+            .map(|p| p.into_owned());
         let (idx, _) = sink_for(contents, pid.as_deref(), last);
         contents.sinks[idx].stats.python_functions_skipped += 1;
         return Ok(());
     }
-    let event: RawEvent = match serde_json::from_slice(bytes) {
-        Ok(ev) => ev,
-        Err(e) => {
-            // Valid JSON of an unexpected shape is untidy data; invalid JSON is fatal.
-            serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
-                .map_err(|_| json_error(offset, bytes, &e))?;
-            contents.malformed += 1;
-            return Ok(());
+    loop {
+        let mut events =
+            serde_json::Deserializer::from_slice(scan.buffered()).into_iter::<RawEvent>();
+        match events.next() {
+            Some(Ok(event)) => {
+                let used = events.byte_offset();
+                let (idx, device) = sink_for(contents, event.pid.map(|p| p.get()), last);
+                contents.sinks[idx].add(&event, device);
+                scan.consume(used);
+                return Ok(());
+            }
+            // The buffer ends inside the event: read more and parse it again.
+            Some(Err(e)) if e.is_eof() => {
+                if !scan.fill_more().map_err(ctx)? {
+                    let offset = scan.offset() + scan.buffered().len() as u64;
+                    return Err(ReadErrorKind::TruncatedJson {
+                        offset,
+                        context: "the traceEvents array",
+                    });
+                }
+            }
+            // Frame the whole value and parse it again: serde reports some cuts at the buffer's
+            // end as syntax errors (a number ending in "1." reads as invalid, not as cut short).
+            // What still fails is valid JSON of an unexpected shape (untidy data, counted) or
+            // invalid JSON (fatal, with its offset).
+            Some(Err(e)) => {
+                let (offset, bytes) = scan.next_value().map_err(ctx)?;
+                match serde_json::from_slice::<RawEvent>(bytes) {
+                    Ok(event) => {
+                        let (idx, device) = sink_for(contents, event.pid.map(|p| p.get()), last);
+                        contents.sinks[idx].add(&event, device);
+                    }
+                    Err(_) => {
+                        serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
+                            .map_err(|_| json_error(offset, bytes, &e))?;
+                        contents.malformed += 1;
+                    }
+                }
+                return Ok(());
+            }
+            None => {
+                return Err(ReadErrorKind::TruncatedJson {
+                    offset: scan.offset(),
+                    context: "the traceEvents array",
+                })
+            }
         }
-    };
-    let (idx, device) = sink_for(contents, event.pid.map(|p| p.get()), last);
-    contents.sinks[idx].add(&event, device);
-    Ok(())
+    }
 }
 
 fn device_info(devices: &[RawDevice], device: Option<u64>) -> Option<DeviceInfo> {
@@ -532,6 +581,36 @@ fn finish_trace(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader that hands out one byte at a time, so the buffer ends at every possible place.
+    struct Trickle<'a>(&'a [u8]);
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.is_empty() || out.is_empty() {
+                return Ok(0);
+            }
+            out[0] = self.0[0];
+            self.0 = &self.0[1..];
+            Ok(1)
+        }
+    }
+
+    #[test]
+    fn events_cut_at_any_byte_by_the_buffer_are_read_whole() {
+        // Decimal numbers are the trap: serde reads "12." at the end of a buffer as an invalid
+        // number, not as a cut, so the reader must re-parse the framed event.
+        let event = r#"{"ph": "X", "cat": "kernel", "name": "k\u00e9", "pid": 0, "tid": 7, "ts": 1767000000123.456, "dur": 12.5e0, "args": {"stream": 7, "correlation": 3, "grid": [1, 2, 3]}}"#;
+        let text = format!(r#"{{"traceEvents": [{}]}}"#, vec![event; 40].join(", "));
+        let (contents, bytes) = read_stream(Trickle(text.as_bytes()), false).unwrap();
+        assert_eq!(bytes, text.len() as u64);
+        assert_eq!(contents.malformed, 0);
+        let gpu = &contents.sinks[0].gpu;
+        assert_eq!(gpu.len(), 40);
+        assert!(gpu
+            .iter()
+            .all(|a| a.ts == 1_767_000_000_123_456 && a.dur == 12_500));
+        assert_eq!(contents.sinks[0].names.get(gpu[0].name), "ké");
+    }
 
     #[test]
     fn pid_text_is_found_without_a_parse() {

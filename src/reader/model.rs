@@ -4,7 +4,9 @@
 //! 1.7e15 µs epoch timestamp in an `f64` would lose a quarter of a microsecond. Names are interned
 //! per rank because a DSR1 decode step repeats the same few hundred kernel names thousands of times.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -13,20 +15,37 @@ use serde::Serialize;
 pub type NameId = u32;
 
 /// Interned strings of one rank: kernel names, op names, raw `Input Dims` / `Input type` text.
+///
+/// Keyed by the raw bytes of the trace, so a name seen before costs one hash lookup and no UTF-8
+/// validation; only a new name is converted (bad UTF-8 replaced).
 #[derive(Debug, Default, Clone)]
 pub struct NameTable {
     names: Vec<Box<str>>,
-    index: HashMap<Box<str>, NameId>,
+    by_bytes: FxHashMap<Box<[u8]>, NameId>,
+    /// Names whose bytes were not valid UTF-8 map to the same text once replaced.
+    by_text: FxHashMap<Box<str>, NameId>,
 }
 
 impl NameTable {
     pub fn intern(&mut self, name: &str) -> NameId {
-        if let Some(&id) = self.index.get(name) {
+        self.intern_bytes(name.as_bytes())
+    }
+
+    pub fn intern_bytes(&mut self, raw: &[u8]) -> NameId {
+        if let Some(&id) = self.by_bytes.get(raw) {
             return id;
         }
-        let id = self.names.len() as NameId;
-        self.names.push(name.into());
-        self.index.insert(name.into(), id);
+        let text = String::from_utf8_lossy(raw);
+        let id = match self.by_text.get(text.as_ref()) {
+            Some(&id) => id,
+            None => {
+                let id = self.names.len() as NameId;
+                self.names.push(text.as_ref().into());
+                self.by_text.insert(text.as_ref().into(), id);
+                id
+            }
+        };
+        self.by_bytes.insert(raw.into(), id);
         id
     }
 
@@ -36,7 +55,7 @@ impl NameTable {
 
     /// The id of `name` if it was interned.
     pub fn lookup(&self, name: &str) -> Option<NameId> {
-        self.index.get(name).copied()
+        self.by_text.get(name).copied()
     }
 
     pub fn len(&self) -> usize {
@@ -351,6 +370,10 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(names.get(b), "nvjet_tst_64x32");
         assert_eq!(names.len(), 2);
+        // Two byte sequences that read the same once bad UTF-8 is replaced are one name.
+        let a = names.intern_bytes(b"k\xff");
+        assert_eq!(names.intern_bytes(b"k\xfe"), a);
+        assert_eq!(names.get(a), "k\u{fffd}");
     }
 
     #[test]

@@ -6,6 +6,14 @@
 
 /// Strips the quotes of a JSON string literal, if any.
 fn unquote(raw: &str) -> &str {
+    // Fast path: a bare number, the common case by far.
+    if raw
+        .as_bytes()
+        .first()
+        .is_some_and(|b| b.is_ascii_digit() || *b == b'-')
+    {
+        return raw;
+    }
     let raw = raw.trim();
     raw.strip_prefix('"')
         .and_then(|s| s.strip_suffix('"'))

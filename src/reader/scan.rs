@@ -52,6 +52,31 @@ impl<R: Read> Scanner<R> {
         self.src
     }
 
+    /// The bytes buffered and not yet consumed (possibly ending inside a value).
+    pub fn buffered(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Marks `n` buffered bytes as consumed.
+    pub fn consume(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.end);
+    }
+
+    /// Buffers more of the stream, keeping what is unconsumed; false at end of stream.
+    pub fn fill_more(&mut self) -> Result<bool, ScanError> {
+        self.fill()
+    }
+
+    /// Makes at least `n` bytes available in [`Self::buffered`] unless the stream ends first.
+    pub fn buffer_at_least(&mut self, n: usize) -> Result<(), ScanError> {
+        while self.end - self.start < n {
+            if !self.fill()? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Stream offset of the next unconsumed byte.
     pub fn offset(&self) -> u64 {
         self.base + self.start as u64

@@ -52,6 +52,10 @@ pub struct Class {
     pub collective: Option<Collective>,
     /// What the kernel is, in words, for reports ("flashinfer oneshot lamport allreduce").
     pub note: Option<String>,
+    /// Serves its category's work without being it (rotary embedding and KV-cache writes for
+    /// attention): not evidence, on its own, that a forward pass ran attention.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub helper: bool,
 }
 
 impl Category {
@@ -177,6 +181,7 @@ static MEMCPY_CLASS: Class = Class {
     category: Category::Memcpy,
     collective: None,
     note: None,
+    helper: false,
 };
 
 /// The class of names no rule matched.
@@ -184,6 +189,7 @@ static OTHER_CLASS: Class = Class {
     category: Category::Other,
     collective: None,
     note: None,
+    helper: false,
 };
 
 /// How a rule recognises a kernel name. Patterns are alternatives: any one matching is a match.
@@ -213,6 +219,7 @@ pub struct Rule {
     /// Set for `comm` rules only (`other` when the rules file gave none).
     pub collective: Option<Collective>,
     pub note: Option<String>,
+    pub helper: bool,
     /// Where the rule was written: the file (or `built-in rules.toml`) and its 1-based position.
     pub origin: Arc<str>,
     pub index: usize,
@@ -229,6 +236,7 @@ impl Rule {
             category: self.category,
             collective: self.collective,
             note: self.note.clone(),
+            helper: self.helper,
         }
     }
 }
@@ -304,6 +312,8 @@ struct RawRule {
     category: String,
     collective: Option<String>,
     note: Option<String>,
+    #[serde(default)]
+    helper: bool,
 }
 
 /// A matcher value: one string or an array of strings, none empty.
@@ -398,6 +408,7 @@ fn compile_rule(raw: RawRule, origin: &Arc<str>, index: usize) -> Result<Rule, S
         category,
         collective,
         note: raw.note,
+        helper: raw.helper,
         origin: Arc::clone(origin),
         index,
     })
@@ -543,6 +554,7 @@ impl Taxonomy {
                     category: Category::Comm,
                     collective: Some(comm.and_then(|r| r.collective).unwrap_or(Collective::Other)),
                     note: comm.and_then(|r| r.note.clone()),
+                    helper: false,
                 }
             }
             CommRule::Hta => self
