@@ -33,6 +33,10 @@ pub enum Command {
     Baseline(BaselineCommand),
     /// Generate a deterministic synthetic multi-rank run (SGLang-style traces plus truth.json).
     Synth(SynthArgs),
+    /// The full analysis of a run: breakdown, communication, overlap, balance, prefill, GEMM shapes.
+    Report(ReportArgs),
+    /// Two or more runs side by side, with the ratio to the first.
+    Compare(CompareArgs),
 }
 
 #[derive(Debug, Args)]
@@ -196,6 +200,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Baseline(BaselineCommand::New(args)) => baseline_new(args),
         Command::Baseline(BaselineCommand::Update(args)) => baseline_update(args),
         Command::Synth(args) => synth(args),
+        Command::Report(args) => report(args),
+        Command::Compare(args) => compare(args),
     }
 }
 
@@ -442,5 +448,113 @@ fn synth(args: SynthArgs) -> Result<i32> {
         summary.bytes_uncompressed as f64 / 1e6,
         summary.bytes_compressed as f64 / 1e6
     );
+    Ok(exit::PASS)
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Trace files (.json, .json.gz) or directories of them; one run.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: Format,
+    /// Write the report to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Runs: each a trace file or a directory of one run's traces. The first is the reference.
+    pub runs: Vec<PathBuf>,
+    /// Name a run: NAME=PATH renames the run given as PATH, or adds PATH as a run named NAME.
+    #[arg(long, value_name = "NAME=PATH")]
+    pub label: Vec<String>,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: Format,
+    /// Write the comparison to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+/// Reads and analyses one run for `report` and `compare`: the gated figures where decode steps
+/// exist, the whole trace otherwise.
+pub fn analyse_report(
+    paths: &[PathBuf],
+    analysis: &AnalysisArgs,
+) -> Result<crate::analysis::RunAnalysis> {
+    let taxonomy = analysis.taxonomy()?;
+    let run = read_run(paths)?;
+    let classes = taxonomy.classify_run(&run);
+    // No decode step is not an error here: the analysis covers the whole trace instead.
+    let extraction = crate::metrics::extract(&run, &classes, &analysis.options()).ok();
+    let options = crate::analysis::AnalysisOptions {
+        warmup_steps: analysis.warmup_steps,
+    };
+    Ok(crate::analysis::analyse_run(
+        &run,
+        &classes,
+        extraction.as_ref(),
+        &options,
+    ))
+}
+
+fn report(args: ReportArgs) -> Result<i32> {
+    let analysis = analyse_report(&args.paths, &args.analysis)?;
+    write_output(
+        &crate::report::analysis::render(&analysis, args.format),
+        args.output.as_ref(),
+    )?;
+    Ok(exit::PASS)
+}
+
+/// The runs of `compare`, in order, with their names.
+fn compare_runs(args: &CompareArgs) -> Result<Vec<(String, PathBuf)>> {
+    let mut runs: Vec<(String, PathBuf)> = args
+        .runs
+        .iter()
+        .map(|p| {
+            let name = p.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            (name, p.clone())
+        })
+        .collect();
+    for spec in &args.label {
+        let Some((name, path)) = spec.split_once('=') else {
+            anyhow::bail!("--label {spec:?}: expected NAME=PATH");
+        };
+        let path = PathBuf::from(path);
+        match runs.iter_mut().find(|(_, p)| *p == path) {
+            Some(run) => run.0 = name.to_string(),
+            None => runs.push((name.to_string(), path)),
+        }
+    }
+    if runs.len() < 2 {
+        anyhow::bail!("compare needs at least two runs (paths or --label NAME=PATH)");
+    }
+    Ok(runs)
+}
+
+fn compare(args: CompareArgs) -> Result<i32> {
+    let runs = compare_runs(&args)?;
+    let mut analyses = Vec::with_capacity(runs.len());
+    for (name, path) in &runs {
+        let analysis = analyse_report(std::slice::from_ref(path), &args.analysis)
+            .with_context(|| format!("run {name}"))?;
+        analyses.push((name.clone(), analysis));
+    }
+    let refs: Vec<(String, &crate::analysis::RunAnalysis)> =
+        analyses.iter().map(|(n, a)| (n.clone(), a)).collect();
+    let comparison = crate::analysis::compare::compare(&refs);
+    write_output(
+        &crate::report::compare::render(&comparison, args.format),
+        args.output.as_ref(),
+    )?;
     Ok(exit::PASS)
 }

@@ -1,10 +1,13 @@
 //! Per-rank balance of the decode steps: wall, kernel time, comm time and share per rank, the skews
 //! between ranks, and any rank whose allreduce calls stand out (H200's rank-0 twoshot).
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use super::{ns_to_ms, Context};
 use crate::metrics::stats::{mean, median};
+use crate::steps::is_allreduce;
 
 /// A rank whose mean allreduce call is at least this many times the median of the other ranks'
 /// means stands out (only slow ranks are flagged: with two ranks, one would otherwise flag both).
@@ -21,6 +24,9 @@ pub struct BalanceSection {
     pub comm_min_rank: Option<u32>,
     /// Highest over lowest per-rank mean allreduce call (`allreduce_rank_ratio`).
     pub allreduce_rank_ratio: Option<f64>,
+    /// The allreduce-class kernel with the most calls: outliers are judged on its calls alone,
+    /// so that a few long NCCL calls do not blur a per-layer allreduce's asymmetry.
+    pub main_allreduce_kernel: Option<String>,
     pub allreduce_outliers: Vec<AllreduceOutlier>,
 }
 
@@ -39,6 +45,8 @@ pub struct RankBalance {
     pub allreduce_calls: usize,
     /// Mean allreduce-class call, µs.
     pub allreduce_mean_us: Option<f64>,
+    /// Mean call of the main allreduce kernel, µs.
+    pub main_allreduce_mean_us: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -51,7 +59,41 @@ pub struct AllreduceOutlier {
     pub ratio: f64,
 }
 
+/// The allreduce-class kernel name with the most calls in the kept decode steps of all ranks.
+fn main_allreduce(ctx: &Context<'_>) -> Option<String> {
+    let mut calls: HashMap<&str, u64> = HashMap::new();
+    for rs in ctx.rank_steps {
+        for s in &rs.decode {
+            for &i in &s.activities {
+                if let Some(a) = ctx.activity(s.trace, i) {
+                    if is_allreduce(a, ctx.classes_of(s.trace)) {
+                        *calls.entry(ctx.name(s.trace, a)).or_default() += 1;
+                    }
+                }
+            }
+        }
+    }
+    calls
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+        .map(|(name, _)| name.to_string())
+}
+
+/// Mean duration (µs) of the calls of kernel `name` in a rank's kept decode steps.
+fn kernel_mean_us(ctx: &Context<'_>, rs: &crate::steps::RankSteps, name: &str) -> Option<f64> {
+    let durations: Vec<f64> = rs
+        .decode
+        .iter()
+        .flat_map(|s| s.activities.iter().map(move |&i| (s.trace, i)))
+        .filter_map(|(t, i)| ctx.activity(t, i).map(|a| (t, a)))
+        .filter(|(t, a)| ctx.name(*t, a) == name)
+        .map(|(_, a)| a.dur as f64 / 1e3)
+        .collect();
+    mean(&durations)
+}
+
 pub(crate) fn balance_section(ctx: &Context<'_>) -> BalanceSection {
+    let main_allreduce_kernel = main_allreduce(ctx);
     let mut ranks = Vec::new();
     for rs in ctx.rank_steps {
         let (figures, allreduce) = ctx.decode_figures(rs);
@@ -71,6 +113,9 @@ pub(crate) fn balance_section(ctx: &Context<'_>) -> BalanceSection {
             gpu_util_pct: med(&|f| f.gpu_util_pct()),
             allreduce_calls: allreduce_us.len(),
             allreduce_mean_us: mean(&allreduce_us),
+            main_allreduce_mean_us: main_allreduce_kernel
+                .as_deref()
+                .and_then(|k| kernel_mean_us(ctx, rs, k)),
         });
     }
     let spread = |values: Vec<(u32, f64)>| -> Option<(f64, u32, u32)> {
@@ -91,17 +136,21 @@ pub(crate) fn balance_section(ctx: &Context<'_>) -> BalanceSection {
     } else {
         None
     };
+    let all_means: Vec<f64> = ranks.iter().filter_map(|r| r.allreduce_mean_us).collect();
+    let allreduce_rank_ratio = (all_means.len() >= 2)
+        .then(|| {
+            let hi = all_means.iter().copied().fold(f64::MIN, f64::max);
+            let lo = all_means.iter().copied().fold(f64::MAX, f64::min);
+            (lo > 0.0).then(|| hi / lo)
+        })
+        .flatten();
     let means: Vec<(u32, &str, f64)> = ranks
         .iter()
-        .filter_map(|r| r.allreduce_mean_us.map(|m| (r.rank, r.label.as_str(), m)))
+        .filter_map(|r| {
+            r.main_allreduce_mean_us
+                .map(|m| (r.rank, r.label.as_str(), m))
+        })
         .collect();
-    let allreduce_rank_ratio = spread(means.iter().map(|m| (m.0, m.2)).collect())
-        .filter(|_| means.len() >= 2)
-        .and_then(|_| {
-            let hi = means.iter().map(|m| m.2).fold(f64::MIN, f64::max);
-            let lo = means.iter().map(|m| m.2).fold(f64::MAX, f64::min);
-            (lo > 0.0).then(|| hi / lo)
-        });
     let mut allreduce_outliers = Vec::new();
     if means.len() >= 2 {
         for (k, &(rank, label, m)) in means.iter().enumerate() {
@@ -135,6 +184,7 @@ pub(crate) fn balance_section(ctx: &Context<'_>) -> BalanceSection {
         comm_max_rank: comm_spread.map(|s| s.1),
         comm_min_rank: comm_spread.map(|s| s.2),
         allreduce_rank_ratio,
+        main_allreduce_kernel,
         allreduce_outliers,
         ranks,
     }

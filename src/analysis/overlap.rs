@@ -63,6 +63,8 @@ pub struct StreamUse {
     /// Kernel time, per step (decode) or whole trace, ms.
     pub ms: f64,
     pub comm_calls: u64,
+    /// Per decode step (decode scope only).
+    pub comm_calls_per_step: Option<f64>,
     /// Categories by time on this stream, most first (at most 3).
     pub top_categories: Vec<Category>,
     /// Activities of this stream that run while another stream of the rank is busy.
@@ -164,6 +166,8 @@ fn streams(ctx: &Context<'_>, acts: &[(usize, u32)], units: usize) -> Vec<Stream
                     .then(|| acc.intervals.len() as f64 / units as f64),
                 ms: per_unit(ns_to_ms(acc.ns)),
                 comm_calls: acc.comm_calls,
+                comm_calls_per_step: (ctx.scope == Scope::Decode && units > 0)
+                    .then(|| acc.comm_calls as f64 / units as f64),
                 top_categories: cats.into_iter().take(3).map(|(c, _)| c).collect(),
                 overlapping_other_streams: overlapping,
             }
