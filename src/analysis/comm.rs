@@ -73,14 +73,17 @@ pub(crate) fn comm_section(ctx: &Context<'_>) -> CommSection {
         }
         ranks_in_scope += 1;
         let u = units as f64;
+        // Integer sums within the rank, one division per name: per-step means stay exact.
+        let mut here: HashMap<(&str, bool), (i64, u64)> = HashMap::new();
+        let mut kernel_ns = 0i64;
         for (t, i) in acts {
             let Some(a) = ctx.activity(t, i) else {
                 continue;
             };
-            kernel_ms += a.dur as f64 / 1e6 / u;
+            kernel_ns += a.dur;
             let category = ctx.category(t, a);
             let name = ctx.name(t, a);
-            let acc = match category {
+            let is_comm = match category {
                 Category::Comm => {
                     class_of_name.entry(name).or_insert_with(|| {
                         let class = ctx.class_of(t, a);
@@ -89,13 +92,24 @@ pub(crate) fn comm_section(ctx: &Context<'_>) -> CommSection {
                             class.and_then(|c| c.note.clone()),
                         )
                     });
-                    per_name.entry(name).or_default()
+                    true
                 }
-                Category::Attention => attention.entry(name).or_default(),
+                Category::Attention => false,
                 _ => continue,
             };
-            acc.ms += a.dur as f64 / 1e6 / u;
-            acc.calls += 1.0 / u;
+            let e = here.entry((name, is_comm)).or_default();
+            e.0 += a.dur;
+            e.1 += 1;
+        }
+        kernel_ms += kernel_ns as f64 / 1e6 / u;
+        for ((name, is_comm), (ns, calls)) in here {
+            let acc = if is_comm {
+                per_name.entry(name).or_default()
+            } else {
+                attention.entry(name).or_default()
+            };
+            acc.ms += ns as f64 / 1e6 / u;
+            acc.calls += calls as f64 / u;
         }
         // The cold first call of each comm kernel in this rank.
         let mut first_here: HashMap<&str, (i64, i64)> = HashMap::new();

@@ -123,7 +123,7 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
         let mut t = Table::new(&[
             ("Run", Align::Left),
             ("Top kernels", Align::Left),
-            ("Only in this run", Align::Right),
+            ("Only in this run", Align::Left),
         ]);
         for (i, r) in c.runs.iter().enumerate() {
             let top = lib.top.get(i).map_or_else(String::new, |ks| {
@@ -135,7 +135,24 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
             t.row(vec![
                 r.label.clone(),
                 if top.is_empty() { "-".into() } else { top },
-                lib.only_here.get(i).map_or(0, Vec::len).to_string(),
+                lib.only_here.get(i).map_or_else(
+                    || "-".into(),
+                    |only| {
+                        let mut shown: Vec<String> = only
+                            .iter()
+                            .take(3)
+                            .map(|k| display_kernel_name(k))
+                            .collect();
+                        if only.len() > 3 {
+                            shown.push(format!("and {} more", only.len() - 3));
+                        }
+                        if shown.is_empty() {
+                            "-".into()
+                        } else {
+                            shown.join("; ")
+                        }
+                    },
+                ),
             ]);
         }
         d.folded_table(lib.category.label(), &t);
