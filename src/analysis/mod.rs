@@ -381,3 +381,119 @@ fn breakdown(ctx: &Context<'_>, extraction: Option<&Extraction>) -> BreakdownSec
         breakdown,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::overlap::Verdict;
+    use super::*;
+    use crate::taxonomy::Category;
+    use crate::testing::{run_of, TraceBuilder, MS, US};
+
+    fn analyse(traces: Vec<(crate::reader::RankTrace, Vec<Class>)>) -> RunAnalysis {
+        let (run, classes) = run_of(traces);
+        analyse_run(&run, &classes, None, &AnalysisOptions { warmup_steps: 0 })
+    }
+
+    #[test]
+    fn comm_on_a_side_stream_under_compute_is_overlapped_over_the_whole_trace() {
+        let mut b = TraceBuilder::new(0);
+        b.kernel("gemm", Category::DenseGemm, 0, 100 * US, 7);
+        b.allreduce("ncclDevKernel_AllReduce", 50 * US, 100 * US, 20);
+        let a = analyse(vec![b.build()]);
+        assert!(!a.run.has_decode);
+        assert_eq!(a.run.scope, Scope::WholeTrace);
+        let w = &a.whole_trace[0];
+        assert_eq!(
+            (w.busy_ns, w.comm_union_ns, w.overlap_ns),
+            (150 * US, 100 * US, 50 * US)
+        );
+        assert_eq!((w.span_ns, w.idle_ns, w.streams), (150 * US, 0, 2));
+        assert_eq!(w.overlap_pct, Some(50.0));
+        assert_eq!(a.overlap.verdict, Verdict::Mostly);
+        let streams = &a.overlap.ranks[0].streams;
+        assert_eq!(streams.len(), 2);
+        assert!(streams.iter().all(|s| s.overlapping_other_streams == 1));
+        assert_eq!(a.overlap.ranks[0].comm_streams, vec![20]);
+        assert!(a.balance.is_none() && a.decode.is_none());
+    }
+
+    #[test]
+    fn one_stream_is_zero_overlap_by_construction() {
+        let mut b = TraceBuilder::new(0);
+        b.kernel("gemm", Category::DenseGemm, 0, 100 * US, 7);
+        b.allreduce("cross_device_reduce", 100 * US, 100 * US, 7);
+        let a = analyse(vec![b.build()]);
+        assert_eq!(a.overlap.verdict, Verdict::SingleStream);
+        assert_eq!(a.whole_trace[0].overlap_pct, Some(0.0));
+    }
+
+    /// Three ranks of five graph-launched decode steps, each with one allreduce; rank 0's is slow.
+    fn decode_run() -> RunAnalysis {
+        let traces = (0..3)
+            .map(|rank| {
+                let mut b = TraceBuilder::new(rank);
+                for step in 0..5 {
+                    let ts = step * 10 * MS;
+                    let corr = b.launch(ts, true);
+                    b.forward(corr, ts + MS, 2 * MS);
+                    let slow = if rank == 0 { 500 } else { 100 };
+                    // The first call of rank 0 is cold.
+                    let dur = if rank == 0 && step == 0 {
+                        5 * MS
+                    } else {
+                        slow * US
+                    };
+                    let ar = b.allreduce("cross_device_reduce", ts + 3 * MS, dur, 0);
+                    b.link(ar, corr);
+                }
+                b.build()
+            })
+            .collect();
+        analyse(traces)
+    }
+
+    #[test]
+    fn decode_steps_give_comm_balance_and_the_rank_whose_allreduce_stands_out() {
+        let a = decode_run();
+        assert!(a.run.has_decode);
+        assert_eq!(
+            a.phases
+                .iter()
+                .map(|p| p.decode_graph_launched)
+                .sum::<usize>(),
+            15
+        );
+        let comm = &a.comm.kernels[0];
+        assert_eq!(comm.calls, 1.0);
+        assert_eq!(comm.first_call_rank, Some(0));
+        assert_eq!(comm.first_call_us, Some(5000.0));
+        assert!(comm.cold_first_call);
+        assert_eq!(a.comm.layers.as_ref().map(|l| l.value), Some(1.0));
+        let b = a.balance.as_ref().unwrap();
+        assert_eq!(b.ranks.len(), 3);
+        assert_eq!(b.ranks[1].allreduce_mean_us, Some(100.0));
+        assert_eq!(b.allreduce_outliers.len(), 1);
+        assert_eq!(b.allreduce_outliers[0].rank, 0);
+        assert_eq!(b.allreduce_outliers[0].others_median_us, 100.0);
+        assert_eq!(
+            b.main_allreduce_kernel.as_deref(),
+            Some("cross_device_reduce")
+        );
+        // Rank 0's steps: the cold 7 ms step and four of 2 ms forward + 0.5 ms allreduce; median
+        // 2.5 ms. Ranks 1 and 2: 2.1 ms.
+        assert_eq!(b.ranks[0].wall_ms, Some(2.5));
+        assert!((b.wall_skew_ms.unwrap() - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn comparing_a_run_with_itself_gives_ratios_of_one() {
+        let a = decode_run();
+        let c = compare::compare(&[("a".into(), &a), ("b".into(), &a)]);
+        let kernel = c.metrics.iter().find(|m| m.key == "kernel_ms").unwrap();
+        assert_eq!(kernel.ratios, vec![Some(1.0), Some(1.0)]);
+        assert!(c
+            .libraries
+            .iter()
+            .all(|l| l.only_here.iter().all(Vec::is_empty)));
+    }
+}
