@@ -514,14 +514,26 @@ fn report(args: ReportArgs) -> Result<i32> {
 
 /// The runs of `compare`, in order, with their names.
 fn compare_runs(args: &CompareArgs) -> Result<Vec<(String, PathBuf)>> {
+    let file_name = |p: &PathBuf| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
     let mut runs: Vec<(String, PathBuf)> = args
         .runs
         .iter()
         .map(|p| {
-            let name = p.file_name().map_or_else(
-                || p.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            );
+            // Two runs with the same file name are told apart by their parent directory.
+            let same = args
+                .runs
+                .iter()
+                .filter(|q| file_name(q) == file_name(p))
+                .count();
+            let name = match p.parent().and_then(|d| d.file_name()) {
+                Some(dir) if same > 1 => format!("{}/{}", dir.to_string_lossy(), file_name(p)),
+                _ => file_name(p),
+            };
             (name, p.clone())
         })
         .collect();

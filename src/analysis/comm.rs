@@ -180,10 +180,11 @@ pub(crate) fn comm_section(ctx: &Context<'_>) -> CommSection {
         })
         .collect();
     kernels.sort_by(|a, b| b.ms.total_cmp(&a.ms).then_with(|| a.name.cmp(&b.name)));
-    let ms: f64 = kernels.iter().map(|k| k.ms).sum();
+    // `fold` from +0.0: an empty `sum` of f64 is -0.0, which would print as "-0.00".
+    let ms: f64 = kernels.iter().map(|k| k.ms).fold(0.0, |a, b| a + b);
     CommSection {
         scope: ctx.scope,
-        calls: kernels.iter().map(|k| k.calls).sum(),
+        calls: kernels.iter().map(|k| k.calls).fold(0.0, |a, b| a + b),
         ms,
         pct_of_kernel_time: if kernels.is_empty() { None } else { pct(ms) },
         kernels,

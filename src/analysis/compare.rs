@@ -135,7 +135,7 @@ pub fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
         ),
         metric_row(
             "kernel_ms",
-            "Kernel time (rank with the highest comm %)",
+            "Kernel time (decode: rank with the highest comm %)",
             "ms",
             values(&|a| decisive(a).map(|f| f.0)),
         ),
@@ -149,7 +149,11 @@ pub fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
             "comm_ms",
             "Comm time (same rank)",
             "ms",
-            values(&|a| decisive(a).map(|f| f.1)),
+            values(&|a| {
+                decisive(a)
+                    .map(|f| f.1)
+                    .filter(|_| !a.comm.kernels.is_empty())
+            }),
         ),
         metric_row(
             "comm_pct",

@@ -372,12 +372,16 @@ fn breakdown(ctx: &Context<'_>, extraction: Option<&Extraction>) -> BreakdownSec
     };
     BreakdownSection {
         scope: ctx.scope,
-        total_ms: breakdown.categories.values().map(|c| c.ms_per_step).sum(),
+        total_ms: breakdown
+            .categories
+            .values()
+            .map(|c| c.ms_per_step)
+            .fold(0.0, |a, b| a + b),
         total_calls: breakdown
             .categories
             .values()
             .map(|c| c.calls_per_step)
-            .sum(),
+            .fold(0.0, |a, b| a + b),
         breakdown,
     }
 }

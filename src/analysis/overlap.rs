@@ -218,9 +218,13 @@ pub(crate) fn overlap_section(ctx: &Context<'_>) -> OverlapSection {
                     figures
                         .iter()
                         .map(|f| ns_to_ms(f.comm_union_ns))
-                        .sum::<f64>()
+                        .fold(0.0, |a, b| a + b)
                         / n,
-                    figures.iter().map(|f| ns_to_ms(f.overlap_ns)).sum::<f64>() / n,
+                    figures
+                        .iter()
+                        .map(|f| ns_to_ms(f.overlap_ns))
+                        .fold(0.0, |a, b| a + b)
+                        / n,
                     median(&mut pcts),
                 )
             }

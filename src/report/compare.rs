@@ -50,8 +50,16 @@ fn metric_table(c: &Comparison, rows: &[MetricRow], first: &str) -> Table {
     for r in &c.runs {
         headers.push((r.label.clone(), Align::Right));
     }
-    for r in c.runs.iter().skip(1) {
-        headers.push((format!("{} / {}", r.label, c.runs[0].label), Align::Right));
+    let short = c.runs.iter().all(|r| r.label.chars().count() <= 16);
+    for (i, r) in c.runs.iter().enumerate().skip(1) {
+        headers.push((
+            if short {
+                format!("{} / {}", r.label, c.runs[0].label)
+            } else {
+                format!("run {} / run 1", i + 1)
+            },
+            Align::Right,
+        ));
     }
     let cols: Vec<(&str, Align)> = headers.iter().map(|(h, a)| (h.as_str(), *a)).collect();
     let mut t = Table::new(&cols);
