@@ -36,6 +36,10 @@ pub enum Command {
     /// The main job end to end on built-in data: a clean synthetic run passes its baseline and
     /// the same run with an injected regression fails it, with the cause named.
     Demo(DemoArgs),
+    /// The full analysis of a run: breakdown, communication, overlap, balance, prefill, GEMM shapes.
+    Report(ReportArgs),
+    /// Two or more runs side by side, with the ratio to the first.
+    Compare(CompareArgs),
 }
 
 #[derive(Debug, Args)]
@@ -214,6 +218,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Baseline(BaselineCommand::Update(args)) => baseline_update(args),
         Command::Synth(args) => synth(args),
         Command::Demo(args) => demo(args),
+        Command::Report(args) => report(args),
+        Command::Compare(args) => compare(args),
     }
 }
 
@@ -541,4 +547,124 @@ fn tempfile_dir() -> Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("tracegate-demo-{}-{stamp}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     Ok(dir)
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Trace files (.json, .json.gz) or directories of them; one run.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: Format,
+    /// Write the report to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Runs: each a trace file or a directory of one run's traces. The first is the reference.
+    pub runs: Vec<PathBuf>,
+    /// Name a run: NAME=PATH renames the run given as PATH, or adds PATH as a run named NAME.
+    #[arg(long, value_name = "NAME=PATH")]
+    pub label: Vec<String>,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: Format,
+    /// Write the comparison to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+/// Reads and analyses one run for `report` and `compare`: the gated figures where decode steps
+/// exist, the whole trace otherwise.
+pub fn analyse_report(
+    paths: &[PathBuf],
+    analysis: &AnalysisArgs,
+) -> Result<crate::analysis::RunAnalysis> {
+    let taxonomy = analysis.taxonomy()?;
+    let run = read_run(paths)?;
+    let classes = taxonomy.classify_run(&run);
+    // No decode step is not an error here: the analysis covers the whole trace instead.
+    let extraction = crate::metrics::extract(&run, &classes, &analysis.options()).ok();
+    let options = crate::analysis::AnalysisOptions {
+        warmup_steps: analysis.warmup_steps,
+    };
+    Ok(crate::analysis::analyse_run(
+        &run,
+        &classes,
+        extraction.as_ref(),
+        &options,
+    ))
+}
+
+fn report(args: ReportArgs) -> Result<i32> {
+    let analysis = analyse_report(&args.paths, &args.analysis)?;
+    write_output(
+        &crate::report::analysis::render(&analysis, args.format),
+        args.output.as_ref(),
+    )?;
+    Ok(exit::PASS)
+}
+
+/// The runs of `compare`, in order, with their names.
+fn compare_runs(args: &CompareArgs) -> Result<Vec<(String, PathBuf)>> {
+    let file_name = |p: &PathBuf| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let mut runs: Vec<(String, PathBuf)> = args
+        .runs
+        .iter()
+        .map(|p| {
+            // Two runs with the same file name are told apart by their parent directory.
+            let same = args
+                .runs
+                .iter()
+                .filter(|q| file_name(q) == file_name(p))
+                .count();
+            let name = match p.parent().and_then(|d| d.file_name()) {
+                Some(dir) if same > 1 => format!("{}/{}", dir.to_string_lossy(), file_name(p)),
+                _ => file_name(p),
+            };
+            (name, p.clone())
+        })
+        .collect();
+    for spec in &args.label {
+        let Some((name, path)) = spec.split_once('=') else {
+            anyhow::bail!("--label {spec:?}: expected NAME=PATH");
+        };
+        let path = PathBuf::from(path);
+        match runs.iter_mut().find(|(_, p)| *p == path) {
+            Some(run) => run.0 = name.to_string(),
+            None => runs.push((name.to_string(), path)),
+        }
+    }
+    if runs.len() < 2 {
+        anyhow::bail!("compare needs at least two runs (paths or --label NAME=PATH)");
+    }
+    Ok(runs)
+}
+
+fn compare(args: CompareArgs) -> Result<i32> {
+    let runs = compare_runs(&args)?;
+    let mut analyses = Vec::with_capacity(runs.len());
+    for (name, path) in &runs {
+        let analysis = analyse_report(std::slice::from_ref(path), &args.analysis)
+            .with_context(|| format!("run {name}"))?;
+        analyses.push((name.clone(), analysis));
+    }
+    let refs: Vec<(String, &crate::analysis::RunAnalysis)> =
+        analyses.iter().map(|(n, a)| (n.clone(), a)).collect();
+    let comparison = crate::analysis::compare::compare(&refs);
+    write_output(
+        &crate::report::compare::render(&comparison, args.format),
+        args.output.as_ref(),
+    )?;
+    Ok(exit::PASS)
 }

@@ -4,6 +4,7 @@
 //! The pipeline runs one way: [`reader`] → [`taxonomy`] → [`steps`] → [`metrics`] → [`gate`] →
 //! [`report`]. Only the reader sees JSON; only the report formats.
 
+pub mod analysis;
 pub mod baseline;
 pub mod cli;
 pub mod exit;
@@ -13,6 +14,7 @@ pub mod links;
 pub mod metrics;
 pub mod reader;
 pub mod report;
+pub mod shapes;
 pub mod steps;
 pub mod synth;
 pub mod taxonomy;

@@ -1,7 +1,9 @@
 //! Rendering: every human- and machine-readable output of tracegate. Nothing here computes a
 //! figure; it formats what earlier stages computed.
 
+pub mod analysis;
 pub mod check;
+pub mod compare;
 pub mod extract;
 pub mod inspect;
 pub mod table;

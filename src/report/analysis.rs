@@ -1,0 +1,771 @@
+//! `tracegate report` output: the analysis of one run as markdown, a terminal table or JSON.
+//! Nothing here computes a figure; see [`crate::analysis`].
+
+use super::table::{escape_markdown, Align, Table};
+use super::{display_kernel_name, fixed, Format};
+use crate::analysis::overlap::Verdict;
+use crate::analysis::{RunAnalysis, Scope, REPORT_SCHEMA_VERSION};
+use crate::shapes::{GemmShape, ShapeSource};
+use crate::taxonomy::Category;
+
+/// Rows shown before a long table folds into `<details>`.
+const SHOWN_ROWS: usize = 15;
+
+pub fn render(a: &RunAnalysis, format: Format) -> String {
+    match format {
+        Format::Json => {
+            serde_json::to_string_pretty(&to_json(a)).expect("analysis serialises") + "\n"
+        }
+        Format::Markdown => render_text(a, true),
+        Format::Table | Format::Toml => render_text(a, false),
+    }
+}
+
+/// The JSON document: the analysis with its schema version first.
+pub fn to_json(a: &RunAnalysis) -> serde_json::Value {
+    let mut value = serde_json::json!({ "schema_version": REPORT_SCHEMA_VERSION });
+    if let (Some(out), serde_json::Value::Object(fields)) = (
+        value.as_object_mut(),
+        serde_json::to_value(a).expect("analysis serialises"),
+    ) {
+        out.extend(fields);
+    }
+    value
+}
+
+/// Markdown or terminal text, built section by section.
+pub(crate) struct Doc {
+    pub markdown: bool,
+    pub out: String,
+}
+
+impl Doc {
+    pub fn new(markdown: bool) -> Self {
+        Doc {
+            markdown,
+            out: String::new(),
+        }
+    }
+
+    pub fn heading(&mut self, level: usize, title: &str) {
+        if self.markdown {
+            self.out
+                .push_str(&format!("{} {title}\n\n", "#".repeat(level)));
+        } else {
+            self.out.push_str(&format!(
+                "{title}\n{}\n\n",
+                "=".repeat(title.chars().count())
+            ));
+        }
+    }
+
+    /// A paragraph of text the caller has already escaped (see [`Doc::name`]).
+    pub fn para(&mut self, text: &str) {
+        self.out.push_str(text);
+        self.out.push_str("\n\n");
+    }
+
+    /// A kernel or op name for running text: shortened and, in markdown, escaped so that it
+    /// cannot inject markup.
+    pub fn name(&self, name: &str) -> String {
+        let shown = display_kernel_name(name);
+        if self.markdown {
+            escape_markdown(&shown)
+        } else {
+            shown
+        }
+    }
+
+    pub fn table(&mut self, table: &Table) {
+        self.out.push_str(&if self.markdown {
+            table.to_markdown()
+        } else {
+            table.to_terminal()
+        });
+        self.out.push('\n');
+    }
+
+    /// A table whose rows beyond [`SHOWN_ROWS`] fold into `<details>` (markdown) or are cut with
+    /// a count (terminal).
+    pub fn long_table(&mut self, columns: &[(&str, Align)], rows: Vec<Vec<String>>, what: &str) {
+        let mut head = Table::new(columns);
+        let mut rest = Table::new(columns);
+        let total = rows.len();
+        for (i, row) in rows.into_iter().enumerate() {
+            if i < SHOWN_ROWS {
+                head.row(row);
+            } else {
+                rest.row(row);
+            }
+        }
+        self.table(&head);
+        if rest.is_empty() {
+            return;
+        }
+        if self.markdown {
+            self.out.push_str(&format!(
+                "<details><summary>{} more {what}</summary>\n\n",
+                total - SHOWN_ROWS
+            ));
+            self.out.push_str(&rest.to_markdown());
+            self.out.push_str("\n</details>\n\n");
+        } else {
+            self.out.push_str(&format!(
+                "... {} more {what} (see --format json)\n\n",
+                total - SHOWN_ROWS
+            ));
+        }
+    }
+
+    /// A table folded away in markdown, shown whole on a terminal.
+    pub fn folded_table(&mut self, summary: &str, table: &Table) {
+        if self.markdown {
+            self.out
+                .push_str(&format!("<details><summary>{summary}</summary>\n\n"));
+            self.out.push_str(&table.to_markdown());
+            self.out.push_str("\n</details>\n\n");
+        } else {
+            self.para(summary);
+            self.table(table);
+        }
+    }
+
+    pub fn bold(&self, text: &str) -> String {
+        if self.markdown {
+            format!("**{text}**")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+pub(crate) fn opt(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |v| fixed(v, decimals))
+}
+
+pub(crate) fn opt_pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{}%", fixed(v, 1)))
+}
+
+fn ns_ms(ns: i64) -> String {
+    fixed(ns as f64 / 1e6, 3)
+}
+
+/// `64 x 1536 x 7168`, `16 x 64 x 128 x 512` with a batch, `?` for unknown parts.
+pub(crate) fn shape_text(shape: &Option<GemmShape>) -> String {
+    let Some(s) = shape else {
+        return "-".to_string();
+    };
+    let part = |v: Option<i64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
+    let mnk = format!("{} x {} x {}", part(s.m), part(s.n), part(s.k));
+    if s.batch > 1 {
+        format!("[{}] {mnk}", s.batch)
+    } else {
+        mnk
+    }
+}
+
+fn source_text(source: ShapeSource, m_from_batch: bool) -> &'static str {
+    match (source, m_from_batch) {
+        (ShapeSource::LinkedOp, _) => "linked op",
+        (ShapeSource::OtherPhaseOp, true) => "prefill op, M = batch",
+        (ShapeSource::OtherPhaseOp, false) => "prefill op",
+        (ShapeSource::KernelName, _) => "kernel name",
+        (ShapeSource::Unknown, _) => "-",
+    }
+}
+
+fn per_unit(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Decode => "step",
+        Scope::WholeTrace => "rank",
+    }
+}
+
+fn verdict_text(verdict: Verdict, min_pct: Option<f64>) -> String {
+    let pct = opt_pct(min_pct);
+    match verdict {
+        Verdict::NoComm => "no communication kernels: nothing to overlap".to_string(),
+        Verdict::SingleStream => {
+            "zero overlap: single stream per rank, every comm kernel is serialized with compute"
+                .to_string()
+        }
+        Verdict::NearZero => format!(
+            "near-zero overlap ({pct} of comm time on the lowest rank): several streams, but comm is not hidden behind compute"
+        ),
+        Verdict::Partial => format!("partial overlap: {pct} of comm time hidden by compute on the lowest rank"),
+        Verdict::Mostly => format!("comm mostly overlapped: {pct} of comm time hidden by compute on the lowest rank"),
+    }
+}
+
+fn render_text(a: &RunAnalysis, markdown: bool) -> String {
+    let mut d = Doc::new(markdown);
+    let device = a
+        .run
+        .device
+        .clone()
+        .unwrap_or_else(|| "unknown device".into());
+    d.heading(
+        2,
+        &format!(
+            "tracegate report: {} ({} rank{}, {} trace file{})",
+            if markdown {
+                escape_markdown(&device)
+            } else {
+                device
+            },
+            a.run.ranks.len(),
+            if a.run.ranks.len() == 1 { "" } else { "s" },
+            a.run.traces,
+            if a.run.traces == 1 { "" } else { "s" },
+        ),
+    );
+    phases(&mut d, a);
+    breakdown(&mut d, a);
+    comm(&mut d, a);
+    overlap(&mut d, a);
+    balance(&mut d, a);
+    whole_trace(&mut d, a);
+    prefill(&mut d, a);
+    shapes(&mut d, a);
+    coverage(&mut d, a);
+    d.out.trim_end().to_string() + "\n"
+}
+
+fn phases(d: &mut Doc, a: &RunAnalysis) {
+    d.heading(3, "Steps found");
+    let decode: usize = a.phases.iter().map(|p| p.decode_kept).sum();
+    let prefill: usize = a.phases.iter().map(|p| p.prefill).sum();
+    let graph: usize = a.phases.iter().map(|p| p.decode_graph_launched).sum();
+    if a.run.has_decode {
+        d.para(&format!(
+            "{decode} steady decode step{} over all ranks; {graph} decode step{} (warm-up and outliers included) replayed from a graph launch; {prefill} prefill step{}.",
+            if decode == 1 { "" } else { "s" },
+            if graph == 1 { "" } else { "s" },
+            if prefill == 1 { "" } else { "s" },
+        ));
+    } else {
+        let line = format!(
+            "No decode step found: {prefill} prefill step{} found; the breakdown, communication, overlap and shape figures below cover the whole trace, per rank.",
+            if prefill == 1 { "" } else { "s" }
+        );
+        d.para(&d.bold(&line));
+    }
+    let mut t = Table::new(&[
+        ("Rank", Align::Left),
+        ("Decode kept", Align::Right),
+        ("Dropped (warm-up / outlier)", Align::Right),
+        ("Graph-launched decode", Align::Right),
+        ("Prefill", Align::Right),
+        ("Unassigned (ms)", Align::Right),
+    ]);
+    for p in &a.phases {
+        t.row(vec![
+            p.label.clone(),
+            p.decode_kept.to_string(),
+            format!("{} / {}", p.dropped_warmup, p.dropped_outliers),
+            p.decode_graph_launched.to_string(),
+            p.prefill.to_string(),
+            fixed(p.unassigned_ms, 3),
+        ]);
+    }
+    d.table(&t);
+}
+
+fn breakdown(d: &mut Doc, a: &RunAnalysis) {
+    let b = &a.breakdown;
+    let unit = per_unit(b.scope);
+    d.heading(
+        3,
+        match b.scope {
+            Scope::Decode => "Decode step breakdown",
+            Scope::WholeTrace => "Kernel time by category (whole trace, per rank)",
+        },
+    );
+    let mut cats: Vec<(Category, &crate::metrics::breakdown::CategoryShare)> = b
+        .breakdown
+        .categories
+        .iter()
+        .map(|(&c, s)| (c, s))
+        .collect();
+    cats.sort_by(|x, y| {
+        y.1.ms_per_step
+            .total_cmp(&x.1.ms_per_step)
+            .then(x.0.cmp(&y.0))
+    });
+    let mut t = Table::new(&[
+        ("Category", Align::Left),
+        ("Calls", Align::Right),
+        ("Time (ms)", Align::Right),
+        ("%", Align::Right),
+    ]);
+    for (c, s) in &cats {
+        t.row(vec![
+            c.label().to_string(),
+            fixed(s.calls_per_step, 1),
+            fixed(s.ms_per_step, 2),
+            fixed(s.pct, 1),
+        ]);
+    }
+    t.row(vec![
+        "Total".into(),
+        fixed(b.total_calls, 1),
+        fixed(b.total_ms, 2),
+        "100.0".into(),
+    ]);
+    d.para(&format!("Calls and time per {unit}, mean over ranks."));
+    d.table(&t);
+    if let Some(dec) = &a.decode {
+        d.para(&format!(
+            "Decode wall-clock: {} ms (p90 {} ms, slowest rank) | GPU utilization: {} (lowest rank) | comm: {} of kernel time (highest rank)",
+            opt(dec.wall_ms, 2),
+            opt(dec.wall_p90_ms, 2),
+            opt_pct(dec.gpu_util_pct),
+            opt_pct(dec.comm_pct),
+        ));
+    }
+    if d.markdown && !cats.is_empty() {
+        let mut chart =
+            String::from("```mermaid\npie showData title Kernel time by category (ms per ");
+        chart.push_str(unit);
+        chart.push_str(")\n");
+        for (c, s) in &cats {
+            chart.push_str(&format!(
+                "    \"{}\" : {}\n",
+                c.label(),
+                fixed(s.ms_per_step, 3)
+            ));
+        }
+        chart.push_str("```\n\n");
+        d.out.push_str(&chart);
+    }
+    let mut kernels: Vec<&crate::metrics::breakdown::KernelShare> =
+        b.breakdown.kernels.iter().collect();
+    kernels.sort_by(|x, y| {
+        y.ms_per_step
+            .total_cmp(&x.ms_per_step)
+            .then_with(|| x.name.cmp(&y.name))
+    });
+    let rows = kernels
+        .iter()
+        .map(|k| {
+            vec![
+                display_kernel_name(&k.name),
+                k.category.label().to_string(),
+                fixed(k.calls_per_step, 1),
+                fixed(k.ms_per_step, 3),
+                fixed(k.pct, 1),
+            ]
+        })
+        .collect();
+    d.para(&format!("Kernels by time ({} names):", kernels.len()));
+    d.long_table(
+        &[
+            ("Kernel", Align::Left),
+            ("Category", Align::Left),
+            ("Calls", Align::Right),
+            ("Time (ms)", Align::Right),
+            ("%", Align::Right),
+        ],
+        rows,
+        "kernels",
+    );
+}
+
+fn comm(d: &mut Doc, a: &RunAnalysis) {
+    let c = &a.comm;
+    let unit = per_unit(c.scope);
+    d.heading(3, "Communication");
+    if c.kernels.is_empty() {
+        d.para("No communication kernels.");
+        return;
+    }
+    let mut t = Table::new(&[
+        ("Comm kernel", Align::Left),
+        ("Collective", Align::Left),
+        (
+            if c.scope == Scope::Decode {
+                "Calls/step"
+            } else {
+                "Calls/rank"
+            },
+            Align::Right,
+        ),
+        ("Total (ms)", Align::Right),
+        ("Mean/call (µs)", Align::Right),
+        ("Calls/layer", Align::Right),
+        ("First call (µs)", Align::Right),
+        ("What it is", Align::Left),
+    ]);
+    for k in &c.kernels {
+        t.row(vec![
+            display_kernel_name(&k.name),
+            k.collective
+                .map_or_else(|| "-".into(), |c| c.label().to_string()),
+            fixed(k.calls, 1),
+            fixed(k.ms, 3),
+            fixed(k.mean_us, 1),
+            opt(k.calls_per_layer, 2),
+            match (k.first_call_us, k.cold_first_call) {
+                (Some(f), true) => format!(
+                    "{} (cold, rank {})",
+                    fixed(f, 1),
+                    k.first_call_rank.unwrap_or(0)
+                ),
+                (Some(f), false) => fixed(f, 1),
+                (None, _) => "-".into(),
+            },
+            k.note.clone().unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    t.row(vec![
+        "Total comms".into(),
+        "".into(),
+        fixed(c.calls, 1),
+        fixed(c.ms, 3),
+        "-".into(),
+        "".into(),
+        "".into(),
+        format!("{} of kernel time", opt_pct(c.pct_of_kernel_time)),
+    ]);
+    d.para(&format!("Per {unit}, mean over ranks."));
+    d.table(&t);
+    if let Some(l) = &c.layers {
+        d.para(&format!(
+            "Layers: {} per {unit} (calls of the main attention kernel {}).",
+            fixed(l.value, 1),
+            d.name(&l.kernel)
+        ));
+    }
+    for k in c.kernels.iter().filter(|k| k.cold_first_call) {
+        d.para(&format!(
+            "Cold first call: {} took {} µs on rank {} the first time, {}× its mean of {} µs.",
+            d.name(&k.name),
+            opt(k.first_call_us, 1),
+            k.first_call_rank.unwrap_or(0),
+            fixed(k.first_call_us.unwrap_or(0.0) / k.mean_us, 1),
+            fixed(k.mean_us, 1),
+        ));
+    }
+}
+
+fn overlap(d: &mut Doc, a: &RunAnalysis) {
+    let o = &a.overlap;
+    d.heading(3, "Compute-communication overlap");
+    let verdict = verdict_text(o.verdict, o.min_overlap_pct);
+    d.para(&format!("Verdict: {}.", d.bold(&verdict)));
+    let unit = per_unit(o.scope);
+    let mut t = Table::new(&[
+        ("Rank", Align::Left),
+        ("Streams", Align::Right),
+        ("Comm streams", Align::Left),
+        ("∪comm (ms)", Align::Right),
+        ("Overlapped (ms)", Align::Right),
+        ("Overlap", Align::Right),
+    ]);
+    for r in &o.ranks {
+        t.row(vec![
+            r.label.clone(),
+            r.streams.len().to_string(),
+            r.comm_streams
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            fixed(r.comm_union_ms, 3),
+            fixed(r.overlap_ms, 3),
+            opt_pct(r.overlap_pct),
+        ]);
+    }
+    d.para(&format!(
+        "Comm time overlapped by compute on any stream (|∪comm ∩ ∪compute| / |∪comm|), per {unit}{}:",
+        if o.scope == Scope::Decode { "; overlap is the median over steps" } else { "" }
+    ));
+    d.table(&t);
+    let mut s = Table::new(&[
+        ("Rank", Align::Left),
+        ("Stream", Align::Right),
+        (
+            if o.scope == Scope::Decode {
+                "Kernels/step"
+            } else {
+                "Kernels"
+            },
+            Align::Right,
+        ),
+        ("Time (ms)", Align::Right),
+        (
+            if o.scope == Scope::Decode {
+                "Comm calls/step"
+            } else {
+                "Comm calls"
+            },
+            Align::Right,
+        ),
+        ("Runs", Align::Left),
+        ("Overlapping other streams", Align::Right),
+    ]);
+    for r in &o.ranks {
+        for st in &r.streams {
+            s.row(vec![
+                r.label.clone(),
+                st.stream.to_string(),
+                st.kernels_per_step
+                    .map_or_else(|| st.kernels.to_string(), |k| fixed(k, 1)),
+                fixed(st.ms, 3),
+                st.comm_calls_per_step
+                    .map_or_else(|| st.comm_calls.to_string(), |k| fixed(k, 1)),
+                st.top_categories
+                    .iter()
+                    .map(|c| c.label())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                format!("{} of {}", st.overlapping_other_streams, st.kernels),
+            ]);
+        }
+    }
+    d.folded_table("Streams and what runs on each", &s);
+}
+
+fn balance(d: &mut Doc, a: &RunAnalysis) {
+    let Some(b) = &a.balance else {
+        return;
+    };
+    d.heading(3, "Per-rank balance (decode)");
+    let mut t = Table::new(&[
+        ("Rank", Align::Left),
+        ("Wall (ms)", Align::Right),
+        ("Kernel (ms)", Align::Right),
+        ("Comm (ms)", Align::Right),
+        ("Comm %", Align::Right),
+        ("GPU util", Align::Right),
+        ("Allreduce mean (µs)", Align::Right),
+        ("Main allreduce mean (µs)", Align::Right),
+    ]);
+    for r in &b.ranks {
+        t.row(vec![
+            r.label.clone(),
+            opt(r.wall_ms, 2),
+            opt(r.kernel_ms, 2),
+            opt(r.comm_ms, 2),
+            opt_pct(r.comm_pct),
+            opt_pct(r.gpu_util_pct),
+            opt(r.allreduce_mean_us, 1),
+            opt(r.main_allreduce_mean_us, 1),
+        ]);
+    }
+    let main = b
+        .main_allreduce_kernel
+        .as_deref()
+        .map_or_else(|| "-".to_string(), |k| d.name(k));
+    d.para(&format!(
+        "Medians over each rank's steady decode steps; allreduce means over all allreduce-class calls, and over the calls of the main allreduce kernel ({main})."
+    ));
+    d.table(&t);
+    let label_of = |rank: Option<u32>| {
+        rank.and_then(|r| a.run.ranks.iter().find(|l| l.rank == r))
+            .map_or_else(|| "-".to_string(), |l| l.label.clone())
+    };
+    let mut line = format!("Max wall skew: {} ms", opt(b.wall_skew_ms, 2));
+    if let Some(skew) = b.comm_skew_ms {
+        line.push_str(&format!(
+            " | max comm skew: {} ms ({} vs {})",
+            fixed(skew, 2),
+            label_of(b.comm_max_rank),
+            label_of(b.comm_min_rank)
+        ));
+    }
+    if let Some(r) = b.allreduce_rank_ratio {
+        line.push_str(&format!(" | allreduce rank ratio: {}", fixed(r, 2)));
+    }
+    d.para(&line);
+    if b.allreduce_outliers.is_empty() {
+        if b.ranks.len() > 1 {
+            d.para("No rank's allreduce stands out.");
+        }
+    } else {
+        for o in &b.allreduce_outliers {
+            d.para(&d.bold(&format!(
+                "{} stands out: main allreduce mean {} µs per call vs {} µs on the other ranks ({}×).",
+                o.label,
+                fixed(o.mean_us, 1),
+                fixed(o.others_median_us, 1),
+                fixed(o.ratio, 1)
+            )));
+        }
+    }
+}
+
+fn whole_trace(d: &mut Doc, a: &RunAnalysis) {
+    let mut t = Table::new(&[
+        ("Rank", Align::Left),
+        ("Activities", Align::Right),
+        ("Streams", Align::Right),
+        ("Span (ms)", Align::Right),
+        ("Busy (ms)", Align::Right),
+        ("Idle (ms)", Align::Right),
+        ("Kernel (ms)", Align::Right),
+        ("Comm kernel (ms)", Align::Right),
+        ("∪comm (ms)", Align::Right),
+        ("Overlapped (ms)", Align::Right),
+        ("Overlap", Align::Right),
+    ]);
+    for r in &a.whole_trace {
+        t.row(vec![
+            r.label.clone(),
+            r.activities.to_string(),
+            r.streams.to_string(),
+            ns_ms(r.span_ns),
+            ns_ms(r.busy_ns),
+            ns_ms(r.idle_ns),
+            ns_ms(r.kernel_ns),
+            ns_ms(r.comm_kernel_ns),
+            ns_ms(r.comm_union_ns),
+            ns_ms(r.overlap_ns),
+            opt_pct(r.overlap_pct),
+        ]);
+    }
+    if a.run.has_decode {
+        d.heading(3, "Whole trace per rank");
+        d.folded_table("All GPU activity of each rank, every phase", &t);
+    } else {
+        d.heading(3, "Whole trace per rank");
+        d.table(&t);
+    }
+}
+
+fn prefill(d: &mut Doc, a: &RunAnalysis) {
+    let Some(p) = &a.prefill else {
+        return;
+    };
+    d.heading(3, "Prefill phase");
+    let mut t = Table::new(&[
+        ("Rank", Align::Left),
+        ("Steps", Align::Right),
+        ("Kernels", Align::Right),
+        ("Wall (ms)", Align::Right),
+        ("Kernel (ms)", Align::Right),
+        ("GPU util", Align::Right),
+        ("Comm (ms)", Align::Right),
+        ("Comm %", Align::Right),
+        ("Largest collective", Align::Left),
+        ("Idle (ms)", Align::Right),
+        ("Gaps ≥ 1 ms", Align::Right),
+        ("Largest gap (ms)", Align::Right),
+    ]);
+    for r in &p.ranks {
+        t.row(vec![
+            r.label.clone(),
+            r.steps.to_string(),
+            r.kernels.to_string(),
+            fixed(r.wall_ms, 2),
+            fixed(r.kernel_ms, 2),
+            opt_pct(r.gpu_util_pct),
+            fixed(r.comm_ms, 2),
+            opt_pct(r.comm_pct),
+            r.largest_collective.as_ref().map_or_else(
+                || "-".into(),
+                |c| format!("{} ({} ms)", display_kernel_name(&c.name), fixed(c.ms, 2)),
+            ),
+            fixed(r.idle_ms, 2),
+            r.gaps_over_1ms.to_string(),
+            fixed(r.largest_gap_ms, 2),
+        ]);
+    }
+    d.table(&t);
+}
+
+fn shapes(d: &mut Doc, a: &RunAnalysis) {
+    let s = &a.shapes;
+    d.heading(3, "GEMM shapes");
+    if !s.recorded {
+        d.para(&d.bold(
+            "Shapes unavailable: no CPU op in this trace carries Input Dims (record with record_shapes=True).",
+        ));
+        if s.gemm_calls > 0 {
+            d.para(&format!(
+                "{} GEMM calls in scope have no shape.",
+                s.gemm_calls
+            ));
+        }
+        return;
+    }
+    if s.rows.is_empty() {
+        d.para("No GEMM kernels in scope.");
+        return;
+    }
+    let unit = per_unit(s.scope);
+    d.para(&format!(
+        "{} of {} GEMM calls have a shape. M x N x K from the Input Dims of the linked CPU op (per rank; decode kernels replayed from a graph take the op of the same kernel in prefill, M from the step's batch size); TFLOP/s = 2·M·N·K / mean time. Calls per {unit}, pooled over ranks.",
+        s.gemm_calls_with_shape, s.gemm_calls
+    ));
+    let rows = s
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                display_kernel_name(&r.kernel),
+                r.op.clone().unwrap_or_else(|| "-".into()),
+                shape_text(&r.shape),
+                r.precision.clone().unwrap_or_else(|| "-".into()),
+                source_text(r.source, r.m_from_batch_size).to_string(),
+                fixed(r.calls, 1),
+                fixed(r.mean_us, 1),
+                opt(r.tflops, 1),
+                fixed(r.pct, 1),
+                r.grid
+                    .map_or_else(|| "-".into(), |g| format!("[{},{},{}]", g[0], g[1], g[2])),
+            ]
+        })
+        .collect();
+    d.long_table(
+        &[
+            ("Kernel", Align::Left),
+            ("Op", Align::Left),
+            ("M x N x K", Align::Right),
+            ("Precision", Align::Left),
+            ("Shape from", Align::Left),
+            ("Calls", Align::Right),
+            ("Mean (µs)", Align::Right),
+            ("TFLOP/s", Align::Right),
+            ("% of time", Align::Right),
+            ("Grid", Align::Left),
+        ],
+        rows,
+        "shapes",
+    );
+}
+
+fn coverage(d: &mut Doc, a: &RunAnalysis) {
+    let c = &a.coverage;
+    d.heading(3, "Input Dims coverage");
+    d.para(&format!(
+        "{} CPU ops: {} with tensor dims, {} with empty dims (only scalar inputs, such as aten::empty), {} without Input Dims.",
+        c.cpu_ops, c.with_dims, c.empty_dims, c.without_dims
+    ));
+    if c.by_op.is_empty() {
+        return;
+    }
+    let rows = c
+        .by_op
+        .iter()
+        .map(|o| {
+            vec![
+                o.op.clone(),
+                o.with_dims.to_string(),
+                o.empty_dims.to_string(),
+                o.without_dims.to_string(),
+            ]
+        })
+        .collect();
+    d.long_table(
+        &[
+            ("Op", Align::Left),
+            ("With dims", Align::Right),
+            ("Empty dims", Align::Right),
+            ("No dims", Align::Right),
+        ],
+        rows,
+        "ops",
+    );
+}

@@ -1,0 +1,169 @@
+//! `tracegate compare` output: runs side by side with the ratio to the first run, time per
+//! category, and the kernel libraries per category. Nothing here computes a figure.
+
+use super::analysis::Doc;
+use super::table::{Align, Table};
+use super::{display_kernel_name, fixed, Format};
+use crate::analysis::compare::{Comparison, MetricRow};
+use crate::analysis::{Scope, REPORT_SCHEMA_VERSION};
+
+pub fn render(c: &Comparison, format: Format) -> String {
+    match format {
+        Format::Json => {
+            let mut value = serde_json::json!({ "schema_version": REPORT_SCHEMA_VERSION });
+            if let (Some(out), serde_json::Value::Object(fields)) = (
+                value.as_object_mut(),
+                serde_json::to_value(c).expect("comparison serialises"),
+            ) {
+                out.extend(fields);
+            }
+            serde_json::to_string_pretty(&value).expect("comparison serialises") + "\n"
+        }
+        Format::Markdown => render_text(c, true),
+        Format::Table | Format::Toml => render_text(c, false),
+    }
+}
+
+fn decimals(unit: &str) -> usize {
+    match unit {
+        "count" => 0,
+        "us" | "%" => 1,
+        _ => 2,
+    }
+}
+
+fn value_text(v: Option<f64>, unit: &str) -> String {
+    match (v, unit) {
+        (None, _) => "-".into(),
+        (Some(v), "%") => format!("{}%", fixed(v, 1)),
+        (Some(v), "count") => fixed(v, 0),
+        (Some(v), u) => format!(
+            "{} {}",
+            fixed(v, decimals(u)),
+            if u == "us" { "µs" } else { u }
+        ),
+    }
+}
+
+fn metric_table(c: &Comparison, rows: &[MetricRow], first: &str) -> Table {
+    let mut headers: Vec<(String, Align)> = vec![(first.to_string(), Align::Left)];
+    for r in &c.runs {
+        headers.push((r.label.clone(), Align::Right));
+    }
+    let short = c.runs.iter().all(|r| r.label.chars().count() <= 16);
+    for (i, r) in c.runs.iter().enumerate().skip(1) {
+        headers.push((
+            if short {
+                format!("{} / {}", r.label, c.runs[0].label)
+            } else {
+                format!("run {} / run 1", i + 1)
+            },
+            Align::Right,
+        ));
+    }
+    let cols: Vec<(&str, Align)> = headers.iter().map(|(h, a)| (h.as_str(), *a)).collect();
+    let mut t = Table::new(&cols);
+    for m in rows {
+        if m.values.iter().all(Option::is_none) {
+            continue;
+        }
+        let mut row = vec![m.label.clone()];
+        row.extend(m.values.iter().map(|v| value_text(*v, m.unit)));
+        row.extend(
+            m.ratios
+                .iter()
+                .skip(1)
+                .map(|r| r.map_or_else(|| "-".into(), |r| format!("{}x", fixed(r, 2)))),
+        );
+        t.row(row);
+    }
+    t
+}
+
+fn render_text(c: &Comparison, markdown: bool) -> String {
+    let mut d = Doc::new(markdown);
+    let labels: Vec<String> = c.runs.iter().map(|r| r.label.clone()).collect();
+    d.heading(2, &format!("tracegate compare: {}", labels.join(" vs ")));
+    let mut runs = Table::new(&[
+        ("Run", Align::Left),
+        ("Device", Align::Left),
+        ("Ranks", Align::Right),
+        ("Figures over", Align::Left),
+    ]);
+    for r in &c.runs {
+        runs.row(vec![
+            r.label.clone(),
+            r.device.clone().unwrap_or_else(|| "-".into()),
+            r.ranks.to_string(),
+            match r.scope {
+                Scope::Decode => "decode steps (per step)".into(),
+                Scope::WholeTrace => "whole trace (no decode step; per rank)".into(),
+            },
+        ]);
+    }
+    d.table(&runs);
+    d.heading(3, "Head-to-head");
+    d.table(&metric_table(c, &c.metrics, "Metric"));
+    let mut facts = Table::new(
+        &std::iter::once(("", Align::Left))
+            .chain(c.runs.iter().map(|r| (r.label.as_str(), Align::Left)))
+            .collect::<Vec<_>>(),
+    );
+    for f in &c.facts {
+        if f.values.iter().all(Option::is_none) {
+            continue;
+        }
+        let mut row = vec![f.label.clone()];
+        row.extend(
+            f.values
+                .iter()
+                .map(|v| v.as_deref().map_or_else(|| "-".into(), display_kernel_name)),
+        );
+        facts.row(row);
+    }
+    if !facts.is_empty() {
+        d.table(&facts);
+    }
+    d.heading(3, "Time per category");
+    d.table(&metric_table(c, &c.categories, "Category (ms)"));
+    d.heading(3, "Kernel libraries per category");
+    for lib in &c.libraries {
+        let mut t = Table::new(&[
+            ("Run", Align::Left),
+            ("Top kernels", Align::Left),
+            ("Only in this run", Align::Left),
+        ]);
+        for (i, r) in c.runs.iter().enumerate() {
+            let top = lib.top.get(i).map_or_else(String::new, |ks| {
+                ks.iter()
+                    .map(|k| display_kernel_name(k))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            });
+            t.row(vec![
+                r.label.clone(),
+                if top.is_empty() { "-".into() } else { top },
+                lib.only_here.get(i).map_or_else(
+                    || "-".into(),
+                    |only| {
+                        let mut shown: Vec<String> = only
+                            .iter()
+                            .take(3)
+                            .map(|k| display_kernel_name(k))
+                            .collect();
+                        if only.len() > 3 {
+                            shown.push(format!("and {} more", only.len() - 3));
+                        }
+                        if shown.is_empty() {
+                            "-".into()
+                        } else {
+                            shown.join("; ")
+                        }
+                    },
+                ),
+            ]);
+        }
+        d.folded_table(lib.category.label(), &t);
+    }
+    d.out.trim_end().to_string() + "\n"
+}
