@@ -163,6 +163,9 @@ pub struct CheckArgs {
     /// Fail (exit 1) on an improvement beyond tolerance too, so baselines cannot drift loose.
     #[arg(long)]
     pub fail_on_improvement: bool,
+    /// Judge a run on other hardware or another rank count than the baseline's (normally exit 2).
+    #[arg(long)]
+    pub allow_other_hardware: bool,
 }
 
 /// How a run is analysed; shared by the commands that compute metrics.
@@ -343,6 +346,7 @@ fn check(args: CheckArgs) -> Result<i32> {
     let extraction = analyse_with(&args.paths, &args.analysis, Some(&baseline))?;
     let options = crate::gate::CheckOptions {
         fail_on_improvement: args.fail_on_improvement,
+        allow_other_hardware: args.allow_other_hardware,
     };
     let result = crate::gate::check(&extraction, &baseline, &options);
     if let Some(path) = &args.verdict_out {

@@ -130,3 +130,35 @@ fn two_files_for_the_same_rank_are_rejected() {
         .code(2)
         .stderr(predicate::str::contains("rank 0 appears twice"));
 }
+
+#[test]
+fn a_rank_missing_from_a_multi_rank_run_is_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tracegate()
+        .args([
+            "synth",
+            "--scenario",
+            "mi355x-dsr1-fp4-tp4",
+            "--decode-steps",
+            "3",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let rank2 = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("-TP-2."))
+        .unwrap();
+    std::fs::remove_file(rank2).unwrap();
+    tracegate()
+        .arg("inspect")
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "rank(s) 2 of 4 missing (world_size in distributedInfo)",
+        ));
+}

@@ -248,3 +248,47 @@ fn baseline_update_refuses_other_hardware_unless_forced() {
         .unwrap();
     assert!(out.status.success());
 }
+
+#[test]
+fn a_baseline_for_other_hardware_cannot_judge_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    synth(&run, None);
+    let other = "baselines/dsr1-fp4-b200-sglang-tp4-ep4-conc64.toml";
+    let (status, stdout, _) = check_output(&run, other, "markdown");
+    assert_eq!(status, 2, "{stdout}");
+    assert!(
+        stdout.contains("Cannot judge") && stdout.contains("NVIDIA B200"),
+        "{stdout}"
+    );
+    // The rank count is checked too: an 8-rank baseline for a 4-rank run.
+    let eight = "baselines/dsr1-fp8-mi325x-sglang-tp8-conc64.toml";
+    let out = tracegate()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("check")
+        .arg(&run)
+        .args(["--baseline", eight, "--format", "json"])
+        .output()
+        .unwrap();
+    let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        verdict["problems"].as_array().unwrap().len(),
+        2,
+        "{verdict}"
+    );
+    // Judged anyway when asked to: the verdict is about the figures then.
+    let out = tracegate()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("check")
+        .arg(&run)
+        .args(["--baseline", other, "--allow-other-hardware"])
+        .output()
+        .unwrap();
+    assert_ne!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -16,6 +16,8 @@ pub const CHECK_SCHEMA_VERSION: u32 = 1;
 pub struct CheckOptions {
     /// Fail on an improvement beyond tolerance too, so that baselines cannot drift loose.
     pub fail_on_improvement: bool,
+    /// Judge a run on other hardware (or another rank count) than the baseline's anyway.
+    pub allow_other_hardware: bool,
 }
 
 /// The outcome of the whole check, one meaning per exit status.
@@ -64,6 +66,9 @@ pub struct CheckResult {
     pub exit_code: i32,
     /// One line for the top of a report.
     pub summary: String,
+    /// Why the run cannot be judged against this baseline at all (other hardware, other rank
+    /// count); empty when it can.
+    pub problems: Vec<String>,
     pub baseline: BaselineInfo,
     pub run: RunSummary,
     pub metrics: Vec<MetricCheck>,
@@ -146,7 +151,16 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
             verdict: j.verdict,
         });
     }
-    let status = status_of(&metrics, opts);
+    let problems = if opts.allow_other_hardware {
+        Vec::new()
+    } else {
+        mismatches(x, b)
+    };
+    let status = if problems.is_empty() {
+        status_of(&metrics, opts)
+    } else {
+        Status::CannotJudge
+    };
     let explanation = explain(x, b, &metrics);
     let run = RunSummary {
         device: x.run.device.clone(),
@@ -158,7 +172,11 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
         schema_version: CHECK_SCHEMA_VERSION,
         status,
         exit_code: status.exit_code(),
-        summary: summary_line(status, &metrics),
+        summary: match problems.first() {
+            Some(p) => format!("CANNOT JUDGE: {p}"),
+            None => summary_line(status, &metrics),
+        },
+        problems,
         baseline: BaselineInfo {
             path: b.path.display().to_string(),
             meta: b.meta.clone(),
@@ -167,6 +185,28 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
         metrics,
         explanation,
     }
+}
+
+/// A baseline for other hardware or another rank count says nothing about this run.
+fn mismatches(x: &Extraction, b: &Baseline) -> Vec<String> {
+    let mut problems = Vec::new();
+    if let Some(device) = x.run.device.as_deref() {
+        if !b.meta.hardware.is_empty() && !device.is_empty() && device != b.meta.hardware {
+            problems.push(format!(
+                "the baseline is for {:?} but the run is on {device:?} (--allow-other-hardware to judge anyway)",
+                b.meta.hardware
+            ));
+        }
+    }
+    if let Some(tp) = b.meta.tp {
+        if tp as usize != x.run.ranks.len() {
+            problems.push(format!(
+                "the baseline is for {tp} ranks (tp) but the run has {} (--allow-other-hardware to judge anyway)",
+                x.run.ranks.len()
+            ));
+        }
+    }
+    problems
 }
 
 fn unit_text(unit: Unit) -> &'static str {

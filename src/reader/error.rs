@@ -31,4 +31,10 @@ pub enum ReadErrorKind {
     NoTraceFiles,
     #[error("{what} appears twice: also in {other}")]
     Duplicate { what: String, other: PathBuf },
+    #[error("the run is incomplete: rank(s) {missing} of {expected} missing ({why})")]
+    MissingRanks {
+        missing: String,
+        expected: u64,
+        why: String,
+    },
 }

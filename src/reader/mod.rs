@@ -107,5 +107,43 @@ pub fn read_run_with_progress(
             });
         }
     }
+    check_complete(&traces, paths)?;
     Ok(Run { traces })
+}
+
+/// A multi-rank run must hold every rank: a rank file missing from the artifact would otherwise
+/// gate the remaining ranks as if they were the whole run. One rank alone (a single rank's file
+/// analysed on purpose) is accepted.
+fn check_complete(traces: &[RankTrace], paths: &[PathBuf]) -> Result<(), ReadError> {
+    let mut ranks: Vec<u32> = traces.iter().map(|t| t.rank.index).collect();
+    ranks.dedup();
+    if ranks.len() < 2 {
+        return Ok(());
+    }
+    let world = traces
+        .iter()
+        .filter_map(|t| t.distributed.as_ref()?.world_size)
+        .max();
+    let (expected, why) = match world {
+        Some(w) if w >= ranks.len() as u64 => (w, "world_size in distributedInfo".to_string()),
+        _ => (
+            u64::from(*ranks.last().unwrap_or(&0)) + 1,
+            "rank numbers found".to_string(),
+        ),
+    };
+    let missing: Vec<String> = (0..expected)
+        .filter(|r| !ranks.contains(&(*r as u32)))
+        .map(|r| r.to_string())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(ReadError {
+        path: paths.first().cloned().unwrap_or_default(),
+        kind: ReadErrorKind::MissingRanks {
+            missing: missing.join(", "),
+            expected,
+            why,
+        },
+    })
 }

@@ -202,10 +202,11 @@ fn meta_table(result: &CheckResult) -> Table {
 /// The markdown parts, most important first; later parts are dropped to fit the budget.
 fn markdown_parts(result: &CheckResult) -> Vec<String> {
     let e = &result.explanation;
-    let mut parts = vec![
-        format!("{}\n\n", headline(result)),
-        metric_table(result, true).to_markdown() + "\n",
-    ];
+    let mut parts = vec![format!("{}\n\n", headline(result))];
+    for p in &result.problems {
+        parts.push(format!("> **Cannot judge:** {}\n\n", escape_markdown(p)));
+    }
+    parts.push(metric_table(result, true).to_markdown() + "\n");
     let mut why = String::from("#### Why\n\n");
     why.push_str(&escape_markdown(&e.lead));
     why.push_str("\n\n");
