@@ -177,6 +177,35 @@ pub struct Extraction {
 }
 
 /// The figures of one rank.
+/// Events the reader had to skip: said, so that a figure never changes silently.
+fn read_warnings(run: &Run) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for t in &run.traces {
+        let s = &t.stats;
+        let parts: Vec<String> = [
+            (s.malformed_events, "malformed events"),
+            (
+                s.negative_durations,
+                "GPU activities with a negative duration",
+            ),
+            (s.incomplete_events, "events without a usable ts or dur"),
+            (s.unattributed_events, "events of no rank (merged file)"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        if !parts.is_empty() {
+            warnings.push(format!(
+                "{}: skipped {}",
+                t.file.display(),
+                parts.join(", ")
+            ));
+        }
+    }
+    warnings
+}
+
 struct RankFigures<'a> {
     rank: u32,
     decode: Vec<StepFigures>,
@@ -209,7 +238,7 @@ pub fn extract(
         .collect();
 
     let mut metrics = BTreeMap::new();
-    let mut warnings = Vec::new();
+    let mut warnings = read_warnings(run);
     let any_decode_comm = figures
         .iter()
         .flat_map(|f| &f.decode)

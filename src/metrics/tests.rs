@@ -529,3 +529,19 @@ fn many_graph_launched_steps_extract_exactly() {
     assert_close(x.metrics[DECODE_STEP_MS].value, 0.999);
     assert_close(x.moe_layers.unwrap().value, 20.0);
 }
+
+#[test]
+fn events_the_reader_skipped_are_warned_about() {
+    let mut b = TraceBuilder::new(0);
+    let c = b.launch(0, true);
+    b.forward(c, US, 100 * US);
+    let (mut trace, classes) = b.build();
+    trace.stats.negative_durations = 2;
+    trace.stats.malformed_events = 1;
+    let (run, classes) = run_of(vec![(trace, classes)]);
+    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    assert_eq!(
+        x.warnings,
+        vec!["test-TP-0.trace.json.gz: skipped 1 malformed events, 2 GPU activities with a negative duration".to_string()]
+    );
+}
