@@ -202,13 +202,25 @@ fn mi325x_report_matches_truth() {
     assert_report_matches_truth("mi325x-dsr1-fp8-tp8");
 }
 
+/// Every scenario's report is pinned, in markdown; mi355x in the terminal table and JSON too.
 #[test]
-fn mi355x_report_markdown_snapshot() {
-    let text = run_tracegate(
-        &["report", "--format", "markdown"],
-        &[synth_run("mi355x-dsr1-fp4-tp4")],
-    );
-    insta::assert_snapshot!("report_mi355x_markdown", text);
+fn report_snapshots_of_every_scenario() {
+    for (scenario, name) in [
+        ("mi355x-dsr1-fp4-tp4", "report_mi355x_markdown"),
+        ("b200-dsr1-fp4-tp4-ep4", "report_b200_markdown"),
+        ("h200-dsr1-fp8-tp8", "report_h200_markdown"),
+        ("mi325x-dsr1-fp8-tp8", "report_mi325x_markdown"),
+    ] {
+        let text = run_tracegate(&["report", "--format", "markdown"], &[synth_run(scenario)]);
+        insta::assert_snapshot!(name, text);
+    }
+    for format in ["table", "json"] {
+        let text = run_tracegate(
+            &["report", "--format", format],
+            &[synth_run("mi355x-dsr1-fp4-tp4")],
+        );
+        insta::assert_snapshot!(format!("report_mi355x_{format}"), text);
+    }
 }
 
 #[test]
