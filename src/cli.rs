@@ -40,6 +40,24 @@ pub enum Command {
     Report(ReportArgs),
     /// Two or more runs side by side, with the ratio to the first.
     Compare(CompareArgs),
+    /// Merge the verdicts of a sweep (check --verdict-out files) into one answer.
+    Sweep(SweepArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Verdict files (`check --verdict-out`) or directories of them.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Configurations that must have a verdict (baseline file stems), comma-separated or
+    /// repeated: one without a verdict fails the sweep instead of being left out.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub expect: Vec<String>,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: Format,
+    /// Write the report to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -148,8 +166,21 @@ pub struct CheckArgs {
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// The baseline TOML file of this hardware configuration.
-    #[arg(long, value_name = "FILE")]
-    pub baseline: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "baselines",
+        conflicts_with = "baselines"
+    )]
+    pub baseline: Option<PathBuf>,
+    /// A directory of baselines: the one whose [meta] matches the run is used (hardware from the
+    /// trace, tp from the ranks, the rest from --key); none or several is exit 2.
+    #[arg(long, value_name = "DIR")]
+    pub baselines: Option<PathBuf>,
+    /// What the trace does not say, to choose among --baselines: model=, precision=, framework=,
+    /// image=, tp=, ep=, concurrency=. Repeatable.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub key: Vec<String>,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
     #[arg(long, value_enum, default_value = "markdown")]
@@ -223,6 +254,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Demo(args) => demo(args),
         Command::Report(args) => report(args),
         Command::Compare(args) => compare(args),
+        Command::Sweep(args) => sweep(args),
     }
 }
 
@@ -300,6 +332,17 @@ pub fn analyse_with(
     analysis: &AnalysisArgs,
     baseline: Option<&crate::baseline::Baseline>,
 ) -> Result<crate::metrics::Extraction> {
+    let run = read_run(paths)?;
+    analyse_read_run(&run, paths, analysis, baseline)
+}
+
+/// [`analyse_with`] on a run already read.
+pub fn analyse_read_run(
+    run: &crate::reader::Run,
+    paths: &[PathBuf],
+    analysis: &AnalysisArgs,
+    baseline: Option<&crate::baseline::Baseline>,
+) -> Result<crate::metrics::Extraction> {
     let mut taxonomy = analysis.taxonomy()?;
     let mut options = analysis.options();
     if let Some(b) = baseline {
@@ -310,10 +353,9 @@ pub fn analyse_with(
         }
         options.moe_layers = options.moe_layers.or(b.meta.moe_layers);
     }
-    let run = read_run(paths)?;
-    let classes = taxonomy.classify_run(&run);
+    let classes = taxonomy.classify_run(run);
     let described = describe_paths(paths);
-    crate::metrics::extract(&run, &classes, &options).with_context(|| described)
+    crate::metrics::extract(run, &classes, &options).with_context(|| described)
 }
 
 /// The paths of a run, for the head of an error message.
@@ -341,9 +383,25 @@ fn extract(args: ExtractArgs) -> Result<i32> {
 }
 
 fn check(args: CheckArgs) -> Result<i32> {
-    let baseline =
-        crate::baseline::Baseline::load(&args.baseline, &crate::baseline::known_metrics())?;
-    let extraction = analyse_with(&args.paths, &args.analysis, Some(&baseline))?;
+    let run = read_run(&args.paths)?;
+    let baseline = match (&args.baseline, &args.baselines) {
+        (Some(file), _) => {
+            crate::baseline::Baseline::load(file, &crate::baseline::known_metrics())?
+        }
+        (None, Some(dir)) => {
+            let identity = crate::baseline::discover::RunIdentity {
+                hardware: run
+                    .traces
+                    .iter()
+                    .find_map(|t| t.device.as_ref().map(|d| d.name.clone())),
+                ranks: run.rank_indices().len(),
+                keys: crate::baseline::discover::parse_keys(&args.key)?,
+            };
+            crate::baseline::discover::discover(dir, &identity)?
+        }
+        (None, None) => anyhow::bail!("check needs --baseline FILE or --baselines DIR"),
+    };
+    let extraction = analyse_read_run(&run, &args.paths, &args.analysis, Some(&baseline))?;
     let options = crate::gate::CheckOptions {
         fail_on_improvement: args.fail_on_improvement,
         allow_other_hardware: args.allow_other_hardware,
@@ -671,4 +729,19 @@ fn compare(args: CompareArgs) -> Result<i32> {
         args.output.as_ref(),
     )?;
     Ok(exit::PASS)
+}
+
+fn sweep(args: SweepArgs) -> Result<i32> {
+    let expect: Vec<String> = args
+        .expect
+        .iter()
+        .map(|e| e.trim().to_string())
+        .filter(|e| !e.is_empty())
+        .collect();
+    let merged = crate::sweep::merge(&args.paths, &expect);
+    write_output(
+        &crate::report::sweep::render(&merged, args.format),
+        args.output.as_ref(),
+    )?;
+    Ok(merged.exit_code)
 }

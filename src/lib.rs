@@ -16,6 +16,7 @@ pub mod reader;
 pub mod report;
 pub mod shapes;
 pub mod steps;
+pub mod sweep;
 pub mod synth;
 pub mod taxonomy;
 

@@ -21,7 +21,7 @@ pub struct CheckOptions {
 }
 
 /// The outcome of the whole check, one meaning per exit status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Pass,

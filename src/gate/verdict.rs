@@ -6,7 +6,7 @@ use super::stats::{bootstrap_interval, Statistic};
 use crate::baseline::{Direction, MetricBaseline, Unit};
 
 /// The judgement of one metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Within tolerance, or beyond it in the good direction without support.

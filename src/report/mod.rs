@@ -6,6 +6,7 @@ pub mod check;
 pub mod compare;
 pub mod extract;
 pub mod inspect;
+pub mod sweep;
 pub mod table;
 
 /// Output formats shared by the subcommands.

@@ -1,0 +1,236 @@
+//! A sweep: the verdicts of many configurations (one `check --verdict-out` file per matrix job)
+//! merged into one answer. A configuration without a verdict is a failure, not an omission.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::gate::{Status, Verdict};
+
+/// The metrics a sweep shows as columns, in order.
+pub const HEADLINE_METRICS: [&str; 6] = [
+    "decode_step_ms",
+    "gpu_util_pct",
+    "comm_pct",
+    "allreduce_us",
+    "moe_us_per_layer",
+    "rank_skew_ms",
+];
+
+/// The part of a `check` verdict (docs/JSON.md) a sweep reads.
+#[derive(Debug, Clone, Deserialize)]
+struct VerdictFile {
+    schema_version: u32,
+    status: Status,
+    summary: String,
+    baseline: BaselineRef,
+    #[serde(default)]
+    metrics: Vec<MetricRef>,
+    explanation: Option<ExplanationRef>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct BaselineRef {
+    path: String,
+    meta: MetaRef,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct MetaRef {
+    hardware: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MetricRef {
+    pub name: String,
+    pub unit: String,
+    pub gated: bool,
+    pub baseline: Option<f64>,
+    pub current: Option<f64>,
+    pub change: Option<f64>,
+    pub change_pct: Option<f64>,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct ExplanationRef {
+    lead: String,
+}
+
+/// One configuration of the sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct Configuration {
+    /// The baseline's file stem (`dsr1-fp4-mi355x-sglang-tp4-conc64`), or the expected name.
+    pub name: String,
+    pub status: Status,
+    pub hardware: Option<String>,
+    pub summary: String,
+    pub lead: Option<String>,
+    pub metrics: Vec<MetricRef>,
+    /// Where the verdict came from; `None` when it is missing.
+    pub source: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Sweep {
+    pub schema_version: u32,
+    pub status: Status,
+    pub exit_code: i32,
+    pub summary: String,
+    /// Failing configurations first (cannot judge, then regression), then passing, by name.
+    pub configurations: Vec<Configuration>,
+}
+
+/// Version of the sweep JSON schema.
+pub const SWEEP_SCHEMA_VERSION: u32 = 1;
+
+fn severity(s: Status) -> u8 {
+    match s {
+        Status::Pass => 0,
+        Status::Regression => 1,
+        Status::CannotJudge => 2,
+    }
+}
+
+fn config_name(baseline_path: &str) -> String {
+    let file = Path::new(baseline_path)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned());
+    let file = file.unwrap_or_else(|| baseline_path.to_string());
+    file.strip_suffix(".toml").unwrap_or(&file).to_string()
+}
+
+/// Expands directories into the `.json` files they hold (not recursively), sorted.
+fn verdict_files(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for p in paths {
+        match std::fs::read_dir(p) {
+            Ok(entries) if p.is_dir() => {
+                let mut found: Vec<PathBuf> = entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|f| f.extension().is_some_and(|x| x == "json"))
+                    .collect();
+                found.sort();
+                files.extend(found);
+            }
+            _ => files.push(p.clone()),
+        }
+    }
+    files
+}
+
+/// A configuration that produced no usable verdict: the job crashed, or its artifact is broken.
+fn failed(name: String, summary: String, source: Option<PathBuf>) -> Configuration {
+    Configuration {
+        name,
+        status: Status::CannotJudge,
+        hardware: None,
+        summary,
+        lead: None,
+        metrics: Vec::new(),
+        source,
+    }
+}
+
+fn read_verdict(path: &Path) -> Configuration {
+    let fallback = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let parsed = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the verdict: {e}"))
+        .and_then(|text| {
+            serde_json::from_str::<VerdictFile>(&text)
+                .map_err(|e| format!("not a tracegate verdict: {e}"))
+        });
+    match parsed {
+        Ok(v) if v.schema_version == crate::gate::check::CHECK_SCHEMA_VERSION => Configuration {
+            name: config_name(&v.baseline.path),
+            status: v.status,
+            hardware: Some(v.baseline.meta.hardware),
+            summary: v.summary,
+            lead: v.explanation.map(|e| e.lead),
+            metrics: v.metrics,
+            source: Some(path.to_path_buf()),
+        },
+        Ok(v) => failed(
+            fallback,
+            format!("verdict schema {} is not supported", v.schema_version),
+            Some(path.into()),
+        ),
+        Err(why) => failed(fallback, why, Some(path.to_path_buf())),
+    }
+}
+
+/// Merges verdict files; every name in `expect` without a verdict becomes a failure.
+pub fn merge(paths: &[PathBuf], expect: &[String]) -> Sweep {
+    let mut configurations: Vec<Configuration> = verdict_files(paths)
+        .iter()
+        .map(|p| read_verdict(p))
+        .collect();
+    for name in expect {
+        if !configurations.iter().any(|c| &c.name == name) {
+            configurations.push(failed(
+                name.clone(),
+                "no verdict: the job did not run, crashed or lost its artifact".into(),
+                None,
+            ));
+        }
+    }
+    configurations.sort_by(|a, b| {
+        severity(b.status)
+            .cmp(&severity(a.status))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let status = configurations
+        .iter()
+        .map(|c| c.status)
+        .max_by_key(|s| severity(*s))
+        .unwrap_or(Status::CannotJudge);
+    let count = |s: Status| configurations.iter().filter(|c| c.status == s).count();
+    let summary = if configurations.is_empty() {
+        "CANNOT JUDGE: no verdict was given".to_string()
+    } else {
+        format!(
+            "{}: {} configurations, {} regressed, {} could not be judged, {} passed",
+            match status {
+                Status::Pass => "PASS",
+                Status::Regression => "REGRESSION",
+                Status::CannotJudge => "CANNOT JUDGE",
+            },
+            configurations.len(),
+            count(Status::Regression),
+            count(Status::CannotJudge),
+            count(Status::Pass)
+        )
+    };
+    Sweep {
+        schema_version: SWEEP_SCHEMA_VERSION,
+        status,
+        exit_code: status.exit_code(),
+        summary,
+        configurations,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configuration_names_come_from_baseline_file_stems() {
+        assert_eq!(
+            config_name("baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml"),
+            "dsr1-fp4-mi355x-sglang-tp4-conc64"
+        );
+        assert_eq!(config_name("x"), "x");
+    }
+
+    #[test]
+    fn nothing_to_merge_cannot_judge_and_a_missing_expected_verdict_fails() {
+        assert_eq!(merge(&[], &[]).status, Status::CannotJudge);
+        let s = merge(&[], &["dsr1-fp8-h200".to_string()]);
+        assert_eq!(s.exit_code, 2);
+        assert_eq!(s.configurations[0].name, "dsr1-fp8-h200");
+    }
+}
