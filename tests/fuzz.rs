@@ -14,24 +14,38 @@ use tracegate::baseline::{known_metrics, Baseline, Tolerance};
 fn seed_trace() -> &'static [u8] {
     static TRACE: OnceLock<Vec<u8>> = OnceLock::new();
     TRACE.get_or_init(|| {
-        let gz = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mi250_minitoy.json.gz")).unwrap();
-        std::io::read_to_string(flate2::read::MultiGzDecoder::new(&gz[..])).unwrap().into_bytes()
+        let gz = std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mi250_minitoy.json.gz"),
+        )
+        .unwrap();
+        std::io::read_to_string(flate2::read::MultiGzDecoder::new(&gz[..]))
+            .unwrap()
+            .into_bytes()
     })
 }
 
 fn seed_baseline() -> &'static str {
     static TEXT: OnceLock<String> = OnceLock::new();
     TEXT.get_or_init(|| {
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml"))
-            .unwrap()
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml"),
+        )
+        .unwrap()
     })
 }
 
 fn read_bytes(bytes: &[u8], gzip: bool) -> Result<usize, String> {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(if gzip { "rank-0.json.gz" } else { "rank-0.json" });
+    let path = dir.path().join(if gzip {
+        "rank-0.json.gz"
+    } else {
+        "rank-0.json"
+    });
     std::fs::write(&path, bytes).unwrap();
-    tracegate::reader::read_file(&path).map(|ranks| ranks.len()).map_err(|e| e.to_string())
+    tracegate::reader::read_file(&path)
+        .map(|ranks| ranks.len())
+        .map_err(|e| e.to_string())
 }
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -42,8 +56,14 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 }
 
 fn cases(default: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(default);
-    ProptestConfig { cases, ..ProptestConfig::default() }
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(default);
+    ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    }
 }
 
 proptest! {

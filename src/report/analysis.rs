@@ -23,14 +23,7 @@ pub fn render(a: &RunAnalysis, format: Format) -> String {
 
 /// The JSON document: the analysis with its schema version first.
 pub fn to_json(a: &RunAnalysis) -> serde_json::Value {
-    let mut value = serde_json::json!({ "schema_version": REPORT_SCHEMA_VERSION });
-    if let (Some(out), serde_json::Value::Object(fields)) = (
-        value.as_object_mut(),
-        serde_json::to_value(a).expect("analysis serialises"),
-    ) {
-        out.extend(fields);
-    }
-    value
+    super::versioned_json(REPORT_SCHEMA_VERSION, a)
 }
 
 /// Markdown or terminal text, built section by section.

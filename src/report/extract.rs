@@ -24,14 +24,7 @@ pub fn render(x: &Extraction, format: Format) -> String {
 
 /// The JSON document: the extraction with its schema version first.
 pub fn to_json(x: &Extraction) -> serde_json::Value {
-    let mut value = serde_json::json!({ "schema_version": EXTRACT_SCHEMA_VERSION });
-    if let (Some(out), serde_json::Value::Object(fields)) = (
-        value.as_object_mut(),
-        serde_json::to_value(x).expect("extraction serialises"),
-    ) {
-        out.extend(fields);
-    }
-    value
+    super::versioned_json(EXTRACT_SCHEMA_VERSION, x)
 }
 
 /// TOML has no null: absent values are dropped before conversion.

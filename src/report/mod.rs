@@ -22,6 +22,18 @@ pub enum Format {
     Toml,
 }
 
+/// A document as JSON with its schema version as the first key, so readers can check it first.
+pub fn versioned_json(schema_version: u32, document: &impl serde::Serialize) -> serde_json::Value {
+    let mut value = serde_json::json!({ "schema_version": schema_version });
+    if let (Some(out), serde_json::Value::Object(fields)) = (
+        value.as_object_mut(),
+        serde_json::to_value(document).expect("report documents serialise"),
+    ) {
+        out.extend(fields);
+    }
+    value
+}
+
 /// A figure with a fixed number of decimals.
 pub fn fixed(value: f64, decimals: usize) -> String {
     format!("{value:.decimals$}")
