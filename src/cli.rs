@@ -197,6 +197,63 @@ pub struct CheckArgs {
     /// Judge a run on other hardware or another rank count than the baseline's (normally exit 2).
     #[arg(long)]
     pub allow_other_hardware: bool,
+    #[command(flatten)]
+    pub github: GithubArgs,
+}
+
+/// GitHub Actions integration of `check`: job summary, annotations, step outputs and the sticky
+/// pull-request comment. None of it changes the exit status.
+#[derive(Debug, Args)]
+pub struct GithubArgs {
+    /// Act as a GitHub Actions step (the default when GITHUB_ACTIONS=true): append the report to
+    /// $GITHUB_STEP_SUMMARY, print ::error/::warning/::notice annotations, set step outputs
+    /// (verdict, regressions, report-path) and write the sticky pull-request comment.
+    #[arg(long, conflicts_with = "no_github")]
+    pub github: bool,
+    /// Do not act as a GitHub Actions step even when GITHUB_ACTIONS=true.
+    #[arg(long)]
+    pub no_github: bool,
+    /// The sticky pull-request comment in GitHub mode: off, always, or on-regression (created
+    /// when the run does not pass; an existing comment is updated on every run, so a fix turns
+    /// it green).
+    #[arg(long, value_enum, default_value = "on-regression")]
+    pub comment: crate::github::CommentMode,
+    /// Pull request to comment on (default: from $GITHUB_EVENT_PATH, else $GITHUB_REF).
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
+    /// Repository OWNER/NAME (default: $GITHUB_REPOSITORY).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// Environment variable holding the API token.
+    #[arg(long, value_name = "NAME", default_value = "GITHUB_TOKEN")]
+    pub token_env: String,
+    /// GitHub REST API URL (default: $GITHUB_API_URL, else https://api.github.com).
+    #[arg(long, value_name = "URL")]
+    pub github_api: Option<String>,
+    /// Timeout of each GitHub API request, in seconds; a timeout is a warning.
+    #[arg(long, value_name = "SECS", default_value_t = 20.0)]
+    pub github_timeout: f64,
+}
+
+impl GithubArgs {
+    fn enabled(&self) -> bool {
+        crate::github::enabled(self.github, self.no_github, &|name| {
+            std::env::var(name).ok()
+        })
+    }
+
+    fn options(&self, check: &CheckArgs) -> crate::github::Options {
+        crate::github::Options {
+            comment: self.comment,
+            pr: self.pr,
+            repo: self.repo.clone(),
+            token_env: self.token_env.clone(),
+            api_url: self.github_api.clone(),
+            timeout: std::time::Duration::from_secs_f64(self.github_timeout.clamp(0.001, 3600.0)),
+            report_path: check.output.clone(),
+            fail_on_improvement: check.fail_on_improvement,
+        }
+    }
 }
 
 /// How a run is analysed; shared by the commands that compute metrics.
@@ -417,6 +474,10 @@ fn check(args: CheckArgs) -> Result<i32> {
         &crate::report::check::render(&result, args.format),
         args.output.as_ref(),
     )?;
+    if args.github.enabled() {
+        // Never changes the exit status: failures here are warnings.
+        crate::github::after_check(&result, &args.github.options(&args));
+    }
     Ok(result.exit_code)
 }
 

@@ -9,6 +9,7 @@ pub mod baseline;
 pub mod cli;
 pub mod exit;
 pub mod gate;
+pub mod github;
 pub mod inspect;
 pub mod links;
 pub mod metrics;

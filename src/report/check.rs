@@ -53,14 +53,16 @@ fn verdict_word(m: &MetricCheck) -> String {
     }
 }
 
-fn value(v: Option<f64>, unit: &str) -> String {
+/// A metric value with its unit, or a dash when absent.
+pub fn value(v: Option<f64>, unit: &str) -> String {
     match v {
         Some(v) => format!("{} {unit}", format_value(v, unit)),
         None => "—".into(),
     }
 }
 
-fn change(m: &MetricCheck) -> String {
+/// A metric's change as shown in the table (pp for percentages, % otherwise).
+pub fn change(m: &MetricCheck) -> String {
     match (m.change, m.change_pct) {
         (Some(c), _) if m.unit == "%" => format!("{c:+.1} pp"),
         (Some(_), Some(p)) => format!("{p:+.1}%"),
@@ -200,7 +202,7 @@ fn meta_table(result: &CheckResult) -> Table {
 }
 
 /// The markdown parts, most important first; later parts are dropped to fit the budget.
-fn markdown_parts(result: &CheckResult) -> Vec<String> {
+pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
     let e = &result.explanation;
     let mut parts = vec![format!("{}\n\n", headline(result))];
     for p in &result.problems {

@@ -6,9 +6,29 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+/// The binary, with the GitHub Actions environment removed so that a test run inside Actions
+/// neither writes annotations or a job summary nor comments (GITHUB_ACTIONS=true turns
+/// `check --github` on); tests that want it set it themselves.
 pub fn tracegate() -> Command {
-    Command::cargo_bin("tracegate").expect("binary built")
+    let mut cmd = Command::cargo_bin("tracegate").expect("binary built");
+    for name in GITHUB_ENV {
+        cmd.env_remove(name);
+    }
+    cmd
 }
+
+pub const GITHUB_ENV: &[&str] = &[
+    "GITHUB_ACTIONS",
+    "GITHUB_STEP_SUMMARY",
+    "GITHUB_OUTPUT",
+    "GITHUB_EVENT_PATH",
+    "GITHUB_REPOSITORY",
+    "GITHUB_REF",
+    "GITHUB_TOKEN",
+    "GITHUB_API_URL",
+    "GITHUB_SERVER_URL",
+    "GITHUB_RUN_ID",
+];
 
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

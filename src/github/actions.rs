@@ -1,0 +1,338 @@
+//! The Actions runner's side channels: workflow commands on stdout, `$GITHUB_STEP_SUMMARY` and
+//! `$GITHUB_OUTPUT`.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::GithubError;
+use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
+use crate::report::check::{change, markdown_parts, value};
+
+/// GitHub refuses a step summary larger than this many bytes.
+pub const STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
+
+/// Escapes a workflow-command message: `%`, carriage return and line feed.
+pub fn escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a workflow-command property value (such as `title`): the message escapes plus `:`
+/// and `,`, which would otherwise end the property.
+pub fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// One workflow command line, e.g. `::error title=allreduce_us::...`.
+pub fn command(kind: &str, title: Option<&str>, message: &str) -> String {
+    match title {
+        Some(t) => format!(
+            "::{kind} title={}::{}",
+            escape_property(t),
+            escape_data(message)
+        ),
+        None => format!("::{kind}::{}", escape_data(message)),
+    }
+}
+
+fn figures(m: &MetricCheck) -> String {
+    format!(
+        "baseline {}, current {}, change {}, tolerance {}",
+        value(m.baseline, &m.unit),
+        value(m.current, &m.unit),
+        change(m),
+        m.tolerance.as_deref().unwrap_or("—")
+    )
+}
+
+/// The annotations for a check, most important first: gated regressions (GitHub shows only ten
+/// error annotations per step), then metrics that could not be judged, report-only regressions,
+/// and improvements worth re-baselining.
+pub fn annotations(result: &CheckResult, fail_on_improvement: bool) -> Vec<String> {
+    let mut errors = Vec::new();
+    let mut failed_improvements = Vec::new();
+    let mut warnings = Vec::new();
+    let mut notices = Vec::new();
+    for m in &result.metrics {
+        let name = m.name.as_str();
+        match (m.verdict, m.gated) {
+            (Verdict::Regressed, true) => errors.push(command(
+                "error",
+                Some(name),
+                &format!("{name} regressed: {}", figures(m)),
+            )),
+            (Verdict::Improved, true) if fail_on_improvement => failed_improvements.push(command(
+                "error",
+                Some(name),
+                &format!(
+                    "{name} improved beyond tolerance (--fail-on-improvement): {}; re-baseline",
+                    figures(m)
+                ),
+            )),
+            (Verdict::Noisy, true) => warnings.push(command(
+                "warning",
+                Some(name),
+                &format!("{name} is too noisy to judge: {}", figures(m)),
+            )),
+            (Verdict::Missing, true) => warnings.push(command(
+                "warning",
+                Some(name),
+                &format!(
+                    "{name} is in the baseline but missing from the run: {}",
+                    figures(m)
+                ),
+            )),
+            (Verdict::Regressed, false) => warnings.push(command(
+                "warning",
+                Some(name),
+                &format!("{name} regressed (report only, not gated): {}", figures(m)),
+            )),
+            (Verdict::Improved, _) => notices.push(command(
+                "notice",
+                Some(name),
+                &format!(
+                    "{name} improved beyond tolerance, worth re-baselining: {}",
+                    figures(m)
+                ),
+            )),
+            _ => {}
+        }
+    }
+    errors.extend(failed_improvements);
+    errors.extend(warnings);
+    errors.extend(notices);
+    errors
+}
+
+/// The `verdict` output: `pass`, `regression` or `cannot_judge`.
+pub fn verdict_word(status: Status) -> &'static str {
+    match status {
+        Status::Pass => "pass",
+        Status::Regression => "regression",
+        Status::CannotJudge => "cannot_judge",
+    }
+}
+
+/// The step outputs: `verdict`, `regressions` (the number of gated metrics that regressed) and
+/// `report-path` (the `--output` file, empty without one).
+pub fn step_outputs(result: &CheckResult, report_path: Option<&Path>) -> Vec<(String, String)> {
+    let regressions = result
+        .metrics
+        .iter()
+        .filter(|m| m.gated && m.verdict == Verdict::Regressed)
+        .count();
+    vec![
+        ("verdict".into(), verdict_word(result.status).into()),
+        ("regressions".into(), regressions.to_string()),
+        (
+            "report-path".into(),
+            report_path.map_or_else(String::new, |p| p.display().to_string()),
+        ),
+    ]
+}
+
+/// `$GITHUB_OUTPUT` lines: `name=value`, or the heredoc form for a value with a line break.
+pub fn format_outputs(outputs: &[(String, String)]) -> String {
+    let mut out = String::new();
+    for (name, value) in outputs {
+        if value.contains(['\n', '\r']) {
+            let mut delimiter = String::from("TRACEGATE_EOF");
+            while value.contains(&delimiter) {
+                delimiter.push('_');
+            }
+            out.push_str(&format!("{name}<<{delimiter}\n{value}\n{delimiter}\n"));
+        } else {
+            out.push_str(&format!("{name}={value}\n"));
+        }
+    }
+    out
+}
+
+fn append(path: &Path, text: &str) -> Result<(), GithubError> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|source| GithubError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+pub fn append_outputs(path: &Path, outputs: &[(String, String)]) -> Result<(), GithubError> {
+    append(path, &format_outputs(outputs))
+}
+
+/// The job-summary markdown: every part of the check markdown that fits in `budget` bytes, in
+/// order, saying what was left out.
+pub fn summary_markdown(result: &CheckResult, budget: usize) -> String {
+    const NOTE: &str = "_Sections left out to fit GitHub's job-summary limit; the JSON verdict (`--verdict-out`) has everything._\n\n";
+    let mut out = String::new();
+    let mut omitted = false;
+    for part in markdown_parts(result) {
+        if out.len() + part.len() + NOTE.len() <= budget {
+            out.push_str(&part);
+        } else {
+            omitted = true;
+        }
+    }
+    if omitted {
+        out.push_str(NOTE);
+    }
+    out
+}
+
+/// Appends the full check markdown to the job summary, within what is left of its 1 MiB.
+pub fn append_step_summary(path: &Path, result: &CheckResult) -> Result<(), GithubError> {
+    let used = std::fs::metadata(path).map_or(0, |m| m.len() as usize);
+    let budget = STEP_SUMMARY_LIMIT.saturating_sub(used);
+    append(path, &summary_markdown(result, budget))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::check::{BaselineInfo, RunSummary};
+    use crate::gate::explain::Explanation;
+
+    fn metric(name: &str, gated: bool, verdict: Verdict) -> MetricCheck {
+        MetricCheck {
+            name: name.into(),
+            unit: "us".into(),
+            direction: crate::baseline::Direction::Lower,
+            gated,
+            baseline: Some(10.0),
+            current: Some(15.0),
+            change: Some(5.0),
+            change_pct: Some(50.0),
+            tolerance: Some("10%".into()),
+            allowance: Some(1.0),
+            interval: None,
+            samples: 0,
+            verdict,
+        }
+    }
+
+    fn result(metrics: Vec<MetricCheck>) -> CheckResult {
+        CheckResult {
+            schema_version: 1,
+            status: Status::Regression,
+            exit_code: 1,
+            summary: "REGRESSION".into(),
+            problems: Vec::new(),
+            baseline: BaselineInfo {
+                path: "baselines/x.toml".into(),
+                meta: Default::default(),
+            },
+            run: RunSummary {
+                device: None,
+                ranks: vec![0],
+                decode_steps_kept: 1,
+                warnings: vec![],
+            },
+            metrics,
+            explanation: Explanation {
+                decode_step_change_ms: None,
+                kernel_time_change_ms: 0.0,
+                lead: String::new(),
+                categories: vec![],
+                kernels: vec![],
+                appeared: vec![],
+                vanished: vec![],
+                kernel_diff: String::new(),
+                straggler: None,
+            },
+        }
+    }
+
+    #[test]
+    fn gated_regressions_come_first_then_warnings_then_notices() {
+        let r = result(vec![
+            metric("noisy", true, Verdict::Noisy),
+            metric("better", true, Verdict::Improved),
+            metric("shown_only", false, Verdict::Regressed),
+            metric("ok", true, Verdict::Ok),
+            metric("a:b,c", true, Verdict::Regressed),
+            metric("gone", true, Verdict::Missing),
+            metric("slow", true, Verdict::Regressed),
+        ]);
+        let lines = annotations(&r, false);
+        let heads: Vec<&str> = lines
+            .iter()
+            .map(|l| l.split("::").nth(1).unwrap())
+            .collect();
+        assert_eq!(
+            heads,
+            [
+                "error title=a%3Ab%2Cc",
+                "error title=slow",
+                "warning title=noisy",
+                "warning title=shown_only",
+                "warning title=gone",
+                "notice title=better",
+            ]
+        );
+        assert_eq!(
+            lines[1],
+            "::error title=slow::slow regressed: baseline 10.0 us, current 15.0 us, change +50.0%25, tolerance 10%25"
+        );
+        // With --fail-on-improvement an improvement fails the gate: an error, after regressions.
+        let lines = annotations(&r, true);
+        assert!(lines[2].starts_with("::error title=better::better improved beyond tolerance"));
+        assert_eq!(lines.iter().filter(|l| l.starts_with("::error")).count(), 3);
+    }
+
+    #[test]
+    fn the_summary_fits_its_budget_and_says_what_it_left_out() {
+        let r = result(vec![metric("slow", true, Verdict::Regressed)]);
+        let full = summary_markdown(&r, STEP_SUMMARY_LIMIT);
+        assert!(!full.contains("left out"));
+        let head = markdown_parts(&r)[0].len();
+        let cut = summary_markdown(&r, head + 200);
+        assert!(cut.len() <= head + 200, "{cut}");
+        assert!(cut.contains("left out to fit GitHub's job-summary limit"));
+    }
+
+    #[test]
+    fn outputs_count_gated_regressions_only() {
+        let r = result(vec![
+            metric("slow", true, Verdict::Regressed),
+            metric("shown_only", false, Verdict::Regressed),
+        ]);
+        let out = step_outputs(&r, Some(Path::new("r.md")));
+        assert_eq!(
+            format_outputs(&out),
+            "verdict=regression\nregressions=1\nreport-path=r.md\n"
+        );
+    }
+
+    #[test]
+    fn messages_escape_percent_and_line_breaks() {
+        assert_eq!(escape_data("50% a\r\nb"), "50%25 a%0D%0Ab");
+        assert_eq!(escape_data("a:b,c"), "a:b,c");
+    }
+
+    #[test]
+    fn properties_also_escape_colon_and_comma() {
+        assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
+        assert_eq!(
+            command("error", Some("x::y"), "line1\nline2 :: 100%"),
+            "::error title=x%3A%3Ay::line1%0Aline2 :: 100%25"
+        );
+        assert_eq!(command("notice", None, "hi"), "::notice::hi");
+    }
+
+    #[test]
+    fn outputs_use_a_delimiter_for_multiline_values() {
+        let text = format_outputs(&[
+            ("verdict".into(), "pass".into()),
+            ("report-path".into(), "a\nTRACEGATE_EOF".into()),
+        ]);
+        assert_eq!(
+            text,
+            "verdict=pass\nreport-path<<TRACEGATE_EOF_\na\nTRACEGATE_EOF\nTRACEGATE_EOF_\n"
+        );
+    }
+}

@@ -1,0 +1,276 @@
+//! The sticky pull-request comment: one per baseline, found again by a hidden marker on its first
+//! line and updated in place.
+//!
+//! REST calls (through octocrab, on a current-thread tokio runtime built here so that the rest of
+//! the CLI stays synchronous):
+//! - `GET /repos/{owner}/{repo}/issues/{pr}/comments?per_page=100`, following `Link: rel="next"`;
+//! - `PATCH /repos/{owner}/{repo}/issues/comments/{id}` when the marker is found;
+//! - `POST /repos/{owner}/{repo}/issues/{pr}/comments` otherwise.
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::context::{Context, Token};
+use super::GithubError;
+use crate::gate::CheckResult;
+use crate::report::check::{fit, markdown_parts, GITHUB_COMMENT_LIMIT};
+
+/// Pages of 100 comments read at most while looking for the marker (10,000 comments).
+const MAX_PAGES: usize = 100;
+/// Room left under the limit for the "sections left out" note that `fit` appends.
+const NOTE_ROOM: usize = 256;
+
+/// The hidden first line that identifies the comment of one baseline:
+/// `<!-- tracegate:baseline=baselines/x.toml -->`. The path is escaped so that it cannot end the
+/// HTML comment (`--`, `>`), nor break the line.
+pub fn marker(baseline_path: &str) -> String {
+    let path = baseline_path.trim_start_matches("./");
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '<' => out.push_str("%3C"),
+            '>' => out.push_str("%3E"),
+            '!' => out.push_str("%21"),
+            '\n' => out.push_str("%0A"),
+            '\r' => out.push_str("%0D"),
+            '-' if out.ends_with('-') => out.push_str("%2D"),
+            c => out.push(c),
+        }
+    }
+    if out.ends_with('-') {
+        out.pop();
+        out.push_str("%2D");
+    }
+    format!("<!-- tracegate:baseline={out} -->")
+}
+
+/// Whether a comment body is the sticky comment of this marker (the marker is its first line).
+pub fn is_sticky(body: &str, marker: &str) -> bool {
+    body.trim_start().lines().next().map(str::trim_end) == Some(marker)
+}
+
+/// The comment: the marker, then the check markdown (verdict, metric table, causes; later parts
+/// dropped to fit), then a pointer to the job summary. At most [`GITHUB_COMMENT_LIMIT`] characters.
+pub fn body(result: &CheckResult, run_url: Option<&str>) -> String {
+    let marker = marker(&result.baseline.path);
+    let footer = match run_url {
+        Some(url) => format!("\n_Full tables in the [job summary]({url})._\n"),
+        None => "\n_Full tables in the job summary of the workflow run._\n".to_string(),
+    };
+    let used = marker.chars().count() + 1 + footer.chars().count() + NOTE_ROOM;
+    let markdown = fit(
+        markdown_parts(result),
+        GITHUB_COMMENT_LIMIT.saturating_sub(used),
+    );
+    format!("{marker}\n{markdown}{footer}")
+}
+
+/// What to write, and where.
+pub struct CommentRequest<'a> {
+    pub context: &'a Context,
+    pub marker: String,
+    pub body: String,
+    /// Create the comment when none exists (else only update an existing one).
+    pub create: bool,
+    /// Per-request timeout.
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommentOutcome {
+    Created { id: u64, url: String },
+    Updated { id: u64, url: String },
+    Skipped(&'static str),
+}
+
+impl fmt::Display for CommentOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommentOutcome::Created { id, url } => {
+                write!(f, "created pull-request comment {id} {url}")
+            }
+            CommentOutcome::Updated { id, url } => {
+                write!(f, "updated pull-request comment {id} {url}")
+            }
+            CommentOutcome::Skipped(why) => write!(f, "no pull-request comment: {why}"),
+        }
+    }
+}
+
+/// The fields of a GitHub issue comment that the sticky comment needs.
+#[derive(Debug, Deserialize)]
+struct IssueComment {
+    id: u64,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    html_url: Option<String>,
+}
+
+/// Creates or updates the sticky comment. Blocks; builds its own current-thread runtime.
+pub fn sync(request: &CommentRequest<'_>) -> Result<CommentOutcome, GithubError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| GithubError::Transport(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(sync_async(request))
+}
+
+async fn sync_async(request: &CommentRequest<'_>) -> Result<CommentOutcome, GithubError> {
+    let ctx = request.context;
+    let token = &ctx.token;
+    let crab = octocrab::Octocrab::builder()
+        .base_uri(ctx.api_url.as_str())
+        .map_err(|e| {
+            GithubError::Context(token.redact(&format!("API URL {:?}: {e}", ctx.api_url)))
+        })?
+        .personal_token(ctx.token.expose().to_string())
+        .set_connect_timeout(Some(request.timeout))
+        .set_read_timeout(Some(request.timeout))
+        .set_write_timeout(Some(request.timeout))
+        .build()
+        .map_err(|e| from_octocrab(e, token))?;
+
+    let list_route = format!(
+        "/repos/{}/{}/issues/{}/comments",
+        ctx.owner, ctx.repo, ctx.pr
+    );
+    let found = find_sticky(&crab, &list_route, request).await?;
+    let payload = serde_json::json!({ "body": request.body });
+    match found {
+        Some(id) => {
+            let route = format!("/repos/{}/{}/issues/comments/{id}", ctx.owner, ctx.repo);
+            let c: IssueComment = timed(request, crab.patch(route, Some(&payload))).await?;
+            Ok(CommentOutcome::Updated {
+                id: c.id,
+                url: c.html_url.unwrap_or_default(),
+            })
+        }
+        None if request.create => {
+            let c: IssueComment = timed(request, crab.post(list_route, Some(&payload))).await?;
+            Ok(CommentOutcome::Created {
+                id: c.id,
+                url: c.html_url.unwrap_or_default(),
+            })
+        }
+        None => Ok(CommentOutcome::Skipped(
+            "the run passed and there is no earlier comment to update",
+        )),
+    }
+}
+
+/// The id of the first comment carrying the marker, reading every page of comments.
+async fn find_sticky(
+    crab: &octocrab::Octocrab,
+    route: &str,
+    request: &CommentRequest<'_>,
+) -> Result<Option<u64>, GithubError> {
+    let mut page: octocrab::Page<IssueComment> =
+        timed(request, crab.get(route, Some(&[("per_page", "100")]))).await?;
+    for _ in 0..MAX_PAGES {
+        if let Some(c) = page.items.iter().find(|c| {
+            c.body
+                .as_deref()
+                .is_some_and(|b| is_sticky(b, &request.marker))
+        }) {
+            return Ok(Some(c.id));
+        }
+        match timed(request, crab.get_page::<IssueComment>(&page.next)).await? {
+            Some(next) => page = next,
+            None => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// Runs one request under the timeout, turning octocrab's error into ours.
+async fn timed<T>(
+    request: &CommentRequest<'_>,
+    call: impl Future<Output = octocrab::Result<T>>,
+) -> Result<T, GithubError> {
+    match tokio::time::timeout(request.timeout, call).await {
+        Err(_) => Err(GithubError::Timeout(request.timeout)),
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => match from_octocrab(e, &request.context.token) {
+            GithubError::Transport(m) if looks_like_timeout(&m) => {
+                Err(GithubError::Timeout(request.timeout))
+            }
+            other => Err(other),
+        },
+    }
+}
+
+fn looks_like_timeout(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("timed out") || m.contains("timeout")
+}
+
+/// Our error from octocrab's: the status and GitHub's message for an API error, the chain of
+/// causes otherwise; the token redacted either way.
+fn from_octocrab(e: octocrab::Error, token: &Token) -> GithubError {
+    if let octocrab::Error::GitHub { source, .. } = &e {
+        let mut message = source.message.clone();
+        let exhausted = source
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("x-ratelimit-remaining"))
+            .is_some_and(|v| v.as_bytes() == b"0");
+        if exhausted {
+            message.push_str(" (rate limit exhausted)");
+        }
+        return GithubError::Api {
+            status: source.status_code.as_u16(),
+            message: token.redact(&message),
+        };
+    }
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        let line = c.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        cause = c.source();
+    }
+    // Only the first line: some errors append a backtrace.
+    let first = text.lines().next().unwrap_or_default();
+    GithubError::Transport(token.redact(first))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_cannot_close_the_html_comment() {
+        assert_eq!(
+            marker("./baselines/dsr1-fp4.toml"),
+            "<!-- tracegate:baseline=baselines/dsr1-fp4.toml -->"
+        );
+        for evil in ["a-->b", "a--!>b", "x->", "a---b-", "a\n-->", "<!--x"] {
+            let m = marker(evil);
+            let inner = &m["<!-- ".len()..m.len() - " -->".len()];
+            assert!(!inner.contains("--"), "{evil}: {m}");
+            assert!(!inner.contains('>') && !inner.contains('<'), "{evil}: {m}");
+            assert!(
+                !inner.ends_with('-') && !inner.contains('\n'),
+                "{evil}: {m}"
+            );
+        }
+        assert_ne!(marker("a--b"), marker("a-%2Db"));
+    }
+
+    #[test]
+    fn the_sticky_comment_is_found_by_its_first_line() {
+        let m = marker("baselines/x.toml");
+        assert!(is_sticky(&format!("{m}\nbody"), &m));
+        assert!(is_sticky(&format!("\n{m}\r\nbody"), &m));
+        assert!(!is_sticky(&format!("quoted: {m}\nbody"), &m));
+        assert!(!is_sticky(&marker("baselines/y.toml"), &m));
+    }
+}

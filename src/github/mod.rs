@@ -1,0 +1,198 @@
+//! GitHub Actions integration of `check`: the job summary, workflow-command annotations, step
+//! outputs, and one sticky pull-request comment per baseline.
+//!
+//! This module only consumes a [`CheckResult`] and the markdown `report` renders from it; it never
+//! computes a figure. Nothing here changes the verdict: every failure becomes a warning, and the
+//! exit status stays the verdict's.
+
+pub mod actions;
+pub mod comment;
+pub mod context;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::gate::{CheckResult, Status};
+
+pub use comment::{marker, CommentOutcome, CommentRequest};
+pub use context::{Context, Token};
+
+/// Errors of the GitHub integration. API errors carry the HTTP status; no message holds the token.
+#[derive(Debug, thiserror::Error)]
+pub enum GithubError {
+    #[error("GitHub API answered HTTP {status}: {message}")]
+    Api { status: u16, message: String },
+    #[error("GitHub API request timed out after {} s", .0.as_secs_f64())]
+    Timeout(Duration),
+    #[error("GitHub API request failed: {0}")]
+    Transport(String),
+    #[error("{0}")]
+    Context(String),
+    #[error("{path}: cannot write: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl GithubError {
+    /// The HTTP status of an API error.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            GithubError::Api { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// What an API status most likely means for a comment, for the warning.
+    pub fn hint(&self) -> Option<&'static str> {
+        Some(match self.status()? {
+            401 => "bad or expired token",
+            403 => "the token may not write pull-request comments (a fork's read-only token?) or the rate limit is exhausted",
+            404 => "repository or pull request not found, or the token cannot see it",
+            422 => "GitHub refused the comment",
+            429 => "rate limited",
+            500..=599 => "GitHub server error",
+            _ => return None,
+        })
+    }
+}
+
+/// When to write the sticky pull-request comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum CommentMode {
+    /// Never comment.
+    Off,
+    /// Create or update the comment on every run, a passing one too.
+    Always,
+    /// Create the comment when the run does not pass; update an existing one on every run, so a
+    /// fixed regression turns the comment green.
+    #[default]
+    OnRegression,
+}
+
+/// What `check --github` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub comment: CommentMode,
+    pub pr: Option<u64>,
+    pub repo: Option<String>,
+    /// The name of the environment variable holding the token (never the token itself).
+    pub token_env: String,
+    pub api_url: Option<String>,
+    pub timeout: Duration,
+    /// The report file written by `--output`, announced as the `report-path` output.
+    pub report_path: Option<PathBuf>,
+    pub fail_on_improvement: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            comment: CommentMode::default(),
+            pr: None,
+            repo: None,
+            token_env: "GITHUB_TOKEN".into(),
+            api_url: None,
+            timeout: Duration::from_secs(20),
+            report_path: None,
+            fail_on_improvement: false,
+        }
+    }
+}
+
+/// Whether GitHub mode is on: `--github`, or `GITHUB_ACTIONS=true` unless `--no-github`.
+pub fn enabled(github: bool, no_github: bool, env: &dyn Fn(&str) -> Option<String>) -> bool {
+    !no_github && (github || env("GITHUB_ACTIONS").is_some_and(|v| v == "true"))
+}
+
+/// Everything `check --github` does after the verdict: step summary, annotations and outputs,
+/// then the sticky comment. Prints workflow commands on stdout and plain notes on stderr; never
+/// fails and never changes the verdict.
+pub fn after_check(result: &CheckResult, options: &Options) {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let mut stdout = String::new();
+    let mut warnings: Vec<String> = Vec::new();
+
+    for line in actions::annotations(result, options.fail_on_improvement) {
+        stdout.push_str(&line);
+        stdout.push('\n');
+    }
+    if let Some(path) = env("GITHUB_STEP_SUMMARY") {
+        if let Err(e) = actions::append_step_summary(path.as_ref(), result) {
+            warnings.push(e.to_string());
+        }
+    }
+    if let Some(path) = env("GITHUB_OUTPUT") {
+        let outputs = actions::step_outputs(result, options.report_path.as_deref());
+        if let Err(e) = actions::append_outputs(path.as_ref(), &outputs) {
+            warnings.push(e.to_string());
+        }
+    }
+    print_stdout(&stdout);
+    for w in &warnings {
+        warn("tracegate", w);
+    }
+
+    comment_step(result, options, &env);
+}
+
+/// Discovers the pull request and writes or updates the sticky comment, as the mode asks.
+fn comment_step(result: &CheckResult, options: &Options, env: &dyn Fn(&str) -> Option<String>) {
+    if options.comment == CommentMode::Off {
+        return;
+    }
+    let context = match Context::discover(options, env) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("tracegate: no pull-request comment: {e}");
+            return;
+        }
+    };
+    let run_url = match (
+        env("GITHUB_SERVER_URL"),
+        env("GITHUB_REPOSITORY"),
+        env("GITHUB_RUN_ID"),
+    ) {
+        (Some(server), Some(repo), Some(run)) => {
+            Some(format!("{server}/{repo}/actions/runs/{run}"))
+        }
+        _ => None,
+    };
+    let body = comment::body(result, run_url.as_deref());
+    let request = CommentRequest {
+        context: &context,
+        marker: marker(&result.baseline.path),
+        body,
+        create: options.comment == CommentMode::Always || result.status != Status::Pass,
+        timeout: options.timeout,
+    };
+    match comment::sync(&request) {
+        Ok(outcome) => eprintln!("tracegate: {outcome}"),
+        Err(e) => {
+            let text = context.token.redact(&match e.hint() {
+                Some(hint) => format!("{e} ({hint})"),
+                None => e.to_string(),
+            });
+            let status = e
+                .status()
+                .map_or_else(String::new, |s| format!(" (HTTP {s})"));
+            let message = format!("could not write the pull-request comment: {text}{status}");
+            warn("tracegate comment", &message);
+        }
+    }
+}
+
+/// A warning both as a workflow command (stdout) and as a plain line (stderr).
+fn warn(title: &str, message: &str) {
+    print_stdout(&(actions::command("warning", Some(title), message) + "\n"));
+    eprintln!("tracegate: warning: {message}");
+}
+
+fn print_stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    // A closed pipe is not worth failing the gate over.
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
