@@ -58,6 +58,11 @@ pub struct SweepArgs {
     /// Write the report to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// The sweep's name, which identifies its sticky pull-request comment (one per name).
+    #[arg(long, default_value = "sweep")]
+    pub name: String,
+    #[command(flatten)]
+    pub github: GithubArgs,
 }
 
 #[derive(Debug, Args)]
@@ -201,7 +206,7 @@ pub struct CheckArgs {
     pub github: GithubArgs,
 }
 
-/// GitHub Actions integration of `check`: job summary, annotations, step outputs and the sticky
+/// GitHub Actions integration of `check` and `sweep`: job summary, annotations, step outputs and the sticky
 /// pull-request comment. None of it changes the exit status.
 #[derive(Debug, Args)]
 pub struct GithubArgs {
@@ -242,7 +247,11 @@ impl GithubArgs {
         })
     }
 
-    fn options(&self, check: &CheckArgs) -> crate::github::Options {
+    fn options(
+        &self,
+        report_path: Option<&PathBuf>,
+        fail_on_improvement: bool,
+    ) -> crate::github::Options {
         crate::github::Options {
             comment: self.comment,
             pr: self.pr,
@@ -250,8 +259,8 @@ impl GithubArgs {
             token_env: self.token_env.clone(),
             api_url: self.github_api.clone(),
             timeout: std::time::Duration::from_secs_f64(self.github_timeout.clamp(0.001, 3600.0)),
-            report_path: check.output.clone(),
-            fail_on_improvement: check.fail_on_improvement,
+            report_path: report_path.cloned(),
+            fail_on_improvement,
         }
     }
 }
@@ -476,7 +485,11 @@ fn check(args: CheckArgs) -> Result<i32> {
     )?;
     if args.github.enabled() {
         // Never changes the exit status: failures here are warnings.
-        crate::github::after_check(&result, &args.github.options(&args));
+        let options = args
+            .github
+            .options(args.output.as_ref(), args.fail_on_improvement);
+        let publication = crate::github::Publication::of_check(&result, &options);
+        crate::github::publish(&publication, &options);
     }
     Ok(result.exit_code)
 }
@@ -804,5 +817,11 @@ fn sweep(args: SweepArgs) -> Result<i32> {
         &crate::report::sweep::render(&merged, args.format),
         args.output.as_ref(),
     )?;
+    if args.github.enabled() {
+        // As for check: failures here are warnings, the exit status stays the sweep's.
+        let options = args.github.options(args.output.as_ref(), false);
+        let publication = crate::github::Publication::of_sweep(&merged, &args.name, &options);
+        crate::github::publish(&publication, &options);
+    }
     Ok(merged.exit_code)
 }

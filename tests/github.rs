@@ -599,3 +599,113 @@ fn the_pull_request_comes_from_the_event_file() {
     );
     drop(server);
 }
+
+#[test]
+fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
+    let (pass, fail) = runs();
+    let dir = tempfile::tempdir().unwrap();
+    let verdicts = dir.path().join("verdicts");
+    std::fs::create_dir(&verdicts).unwrap();
+    for (run, name) in [(pass, "cfg-pass"), (fail, "cfg-fail")] {
+        let file = verdicts.join(format!("{name}.json"));
+        let out = check(
+            run,
+            &["--no-github", "--output", "/dev/null", "--verdict-out"]
+                .into_iter()
+                .chain([file.to_str().unwrap()])
+                .collect::<Vec<_>>(),
+            &[],
+        );
+        assert!(out.code <= 1, "{}", out.stderr);
+        // Each configuration of a sweep has its own baseline; name this one.
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        v["baseline"]["path"] = Value::String(format!("baselines/{name}.toml"));
+        std::fs::write(&file, v.to_string()).unwrap();
+    }
+    let summary = dir.path().join("summary.md");
+    let output = dir.path().join("output.txt");
+
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    const SWEEP_MARKER: &str = "<!-- tracegate:sweep=nightly -->";
+    let sticky = comment(&server, 2001, &format!("{SWEEP_MARKER}\nold"));
+    rt.block_on(async {
+        Mock::given(method("GET"))
+            .and(path(COMMENTS))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path(COMMENTS))
+            .respond_with(ResponseTemplate::new(201).set_body_json(sticky))
+            .expect(1)
+            .mount(&server)
+            .await;
+    });
+    let api = server.uri();
+    let out = tracegate()
+        .arg("sweep")
+        .arg(&verdicts)
+        .args([
+            "--expect",
+            "cfg-pass,cfg-fail,cfg-crashed",
+            "--name",
+            "nightly",
+        ])
+        .args(["--github", "--pr", "7", "--github-api", api.as_str()])
+        .args(["--output", "/dev/null"])
+        .env("GITHUB_REPOSITORY", "acme/infer")
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .env("GITHUB_OUTPUT", &output)
+        .output()
+        .unwrap();
+    let out = Out {
+        code: out.status.code().unwrap(),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    };
+    assert_no_token(&out);
+    // The missing verdict makes the sweep unjudgeable: the worst status wins.
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("created pull-request comment 2001"),
+        "{}",
+        out.stderr
+    );
+
+    // One ::error per configuration that did not pass, naming it; none for the passing one.
+    let errors: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("::error"))
+        .collect();
+    assert_eq!(errors.len(), 2, "{}", out.stdout);
+    assert!(errors
+        .iter()
+        .any(|l| l.starts_with("::error title=cfg-fail::")));
+    assert!(errors
+        .iter()
+        .any(|l| l.starts_with("::error title=cfg-crashed::")));
+
+    let outputs = std::fs::read_to_string(&output).unwrap();
+    assert_eq!(
+        outputs,
+        "verdict=cannot_judge\nregressions=1\nfailures=2\nreport-path=/dev/null\n"
+    );
+    let text = std::fs::read_to_string(&summary).unwrap();
+    assert!(text.contains("**tracegate sweep**"), "{text}");
+    assert!(
+        text.contains("cfg\\-fail") || text.contains("cfg-fail"),
+        "{text}"
+    );
+
+    let all = rt.block_on(server.received_requests()).unwrap();
+    let posts = requests_of(&all, "POST");
+    assert_eq!(posts.len(), 1);
+    let body: Value = serde_json::from_slice(&posts[0].body).unwrap();
+    let text = body["body"].as_str().unwrap();
+    assert!(text.starts_with(&format!("{SWEEP_MARKER}\n")), "{text}");
+    assert!(text.contains("**tracegate sweep**") && text.contains("cfg-crashed"));
+    drop(server); // verifies the expect(1)
+}

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use super::GithubError;
 use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
-use crate::report::check::{change, markdown_parts, value};
+use crate::report::check::{change, value};
+use crate::sweep::Sweep;
 
 /// GitHub refuses a step summary larger than this many bytes.
 pub const STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
@@ -165,15 +166,15 @@ pub fn append_outputs(path: &Path, outputs: &[(String, String)]) -> Result<(), G
     append(path, &format_outputs(outputs))
 }
 
-/// The job-summary markdown: every part of the check markdown that fits in `budget` bytes, in
-/// order, saying what was left out.
-pub fn summary_markdown(result: &CheckResult, budget: usize) -> String {
+/// The job-summary markdown: every part that fits in `budget` bytes, in order, saying what was
+/// left out.
+pub fn summary_markdown(parts: &[String], budget: usize) -> String {
     const NOTE: &str = "_Sections left out to fit GitHub's job-summary limit; the JSON verdict (`--verdict-out`) has everything._\n\n";
     let mut out = String::new();
     let mut omitted = false;
-    for part in markdown_parts(result) {
+    for part in parts {
         if out.len() + part.len() + NOTE.len() <= budget {
-            out.push_str(&part);
+            out.push_str(part);
         } else {
             omitted = true;
         }
@@ -184,11 +185,47 @@ pub fn summary_markdown(result: &CheckResult, budget: usize) -> String {
     out
 }
 
-/// Appends the full check markdown to the job summary, within what is left of its 1 MiB.
-pub fn append_step_summary(path: &Path, result: &CheckResult) -> Result<(), GithubError> {
+/// Appends the full markdown to the job summary, within what is left of its 1 MiB.
+pub fn append_step_summary(path: &Path, parts: &[String]) -> Result<(), GithubError> {
     let used = std::fs::metadata(path).map_or(0, |m| m.len() as usize);
     let budget = STEP_SUMMARY_LIMIT.saturating_sub(used);
-    append(path, &summary_markdown(result, budget))
+    append(path, &summary_markdown(parts, budget))
+}
+
+/// The annotations of a sweep: an error for each configuration that regressed or could not be
+/// judged (a missing verdict among them), naming it and saying why.
+pub fn sweep_annotations(sweep: &Sweep) -> Vec<String> {
+    sweep
+        .configurations
+        .iter()
+        .filter(|c| c.status != Status::Pass)
+        .map(|c| {
+            let why = c.lead.as_deref().unwrap_or(&c.summary);
+            command("error", Some(&c.name), &format!("{}: {why}", c.name))
+        })
+        .collect()
+}
+
+/// The step outputs of a sweep: `verdict`, `regressions` (configurations that regressed),
+/// `failures` (configurations that did not pass, unjudged ones included) and `report-path`.
+pub fn sweep_outputs(sweep: &Sweep, report_path: Option<&Path>) -> Vec<(String, String)> {
+    let count = |s: Status| {
+        sweep
+            .configurations
+            .iter()
+            .filter(|c| c.status == s)
+            .count()
+    };
+    let failures = sweep.configurations.len() - count(Status::Pass);
+    vec![
+        ("verdict".into(), verdict_word(sweep.status).into()),
+        ("regressions".into(), count(Status::Regression).to_string()),
+        ("failures".into(), failures.to_string()),
+        (
+            "report-path".into(),
+            report_path.map_or_else(String::new, |p| p.display().to_string()),
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -196,6 +233,7 @@ mod tests {
     use super::*;
     use crate::gate::check::{BaselineInfo, RunSummary};
     use crate::gate::explain::Explanation;
+    use crate::report::check::markdown_parts;
 
     fn metric(name: &str, gated: bool, verdict: Verdict) -> MetricCheck {
         MetricCheck {
@@ -287,10 +325,11 @@ mod tests {
     #[test]
     fn the_summary_fits_its_budget_and_says_what_it_left_out() {
         let r = result(vec![metric("slow", true, Verdict::Regressed)]);
-        let full = summary_markdown(&r, STEP_SUMMARY_LIMIT);
+        let parts = markdown_parts(&r);
+        let full = summary_markdown(&parts, STEP_SUMMARY_LIMIT);
         assert!(!full.contains("left out"));
-        let head = markdown_parts(&r)[0].len();
-        let cut = summary_markdown(&r, head + 200);
+        let head = parts[0].len();
+        let cut = summary_markdown(&parts, head + 200);
         assert!(cut.len() <= head + 200, "{cut}");
         assert!(cut.contains("left out to fit GitHub's job-summary limit"));
     }

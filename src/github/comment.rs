@@ -15,19 +15,19 @@ use serde::Deserialize;
 
 use super::context::{Context, Token};
 use super::GithubError;
-use crate::gate::CheckResult;
-use crate::report::check::{fit, markdown_parts, GITHUB_COMMENT_LIMIT};
+use crate::report::check::{fit, GITHUB_COMMENT_LIMIT};
 
 /// Pages of 100 comments read at most while looking for the marker (10,000 comments).
 const MAX_PAGES: usize = 100;
 /// Room left under the limit for the "sections left out" note that `fit` appends.
 const NOTE_ROOM: usize = 256;
 
-/// The hidden first line that identifies the comment of one baseline:
-/// `<!-- tracegate:baseline=baselines/x.toml -->`. The path is escaped so that it cannot end the
-/// HTML comment (`--`, `>`), nor break the line.
-pub fn marker(baseline_path: &str) -> String {
-    let path = baseline_path.trim_start_matches("./");
+/// The hidden first line that identifies the comment of one baseline
+/// (`<!-- tracegate:baseline=baselines/x.toml -->`) or of one sweep
+/// (`<!-- tracegate:sweep=nightly -->`). The name is escaped so that it cannot end the HTML
+/// comment (`--`, `>`), nor break the line.
+pub fn marker(kind: &str, name: &str) -> String {
+    let path = name.trim_start_matches("./");
     let mut out = String::with_capacity(path.len());
     for c in path.chars() {
         match c {
@@ -45,7 +45,7 @@ pub fn marker(baseline_path: &str) -> String {
         out.pop();
         out.push_str("%2D");
     }
-    format!("<!-- tracegate:baseline={out} -->")
+    format!("<!-- tracegate:{kind}={out} -->")
 }
 
 /// Whether a comment body is the sticky comment of this marker (the marker is its first line).
@@ -53,19 +53,15 @@ pub fn is_sticky(body: &str, marker: &str) -> bool {
     body.trim_start().lines().next().map(str::trim_end) == Some(marker)
 }
 
-/// The comment: the marker, then the check markdown (verdict, metric table, causes; later parts
-/// dropped to fit), then a pointer to the job summary. At most [`GITHUB_COMMENT_LIMIT`] characters.
-pub fn body(result: &CheckResult, run_url: Option<&str>) -> String {
-    let marker = marker(&result.baseline.path);
+/// The comment: the marker, then the markdown parts (verdict, table, causes; later parts dropped
+/// to fit), then a pointer to the job summary. At most [`GITHUB_COMMENT_LIMIT`] characters.
+pub fn body(marker: &str, parts: &[String], run_url: Option<&str>) -> String {
     let footer = match run_url {
         Some(url) => format!("\n_Full tables in the [job summary]({url})._\n"),
         None => "\n_Full tables in the job summary of the workflow run._\n".to_string(),
     };
     let used = marker.chars().count() + 1 + footer.chars().count() + NOTE_ROOM;
-    let markdown = fit(
-        markdown_parts(result),
-        GITHUB_COMMENT_LIMIT.saturating_sub(used),
-    );
+    let markdown = fit(parts.to_vec(), GITHUB_COMMENT_LIMIT.saturating_sub(used));
     format!("{marker}\n{markdown}{footer}")
 }
 
@@ -249,11 +245,11 @@ mod tests {
     #[test]
     fn markers_cannot_close_the_html_comment() {
         assert_eq!(
-            marker("./baselines/dsr1-fp4.toml"),
+            marker("baseline", "./baselines/dsr1-fp4.toml"),
             "<!-- tracegate:baseline=baselines/dsr1-fp4.toml -->"
         );
         for evil in ["a-->b", "a--!>b", "x->", "a---b-", "a\n-->", "<!--x"] {
-            let m = marker(evil);
+            let m = marker("baseline", evil);
             let inner = &m["<!-- ".len()..m.len() - " -->".len()];
             assert!(!inner.contains("--"), "{evil}: {m}");
             assert!(!inner.contains('>') && !inner.contains('<'), "{evil}: {m}");
@@ -262,15 +258,17 @@ mod tests {
                 "{evil}: {m}"
             );
         }
-        assert_ne!(marker("a--b"), marker("a-%2Db"));
+        assert_ne!(marker("baseline", "a--b"), marker("baseline", "a-%2Db"));
     }
 
     #[test]
     fn the_sticky_comment_is_found_by_its_first_line() {
-        let m = marker("baselines/x.toml");
+        let m = marker("baseline", "baselines/x.toml");
         assert!(is_sticky(&format!("{m}\nbody"), &m));
         assert!(is_sticky(&format!("\n{m}\r\nbody"), &m));
         assert!(!is_sticky(&format!("quoted: {m}\nbody"), &m));
-        assert!(!is_sticky(&marker("baselines/y.toml"), &m));
+        assert!(!is_sticky(&marker("baseline", "baselines/y.toml"), &m));
+        // A sweep named like a baseline still has a comment of its own.
+        assert!(!is_sticky(&marker("sweep", "baselines/x.toml"), &m));
     }
 }

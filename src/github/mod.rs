@@ -1,9 +1,9 @@
-//! GitHub Actions integration of `check`: the job summary, workflow-command annotations, step
-//! outputs, and one sticky pull-request comment per baseline.
+//! GitHub Actions integration of `check` and `sweep`: the job summary, workflow-command
+//! annotations, step outputs, and one sticky pull-request comment per baseline or per sweep.
 //!
-//! This module only consumes a [`CheckResult`] and the markdown `report` renders from it; it never
-//! computes a figure. Nothing here changes the verdict: every failure becomes a warning, and the
-//! exit status stays the verdict's.
+//! This module only consumes a [`CheckResult`] or a [`Sweep`](crate::sweep::Sweep) and the markdown
+//! `report` renders from it; it never computes a figure. Nothing here changes the verdict: every
+//! failure becomes a warning, and the exit status stays the verdict's.
 
 pub mod actions;
 pub mod comment;
@@ -106,26 +106,63 @@ pub fn enabled(github: bool, no_github: bool, env: &dyn Fn(&str) -> Option<Strin
     !no_github && (github || env("GITHUB_ACTIONS").is_some_and(|v| v == "true"))
 }
 
-/// Everything `check --github` does after the verdict: step summary, annotations and outputs,
-/// then the sticky comment. Prints workflow commands on stdout and plain notes on stderr; never
-/// fails and never changes the verdict.
-pub fn after_check(result: &CheckResult, options: &Options) {
+/// What a gate step publishes in GitHub mode, the same for `check` and `sweep`: built from the
+/// verdict by the caller, written here.
+pub struct Publication {
+    pub status: Status,
+    /// Workflow-command lines, most important first.
+    pub annotations: Vec<String>,
+    /// The markdown, in parts that can be left out from the end to fit a limit.
+    pub parts: Vec<String>,
+    /// Step outputs (`$GITHUB_OUTPUT`).
+    pub outputs: Vec<(String, String)>,
+    /// The hidden first line of the sticky comment (see [`marker`]).
+    pub marker: String,
+}
+
+impl Publication {
+    /// The publication of one `check`: one comment per baseline.
+    pub fn of_check(result: &CheckResult, options: &Options) -> Publication {
+        Publication {
+            status: result.status,
+            annotations: actions::annotations(result, options.fail_on_improvement),
+            parts: crate::report::check::markdown_parts(result),
+            outputs: actions::step_outputs(result, options.report_path.as_deref()),
+            marker: marker("baseline", &result.baseline.path),
+        }
+    }
+
+    /// The publication of a `sweep`: one comment for the whole sweep, named by `name`.
+    pub fn of_sweep(sweep: &crate::sweep::Sweep, name: &str, options: &Options) -> Publication {
+        Publication {
+            status: sweep.status,
+            annotations: actions::sweep_annotations(sweep),
+            parts: crate::report::sweep::markdown_parts(sweep),
+            outputs: actions::sweep_outputs(sweep, options.report_path.as_deref()),
+            marker: marker("sweep", name),
+        }
+    }
+}
+
+/// Everything `--github` does after the verdict: step summary, annotations and outputs, then
+/// the sticky comment. Prints workflow commands on stdout and plain notes on stderr; never fails
+/// and never changes the verdict.
+pub fn publish(publication: &Publication, options: &Options) {
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let mut stdout = String::new();
     let mut warnings: Vec<String> = Vec::new();
 
-    for line in actions::annotations(result, options.fail_on_improvement) {
-        stdout.push_str(&line);
+    for line in &publication.annotations {
+        stdout.push_str(line);
         stdout.push('\n');
     }
     if let Some(path) = env("GITHUB_STEP_SUMMARY") {
-        if let Err(e) = actions::append_step_summary(path.as_ref(), result) {
+        if let Err(e) = actions::append_step_summary(path.as_ref(), &publication.parts) {
             warnings.push(e.to_string());
         }
     }
     if let Some(path) = env("GITHUB_OUTPUT") {
-        let outputs = actions::step_outputs(result, options.report_path.as_deref());
-        if let Err(e) = actions::append_outputs(path.as_ref(), &outputs) {
+        if let Err(e) = actions::append_outputs(path.as_ref(), &publication.outputs) {
             warnings.push(e.to_string());
         }
     }
@@ -134,11 +171,15 @@ pub fn after_check(result: &CheckResult, options: &Options) {
         warn("tracegate", w);
     }
 
-    comment_step(result, options, &env);
+    comment_step(publication, options, &env);
 }
 
 /// Discovers the pull request and writes or updates the sticky comment, as the mode asks.
-fn comment_step(result: &CheckResult, options: &Options, env: &dyn Fn(&str) -> Option<String>) {
+fn comment_step(
+    publication: &Publication,
+    options: &Options,
+    env: &dyn Fn(&str) -> Option<String>,
+) {
     if options.comment == CommentMode::Off {
         return;
     }
@@ -159,12 +200,11 @@ fn comment_step(result: &CheckResult, options: &Options, env: &dyn Fn(&str) -> O
         }
         _ => None,
     };
-    let body = comment::body(result, run_url.as_deref());
     let request = CommentRequest {
         context: &context,
-        marker: marker(&result.baseline.path),
-        body,
-        create: options.comment == CommentMode::Always || result.status != Status::Pass,
+        marker: publication.marker.clone(),
+        body: comment::body(&publication.marker, &publication.parts, run_url.as_deref()),
+        create: options.comment == CommentMode::Always || publication.status != Status::Pass,
         timeout: options.timeout,
     };
     match comment::sync(&request) {

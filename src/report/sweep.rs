@@ -95,7 +95,9 @@ fn details(c: &Configuration) -> String {
     )
 }
 
-pub fn markdown(sweep: &Sweep) -> String {
+/// The sweep markdown in parts, for [`markdown`] and for the job summary and comment, which fit
+/// the parts to their own limits.
+pub fn markdown_parts(sweep: &Sweep) -> Vec<String> {
     let mut parts = vec![
         format!(
             "{} **tracegate sweep**: {}\n\n",
@@ -111,7 +113,11 @@ pub fn markdown(sweep: &Sweep) -> String {
             .filter(|c| c.status != Status::Pass)
             .map(details),
     );
-    fit(parts, BUDGET)
+    parts
+}
+
+pub fn markdown(sweep: &Sweep) -> String {
+    fit(markdown_parts(sweep), BUDGET)
 }
 
 fn terminal(sweep: &Sweep) -> String {
