@@ -165,6 +165,9 @@ pub fn precision_from_types(raw_types: &str) -> Option<String> {
 /// for kernels without a linked op.
 pub fn precision_from_kernel_name(kernel: &str) -> Option<String> {
     let lower = kernel.to_ascii_lowercase();
+    if lower.contains("e4m3") && lower.contains("e2m1") {
+        return Some("FP8-E4M3×FP4-E2M1".to_string());
+    }
     let rules: [(&str, &str); 10] = [
         ("e2m1", "FP4-E2M1"),
         ("mxfp4", "MXFP4"),
@@ -181,6 +184,24 @@ pub fn precision_from_kernel_name(kernel: &str) -> Option<String> {
         .iter()
         .find(|(needle, _)| lower.contains(needle))
         .map(|(_, word)| word.to_string())
+}
+
+/// The precision shown for a GEMM row: the op's input types, unless the kernel name announces a
+/// narrower format than they do. A fused FP4 MoE op takes BF16 activations and quantizes them
+/// inside; the GEMM runs in what the kernel name says.
+fn row_precision(op_precision: Option<String>, kernel: &str) -> Option<String> {
+    let kernel_precision = precision_from_kernel_name(kernel);
+    match (op_precision, kernel_precision) {
+        (Some(op), Some(k)) if is_narrow(&k) && !op.contains(&k) => {
+            Some(format!("{k} (op inputs {op})"))
+        }
+        (Some(op), _) => Some(op),
+        (None, k) => k,
+    }
+}
+
+fn is_narrow(precision: &str) -> bool {
+    ["FP4", "FP8", "INT8"].iter().any(|p| precision.contains(p))
 }
 
 /// Where a row's shape came from.
@@ -351,8 +372,12 @@ pub fn shape_section(
                     Some(info) => {
                         let mut info = info.clone();
                         let replaced = batch.is_some();
-                        if let Some(bs) = batch {
-                            info.shape.m = Some(i64::from(bs));
+                        match batch {
+                            Some(bs) => info.shape.m = Some(i64::from(bs)),
+                            // M of a prefill op counts prompt tokens, not the decode batch:
+                            // unknown rather than wrong (it would inflate TFLOP/s).
+                            None if matches!(scope, Scope::Decode) => info.shape.m = None,
+                            None => {}
                         }
                         (Some(info), ShapeSource::OtherPhaseOp, replaced)
                     }
@@ -362,10 +387,7 @@ pub fn shape_section(
             if info.is_some() {
                 with_shape += 1;
             }
-            let precision = info
-                .as_ref()
-                .and_then(|i| i.precision.clone())
-                .or_else(|| precision_from_kernel_name(name));
+            let precision = row_precision(info.as_ref().and_then(|i| i.precision.clone()), name);
             let source = match (source, &precision) {
                 (ShapeSource::Unknown, Some(_)) => ShapeSource::KernelName,
                 (s, _) => s,
@@ -499,5 +521,35 @@ mod tests {
             Some("FP4-E2M1")
         );
         assert_eq!(precision_from_kernel_name("Cijk_Ailk_Bljk"), None);
+        assert_eq!(
+            precision_from_kernel_name("bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2").as_deref(),
+            Some("FP8-E4M3×FP4-E2M1")
+        );
+    }
+
+    #[test]
+    fn a_narrow_kernel_precision_outranks_the_op_input_types() {
+        let bf16 = || Some("BF16".to_string());
+        assert_eq!(
+            row_precision(bf16(), "bmm_Bfloat16_MxE2m1MxE4m3_Fp32").as_deref(),
+            Some("FP8-E4M3×FP4-E2M1 (op inputs BF16)")
+        );
+        assert_eq!(
+            row_precision(bf16(), "nvjet_tst_64x64_TNT").as_deref(),
+            Some("BF16")
+        );
+        assert_eq!(
+            row_precision(bf16(), "bmm_Bfloat16_Bfloat16").as_deref(),
+            Some("BF16")
+        );
+        let fp8 = Some("FP8-E4M3×BF16".to_string());
+        assert_eq!(
+            row_precision(fp8, "gemm_e4m3_bf16").as_deref(),
+            Some("FP8-E4M3×BF16")
+        );
+        assert_eq!(
+            row_precision(None, "bmm_E2m1_E2m1E2m1").as_deref(),
+            Some("FP4-E2M1")
+        );
     }
 }

@@ -368,11 +368,23 @@ fn b200_eager_trace_lists_multimem_allreduce_and_nvjet_bmm_shapes() {
         if r["kernel"].as_str().unwrap().starts_with("nvjet") {
             assert!(s["n"].as_i64().unwrap() > 0, "{r}");
             assert!(r["tflops"].as_f64().unwrap() > 0.0);
+        } else {
+            // The fused MoE op's inputs are activations [888, 3072] and router logits
+            // [888, 128]: the expert weights, and so N, are not in the trace.
+            assert_eq!(r["op"], "vllm::moe_forward", "{r}");
+            assert!(s["n"].is_null(), "{r}");
+            assert!(r["tflops"].is_null(), "{r}");
         }
     }
     let text = run_tracegate(&["report", "--format", "markdown"], &[&path]);
     assert!(text.contains("No decode step found"), "{text}");
     assert!(text.contains("888 x 640 x 2880"), "{text}");
+    assert!(text.contains("888 x ? x 3072"), "{text}");
+    assert!(
+        text.contains("(vllm::moe\\_forward) do not hold it")
+            && text.contains("N is not in the trace"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@ use super::table::{escape_markdown, Align, Table};
 use super::{display_kernel_name, fixed, Format};
 use crate::analysis::overlap::Verdict;
 use crate::analysis::{RunAnalysis, Scope, REPORT_SCHEMA_VERSION};
-use crate::shapes::{GemmShape, ShapeSource};
+use crate::shapes::{GemmShape, ShapeSource, ShapesSection};
 use crate::taxonomy::Category;
 
 /// Rows shown before a long table folds into `<details>`.
@@ -727,6 +727,34 @@ fn shapes(d: &mut Doc, a: &RunAnalysis) {
         rows,
         "shapes",
     );
+    partial_shapes_note(d, s);
+}
+
+/// Says why a row reads `?`: the trace lacks that dimension, tracegate does not guess it.
+fn partial_shapes_note(d: &mut Doc, s: &ShapesSection) {
+    let lacking = |missing: fn(&GemmShape) -> bool| {
+        let mut ops: Vec<String> = s
+            .rows
+            .iter()
+            .filter(|r| r.shape.as_ref().is_some_and(missing))
+            .map(|r| d.name(r.op.as_deref().unwrap_or("-")))
+            .collect();
+        ops.sort_unstable();
+        ops.dedup();
+        ops.join(", ")
+    };
+    let no_m = lacking(|shape| shape.m.is_none());
+    let no_n = lacking(|shape| shape.m.is_some() && (shape.n.is_none() || shape.k.is_none()));
+    if !no_m.is_empty() {
+        d.para(&format!(
+            "`?` for M ({no_m}): graph-replayed decode kernels take N and K from the prefill op of the same kernel, whose M counts prompt tokens; the decode batch needs `bs=N` in the step annotation. tracegate does not guess it, and TFLOP/s needs all three."
+        ));
+    }
+    if !no_n.is_empty() {
+        d.para(&format!(
+            "`?` for N or K: the Input Dims of the linked op ({no_n}) do not hold it. Fused MoE ops take the activations and the router logits, not the expert weights, so N is not in the trace; tracegate does not guess it."
+        ));
+    }
 }
 
 fn coverage(d: &mut Doc, a: &RunAnalysis) {
