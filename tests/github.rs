@@ -64,11 +64,16 @@ fn check(run: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    let out = cmd.output().unwrap();
-    Out {
-        code: out.status.code().unwrap(),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
+    Out::of(cmd.output().unwrap())
+}
+
+impl Out {
+    fn of(out: std::process::Output) -> Out {
+        Out {
+            code: out.status.code().unwrap(),
+            stdout: String::from_utf8(out.stdout).unwrap(),
+            stderr: String::from_utf8(out.stderr).unwrap(),
+        }
     }
 }
 
@@ -128,6 +133,21 @@ fn comment(server: &MockServer, id: u64, body: &str) -> Value {
         "updated_at": "2026-11-30T10:00:00Z",
         "author_association": "NONE"
     })
+}
+
+/// A mock pull request with no comment yet, that answers one POST of a comment with `created`.
+async fn mount_no_comments_then_post(server: &MockServer, created: ResponseTemplate) {
+    Mock::given(method("GET"))
+        .and(path(COMMENTS))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+        .mount(server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(COMMENTS))
+        .respond_with(created)
+        .expect(1)
+        .mount(server)
+        .await;
 }
 
 fn requests_of<'a>(all: &'a [Request], verb: &str) -> Vec<&'a Request> {
@@ -436,19 +456,10 @@ fn api_errors_leave_the_verdict_and_print_a_warning() {
 
     // 500 on creating the comment.
     let server = rt.block_on(MockServer::start());
-    rt.block_on(async {
-        Mock::given(method("GET"))
-            .and(path(COMMENTS))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .and(path(COMMENTS))
-            .respond_with(ResponseTemplate::new(500).set_body_string("boom"))
-            .expect(1)
-            .mount(&server)
-            .await;
-    });
+    rt.block_on(mount_no_comments_then_post(
+        &server,
+        ResponseTemplate::new(500).set_body_string("boom"),
+    ));
     let out = check_commenting(fail, &server, &[]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
@@ -506,22 +517,10 @@ fn a_passing_run_creates_no_comment_unless_always() {
     let (pass, _) = runs();
     let rt = runtime();
     let server = rt.block_on(MockServer::start());
-    rt.block_on(async {
-        Mock::given(method("GET"))
-            .and(path(COMMENTS))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .and(path(COMMENTS))
-            .respond_with(
-                ResponseTemplate::new(201)
-                    .set_body_json(json!({"id": 5, "body": MARKER, "html_url": "h"})),
-            )
-            .expect(1)
-            .mount(&server)
-            .await;
-    });
+    rt.block_on(mount_no_comments_then_post(
+        &server,
+        ResponseTemplate::new(201).set_body_json(json!({"id": 5, "body": MARKER, "html_url": "h"})),
+    ));
     // on-regression (the default): a pass with no earlier comment posts nothing.
     let out = check_commenting(pass, &server, &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -629,19 +628,10 @@ fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
     let server = rt.block_on(MockServer::start());
     const SWEEP_MARKER: &str = "<!-- tracegate:sweep=nightly -->";
     let sticky = comment(&server, 2001, &format!("{SWEEP_MARKER}\nold"));
-    rt.block_on(async {
-        Mock::given(method("GET"))
-            .and(path(COMMENTS))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .and(path(COMMENTS))
-            .respond_with(ResponseTemplate::new(201).set_body_json(sticky))
-            .expect(1)
-            .mount(&server)
-            .await;
-    });
+    rt.block_on(mount_no_comments_then_post(
+        &server,
+        ResponseTemplate::new(201).set_body_json(sticky),
+    ));
     let api = server.uri();
     let out = tracegate()
         .arg("sweep")
@@ -660,11 +650,7 @@ fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
         .env("GITHUB_OUTPUT", &output)
         .output()
         .unwrap();
-    let out = Out {
-        code: out.status.code().unwrap(),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    };
+    let out = Out::of(out);
     assert_no_token(&out);
     // The missing verdict makes the sweep unjudgeable: the worst status wins.
     assert_eq!(out.code, 2, "{}", out.stderr);
