@@ -493,6 +493,62 @@ fn api_errors_leave_the_verdict_and_print_a_warning() {
 }
 
 #[test]
+fn not_found_validation_and_rate_limit_errors_leave_the_verdict() {
+    let (_, fail) = runs();
+    let rt = runtime();
+    let rate_limited = || {
+        ResponseTemplate::new(429)
+            .insert_header("x-ratelimit-remaining", "0")
+            .insert_header("retry-after", "60")
+            .set_body_json(json!({"message": "API rate limit exceeded for installation ID 1."}))
+    };
+    let cases: [(u16, ResponseTemplate, bool); 3] = [
+        // 404: the pull request is not in this repository (or the token cannot see it).
+        (
+            404,
+            ResponseTemplate::new(404).set_body_json(json!({"message": "Not Found"})),
+            false,
+        ),
+        // 422 on creating the comment: GitHub refuses the body.
+        (
+            422,
+            ResponseTemplate::new(422).set_body_json(json!({
+                "message": "Validation Failed",
+                "errors": [{"resource": "IssueComment", "code": "custom", "field": "body",
+                            "message": "body is too long (maximum is 65536 characters)"}]
+            })),
+            true,
+        ),
+        (429, rate_limited(), false),
+    ];
+    for (status, response, on_post) in cases {
+        let server = rt.block_on(MockServer::start());
+        if on_post {
+            rt.block_on(mount_no_comments_then_post(&server, response));
+        } else {
+            rt.block_on(
+                Mock::given(method("GET"))
+                    .respond_with(response)
+                    .mount(&server),
+            );
+        }
+        let out = check_commenting(fail, &server, &[]);
+        assert_no_token(&out);
+        assert_eq!(out.code, 1, "HTTP {status}: {}", out.stderr);
+        let suffix = format!("(HTTP {status})");
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.starts_with("::warning title=tracegate comment::")
+                    && l.ends_with(&suffix)),
+            "HTTP {status}: {}",
+            out.stdout
+        );
+        drop(server);
+    }
+}
+
+#[test]
 fn a_timeout_is_a_warning() {
     let (_, fail) = runs();
     let rt = runtime();
