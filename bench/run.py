@@ -19,7 +19,8 @@ sum of the RSS of the child and its descendants sampled every 50 ms from /proc (
 in a pool of forked workers, so its tree holds several large processes at once). HTA is killed
 after --hta-timeout seconds or when its tree exceeds --hta-max-rss-gb; the table says so.
 
-It writes the tables to bench/RESULTS.md (a section `## Profile` already there is kept).
+It writes the tables to bench/RESULTS.md; what follows the line `<!-- kept by bench/run.py -->` in
+that file (the hand-written explanations and profile) is kept.
 """
 import argparse
 import datetime
@@ -36,7 +37,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "tracegate")
 VENV = os.path.join(ROOT, "bench", ".venv")
 VPY = os.path.join(VENV, "bin", "python")
-HTA_PIN = "holistictraceanalysis==0.5.0"
+# HTA 0.5.0 does not cap pandas, and under pandas 3 (3.1.1) its parser fails on runs of a few hundred
+# thousand events per rank (TypeError: Invalid value ... for dtype 'int16'): pandas is pinned to 2.
+PINS = ["holistictraceanalysis==0.5.0", "pandas==2.3.3"]
 SCENARIO = "h200-dsr1-fp8-tp8"
 RANKS = 8
 WORK = os.environ.get("TRACEGATE_BENCH_DIR", "/tmp/tracegate-bench")
@@ -45,6 +48,7 @@ SHARED = os.environ.get("TRACEGATE_SHARED_TRACES", os.path.join(os.path.dirname(
 if not os.path.isdir(SHARED):
     SHARED = "/work/shared/traces"
 MB = 1e6
+KEEP = "<!-- kept by bench/run.py -->"
 
 # What HTA is timed on: load, then the two analyses with per-rank figures.
 HTA_TIMED = """
@@ -152,13 +156,15 @@ def setup_venv():
     if not os.path.exists(VPY):
         log(f"== venv {VENV}")
         subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
-    ok = subprocess.run([VPY, "-c", "import hta"], capture_output=True).returncode == 0
-    if not ok:
-        log(f"== pip install {HTA_PIN}")
-        subprocess.run([VPY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", HTA_PIN],
-                       check=True)
-    return subprocess.run([VPY, "-c", "import importlib.metadata as m; print(m.version('HolisticTraceAnalysis'))"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    check = ("import importlib.metadata as m; "
+             "print(m.version('HolisticTraceAnalysis'), 'with pandas', m.version('pandas'))")
+    got = subprocess.run([VPY, "-c", check], capture_output=True, text=True)
+    want = " with pandas ".join(p.split("==")[1] for p in PINS)
+    if got.stdout.strip() != want:
+        log(f"== pip install {' '.join(PINS)}")
+        subprocess.run([VPY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"] + PINS, check=True)
+        got = subprocess.run([VPY, "-c", check], capture_output=True, text=True, check=True)
+    return got.stdout.strip()
 
 
 def build():
@@ -383,8 +389,8 @@ def machine():
         mem_kb = int(f.readline().split()[1])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
-                           text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/RESULTS.md"],
+                           cwd=ROOT, capture_output=True, text=True).stdout.strip()
     return (f"{os.cpu_count()} cores (`nproc`), {mem_kb / 1024 / 1024:.1f} GiB, {cpu}; "
             f"tracegate commit {commit}{' (with uncommitted changes)' if dirty else ''}")
 
@@ -393,12 +399,12 @@ def write_results(hta_version, mode, bench_part, fid_part):
     keep = ""
     if os.path.exists(RESULTS):
         text = open(RESULTS).read()
-        i = text.find("\n## Profile")
+        i = text.find("\n" + KEEP)
         if i >= 0:
             keep = text[i:]
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     doc = [f"# tracegate against Holistic Trace Analysis\n",
-           f"`bench/run.sh{mode}` on {now}: {machine()}; HTA {hta_version} (`{HTA_PIN}`), Python "
+           f"`bench/run.sh{mode}` on {now}: {machine()}; HTA {hta_version} (`pip install {' '.join(PINS)}`), Python "
            f"{subprocess.run([VPY, '--version'], capture_output=True, text=True).stdout.strip()}.\n"]
     if bench_part:
         table, ratios = bench_part
