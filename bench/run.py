@@ -405,7 +405,7 @@ def write_results(hta_version, mode, bench_part, fid_part):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     doc = [f"# tracegate against Holistic Trace Analysis\n",
            f"`bench/run.sh{mode}` on {now}: {machine()}; HTA {hta_version} (`pip install {' '.join(PINS)}`), Python "
-           f"{subprocess.run([VPY, '--version'], capture_output=True, text=True).stdout.strip()}.\n"]
+           f"{subprocess.run([VPY, '--version'], capture_output=True, text=True).stdout.strip().removeprefix('Python ')}.\n"]
     if bench_part:
         table, ratios = bench_part
         doc += ["## Speed and memory\n",
