@@ -19,7 +19,8 @@ sum of the RSS of the child and its descendants sampled every 50 ms from /proc (
 in a pool of forked workers, so its tree holds several large processes at once). HTA is killed
 after --hta-timeout seconds or when its tree exceeds --hta-max-rss-gb; the table says so.
 
-It writes the tables to bench/RESULTS.md; what follows the line `<!-- kept by bench/run.py -->` in
+The full run writes the tables to bench/RESULTS.md (--quick and --fidelity-only to a file under
+/tmp/tracegate-bench unless --results says otherwise); what follows the line `<!-- kept by bench/run.py -->` in
 that file (the hand-written explanations and profile) is kept.
 """
 import argparse
@@ -441,7 +442,15 @@ def main():
     ap.add_argument("--repeats", type=int, default=3, help="repeats of the 100 MB and 1 GB runs (4 GB: 1)")
     ap.add_argument("--hta-timeout", type=float, default=900.0, help="seconds before HTA is killed")
     ap.add_argument("--hta-max-rss-gb", type=float, default=18.0, help="HTA tree RSS at which it is killed")
+    ap.add_argument("--results", help="the markdown file to write (default: bench/RESULTS.md for the full "
+                    "run; for --quick and --fidelity-only a file under " + WORK + ", so that the committed "
+                    "results are not replaced by a partial run)")
     args = ap.parse_args()
+    global RESULTS
+    if args.results:
+        RESULTS = os.path.abspath(args.results)
+    elif args.quick or args.fidelity_only:
+        RESULTS = os.path.join(WORK, "RESULTS-quick.md" if args.quick else "RESULTS-fidelity.md")
     hta_version = setup_venv()
     build()
     os.makedirs(WORK, exist_ok=True)
