@@ -162,3 +162,135 @@ fn a_rank_missing_from_a_multi_rank_run_is_exit_2() {
             "rank(s) 2 of 4 missing (world_size in distributedInfo)",
         ));
 }
+
+/// A one-kernel trace whose second kernel has `fields` spliced in (raw JSON text).
+fn trace_with(fields: &str) -> Vec<u8> {
+    format!(
+        r#"{{"deviceProperties": [{{"id": 0, "name": "NVIDIA B200"}}], "traceEvents": [
+  {{"ph": "X", "cat": "kernel", "name": "nvjet_a", "pid": 0, "tid": 7, "ts": 100, "dur": 10, "args": {{"stream": 7}}}},
+  {{"ph": "X", "cat": "kernel", "name": "nvjet_b", "pid": 0, "tid": 7, {fields}, "args": {{"stream": 7}}}}
+]}}"#
+    )
+    .into_bytes()
+}
+
+#[test]
+fn negative_durations_are_refused_not_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "rank-0.json",
+        &trace_with(r#""ts": 200, "dur": -5"#),
+    );
+    assert_rejected(&path, "event `nvjet_b`: dur -5 µs is negative");
+}
+
+#[test]
+fn a_zero_duration_kernel_is_legal_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "rank-0.json",
+        &trace_with(r#""ts": 200, "dur": 0"#),
+    );
+    let out = tracegate()
+        .args(["inspect", "--format", "json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["ranks"][0]["kernels"], 2);
+}
+
+#[test]
+fn nan_is_malformed_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "rank-0.json",
+        &trace_with(r#""ts": 200, "dur": NaN"#),
+    );
+    assert_rejected(&path, "malformed JSON at byte");
+}
+
+#[test]
+fn huge_numbers_are_refused_with_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    for (fields, needle) in [
+        (
+            r#""ts": 200, "dur": 1e308"#,
+            "dur 1e308 are not both numbers in range",
+        ),
+        (
+            r#""ts": 200, "dur": 18446744073709551616"#,
+            "dur 18446744073709551616 are not both numbers in range",
+        ),
+        (r#""ts": 1e300, "dur": 7"#, "ts 1e300"),
+        (r#""ts": 200, "dur": 1e11"#, "longer than a day"),
+        (r#""ts": 200, "dur": "7 ms""#, "not both numbers"),
+    ] {
+        let path = write(dir.path(), "rank-0.json", &trace_with(fields));
+        assert_rejected(&path, needle);
+    }
+}
+
+#[test]
+fn a_name_that_is_not_utf8_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = trace_with(r#""ts": 200, "dur": 7"#);
+    let at = bytes.windows(7).position(|w| w == b"nvjet_b").unwrap();
+    let mut bad = bytes[..at].to_vec();
+    bad.extend_from_slice(b"nvjet\xff\xfe");
+    bad.extend_from_slice(&bytes[at + 7..]);
+    let path = write(dir.path(), "rank-0.json", &bad);
+    assert_rejected(&path, "its name is not valid UTF-8");
+}
+
+#[test]
+fn an_event_of_the_wrong_shape_is_refused_with_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "rank-0.json",
+        &trace_with(r#""ts": 200, "dur": 7, "cat": {"nested": 1}"#),
+    );
+    assert_rejected(&path, "an event of the wrong shape");
+}
+
+/// Out-of-order events: the same figures as sorted. tests/properties.rs checks this on every
+/// metric (`permuting_event_order_changes_no_metric`); here the reader's own view of one file.
+#[test]
+fn timestamps_out_of_order_read_the_same_as_sorted() {
+    let dir = tempfile::tempdir().unwrap();
+    let sorted = trace_with(r#""ts": 200, "dur": 7"#);
+    let text = String::from_utf8(sorted.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let swapped = [
+        lines[0],
+        &lines[2].replace("}}", "}},"),
+        lines[1].trim_end_matches(','),
+        lines[3],
+    ]
+    .join("\n");
+    let a = write(dir.path(), "a-rank-0.json", &sorted);
+    let b_dir = tempfile::tempdir().unwrap();
+    let b = write(b_dir.path(), "a-rank-0.json", swapped.as_bytes());
+    let inspect = |p: &Path| {
+        let out = tracegate()
+            .args(["inspect", "--format", "json"])
+            .arg(p)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        json["ranks"][0]["file"] = serde_json::Value::Null;
+        json
+    };
+    assert_eq!(inspect(&a), inspect(&b));
+}

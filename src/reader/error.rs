@@ -27,6 +27,8 @@ pub enum ReadErrorKind {
     NotATrace(String),
     #[error("no GPU activity: {0}")]
     NoGpuActivity(String),
+    #[error("{count} event(s) the analysis cannot use, first {first}; a figure computed without them would be wrong")]
+    UnusableEvents { count: u64, first: String },
     #[error("no .json or .json.gz trace file in this directory")]
     NoTraceFiles,
     #[error("{what} appears twice: also in {other}")]

@@ -105,7 +105,16 @@ pub struct EventSink {
     pub launches: Vec<Launch>,
     pub annotations: Vec<Annotation>,
     pub stats: ReadStats,
+    /// The first kept event the analysis cannot use (negative or out-of-range time, a name that
+    /// is not UTF-8), described for the error that refuses the file.
+    pub first_unusable: Option<String>,
+    /// How many kept events were unusable.
+    pub unusable: u64,
 }
+
+/// A single GPU activity, CPU op or annotation longer than a day is not a profile: the number is
+/// corrupt or in the wrong unit.
+const MAX_EVENT_NS: i64 = 86_400 * 1_000_000_000;
 
 /// What kind of event a `cat` names, for the categories the analysis keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,6 +174,14 @@ impl EventSink {
         i
     }
 
+    fn note_unusable(&mut self, name: &[u8], what: impl FnOnce() -> String) {
+        self.unusable += 1;
+        if self.first_unusable.is_none() {
+            let name = String::from_utf8_lossy(&name[..name.len().min(80)]).into_owned();
+            self.first_unusable = Some(format!("event `{name}`: {}", what()));
+        }
+    }
+
     fn count_category(&mut self, cat: &[u8]) {
         let cat = std::str::from_utf8(cat).unwrap_or("(not UTF-8)");
         if let Some(n) = self.stats.events_by_category.get_mut(cat) {
@@ -193,16 +210,34 @@ impl EventSink {
             return;
         }
         let name = ev.name.as_ref().map(RawStr::bytes).unwrap_or(b"");
+        let (ts_raw, dur_raw) = (raw(ev.ts), raw(ev.dur));
         let (Some(ts), Some(dur)) = (
-            raw(ev.ts).and_then(micros_to_ns),
-            raw(ev.dur).and_then(micros_to_ns),
+            ts_raw.and_then(micros_to_ns),
+            dur_raw.and_then(micros_to_ns),
         ) else {
             self.stats.incomplete_events += 1;
+            self.note_unusable(name, || {
+                format!(
+                    "ts {} and dur {} are not both numbers in range",
+                    ts_raw.unwrap_or("(absent)"),
+                    dur_raw.unwrap_or("(absent)")
+                )
+            });
             return;
         };
-        if dur < 0 {
-            self.stats.negative_durations += 1;
+        if !(0..=MAX_EVENT_NS).contains(&dur) {
+            self.stats.negative_durations += u64::from(dur < 0);
+            self.stats.incomplete_events += u64::from(dur > MAX_EVENT_NS);
+            self.note_unusable(name, || {
+                format!(
+                    "dur {} µs is negative or longer than a day",
+                    dur_raw.unwrap_or("")
+                )
+            });
             return;
+        }
+        if std::str::from_utf8(name).is_err() {
+            self.note_unusable(name, || "its name is not valid UTF-8".into());
         }
         let empty = RawArgs::default();
         let args = ev.args.as_ref().unwrap_or(&empty);

@@ -54,6 +54,7 @@ struct FileContents {
     saw_trace_events: bool,
     events: u64,
     malformed: u64,
+    first_malformed: Option<u64>,
     devices: Vec<RawDevice>,
     distributed: Option<RawDistributed>,
     /// Sinks per process label (merged files); index 0 is the unlabelled sink.
@@ -413,6 +414,7 @@ fn read_one_event<R: Read>(
                         serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
                             .map_err(|_| json_error(offset, bytes, &e))?;
                         contents.malformed += 1;
+                        contents.first_malformed.get_or_insert(offset);
                     }
                 }
                 return Ok(());
@@ -454,6 +456,25 @@ fn main_device(sink: &EventSink) -> Option<u64> {
         .map(|(d, _)| d)
 }
 
+/// Events tracegate keeps but cannot use (a negative or corrupt time, a name that is not UTF-8,
+/// an event of the wrong shape) make every figure of the file doubtful: refused, not skipped.
+fn refuse_unusable(contents: &FileContents) -> Result<(), ReadErrorKind> {
+    let count: u64 = contents.sinks.iter().map(|s| s.unusable).sum::<u64>() + contents.malformed;
+    let first = contents
+        .sinks
+        .iter()
+        .find_map(|s| s.first_unusable.clone())
+        .or_else(|| {
+            contents
+                .first_malformed
+                .map(|at| format!("at byte {at}: an event of the wrong shape"))
+        });
+    match first {
+        Some(first) => Err(ReadErrorKind::UnusableEvents { count, first }),
+        None => Ok(()),
+    }
+}
+
 fn assemble(
     path: &Path,
     mut contents: FileContents,
@@ -472,6 +493,7 @@ fn assemble(
             contents.events, cpu
         )));
     }
+    refuse_unusable(&contents)?;
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
