@@ -18,6 +18,10 @@ use crate::report::Format;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Stop with exit 2 when tracegate's resident memory passes SIZE while reading traces
+    /// (512M, 4G...); also from TRACEGATE_MAX_MEMORY. A clear error beats the OS killing the job.
+    #[arg(long, global = true, value_name = "SIZE")]
+    pub max_memory: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -310,6 +314,16 @@ pub struct InspectArgs {
 
 /// Runs the parsed command and returns the exit status.
 pub fn run(cli: Cli) -> Result<i32> {
+    let max_memory = cli.max_memory.clone().or_else(|| {
+        std::env::var("TRACEGATE_MAX_MEMORY")
+            .ok()
+            .filter(|v| !v.is_empty())
+    });
+    if let Some(text) = max_memory {
+        let bytes =
+            crate::reader::parse_size(&text).map_err(|e| anyhow::anyhow!("--max-memory: {e}"))?;
+        crate::reader::set_memory_limit(Some(bytes));
+    }
     match cli.command {
         Command::Inspect(args) => inspect(args),
         Command::Extract(args) => extract(args),

@@ -294,3 +294,43 @@ fn timestamps_out_of_order_read_the_same_as_sorted() {
     };
     assert_eq!(inspect(&a), inspect(&b));
 }
+
+#[test]
+fn a_memory_limit_is_a_clear_error_not_an_oom_kill() {
+    let path = fixture("sglang_qwen3_decode.json.gz");
+    for (args, env) in [(vec!["--max-memory", "1M"], None), (vec![], Some("1M"))] {
+        let mut cmd = tracegate();
+        cmd.arg("extract").arg(&path).args(&args);
+        if let Some(v) = env {
+            cmd.env("TRACEGATE_MAX_MEMORY", v);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(out.stdout.is_empty());
+        assert!(stderr.contains("sglang_qwen3_decode.json.gz"), "{stderr}");
+        assert!(
+            stderr.contains("over the --max-memory limit of 1.0 MiB"),
+            "{stderr}"
+        );
+    }
+    // A limit the run fits in changes nothing.
+    let out = tracegate()
+        .args(["extract", "--max-memory", "4G"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = tracegate()
+        .args(["inspect", "--max-memory", "lots"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\"lots\" is not a size"));
+}

@@ -29,6 +29,8 @@ pub enum ReadErrorKind {
     NoGpuActivity(String),
     #[error("{count} event(s) the analysis cannot use, first {first}; a figure computed without them would be wrong")]
     UnusableEvents { count: u64, first: String },
+    #[error("stopped reading: tracegate holds {:.1} MiB, over the --max-memory limit of {:.1} MiB", *held as f64 / 1048576.0, *limit as f64 / 1048576.0)]
+    MemoryLimit { held: u64, limit: u64 },
     #[error("no .json or .json.gz trace file in this directory")]
     NoTraceFiles,
     #[error("{what} appears twice: also in {other}")]

@@ -275,6 +275,10 @@ fn read_events<R: Read>(
             }
         }
         contents.events += 1;
+        // At the first event too, so that a limit below what the process already holds shows.
+        if contents.events % super::memory::CHECK_EVERY == 1 {
+            super::memory::check()?;
+        }
         read_one_event(scan, contents, gzip, &mut last)?;
         match scan.peek().map_err(ctx)? {
             Some(b',') => scan.expect(b',', "','").map_err(ctx)?,

@@ -6,6 +6,7 @@
 mod error;
 mod event;
 mod file;
+mod memory;
 pub mod model;
 mod numbers;
 mod rank;
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 pub use error::{ReadError, ReadErrorKind};
+pub use memory::{parse_size, set_memory_limit};
 pub use model::*;
 
 /// File names a directory walk skips: the files `tracegate synth` and `check` write beside traces.

@@ -1,0 +1,98 @@
+//! A guard on resident memory: a clear error naming the file and the limit beats being killed by
+//! the OS half-way through a multi-gigabyte run.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::error::ReadErrorKind;
+
+/// The limit in bytes; 0 means none.
+static LIMIT: AtomicU64 = AtomicU64::new(0);
+
+/// How many events pass between two looks at the resident size (a read of /proc/self/status).
+pub(crate) const CHECK_EVERY: u64 = 1 << 15;
+
+/// Sets (or with `None` clears) the resident-memory limit for every read that follows.
+pub fn set_memory_limit(bytes: Option<u64>) {
+    LIMIT.store(bytes.unwrap_or(0), Ordering::Relaxed);
+}
+
+/// Parses `512M`, `4G`, `1.5G`, `800k` or a plain byte count (powers of 1024).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => t.split_at(i),
+        None => (t, ""),
+    };
+    let scale: u64 = match unit
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        "T" => 1 << 40,
+        _ => return Err(format!("{text:?} is not a size (examples: 512M, 4G, 1.5G)")),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (examples: 512M, 4G, 1.5G)"))?;
+    let bytes = value * scale as f64;
+    if !bytes.is_finite() || bytes < 1.0 || bytes >= u64::MAX as f64 {
+        return Err(format!("{text:?} is not a size above zero"));
+    }
+    Ok(bytes as u64)
+}
+
+/// Errors when the process holds more than the limit.
+pub(crate) fn check() -> Result<(), ReadErrorKind> {
+    let limit = LIMIT.load(Ordering::Relaxed);
+    if limit == 0 {
+        return Ok(());
+    }
+    match resident_bytes() {
+        Some(held) if held > limit => Err(ReadErrorKind::MemoryLimit { held, limit }),
+        _ => Ok(()),
+    }
+}
+
+/// The resident set size, from `VmRSS` (Linux); `None` elsewhere, where the guard is off.
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line
+        .trim_start_matches("VmRSS:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_in_powers_of_1024() {
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("4G"), Ok(4 << 30));
+        assert_eq!(parse_size("4GiB"), Ok(4 << 30));
+        assert_eq!(parse_size("1.5g"), Ok(3 << 29));
+        assert_eq!(parse_size("800k"), Ok(800 << 10));
+        assert_eq!(parse_size("1000000"), Ok(1_000_000));
+        for bad in ["", "abc", "-1G", "0", "4X", "1e30T", "NaNG"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn this_process_has_a_resident_size_on_linux() {
+        if cfg!(target_os = "linux") {
+            assert!(resident_bytes().unwrap() > 1 << 20);
+        }
+    }
+}
