@@ -334,3 +334,45 @@ fn a_memory_limit_is_a_clear_error_not_an_oom_kill() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("\"lots\" is not a size"));
 }
+
+/// A 2-rank synth run whose rank 1 trace stops at the start of its last decode step, as when a
+/// profiler is stopped early on one rank.
+#[test]
+fn a_rank_cut_short_gives_different_step_counts_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = tracegate()
+        .args(["synth", "--scenario", "mi355x-dsr1-fp4-tp4", "--ranks", "2"])
+        .args(["--decode-steps", "6", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap()
+        .status;
+    assert!(status.success());
+    let rank1 = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("TP-1.trace.json.gz"))
+        .unwrap();
+    let mut trace = common::load_json(&rank1);
+    let events = trace["traceEvents"].as_array_mut().unwrap();
+    let last_step = events
+        .iter()
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("step[DECODE"))
+        })
+        .filter_map(|e| e["ts"].as_f64())
+        .fold(f64::MIN, f64::max);
+    events.retain(|e| e["ts"].as_f64().is_none_or(|ts| ts < last_step));
+    std::fs::write(&rank1, gzip(trace.to_string().as_bytes())).unwrap();
+
+    let out = tracegate().arg("extract").arg(dir.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.contains("different numbers of decode steps (rank0 8, rank1 7)"),
+        "{stderr}"
+    );
+}

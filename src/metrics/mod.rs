@@ -87,6 +87,11 @@ pub enum MetricsError {
         outliers: usize,
         warmup_steps: usize,
     },
+    #[error(
+        "the ranks found different numbers of decode steps ({counts}): in one run every rank runs \
+         every forward pass, so a rank's trace was cut or comes from another run"
+    )]
+    StepCountMismatch { counts: String },
 }
 
 /// Whether a lower or a higher value is better.
@@ -231,6 +236,7 @@ pub fn extract(
     }
     let rank_steps = steps::find_steps(run, classes, opts.warmup_steps);
     check_decode_steps(&rank_steps, opts.warmup_steps)?;
+    check_same_step_counts(&rank_steps)?;
 
     let figures: Vec<RankFigures<'_>> = rank_steps
         .par_iter()
@@ -480,6 +486,24 @@ fn check_decode_steps(ranks: &[RankSteps], warmup_steps: usize) -> Result<(), Me
     Err(MetricsError::NoDecodeStep {
         found: describe(&found, ranks.len()),
     })
+}
+
+/// Every rank of a tensor-parallel run runs every forward pass: the decode steps found (before
+/// warm-up and outliers are dropped, which may differ per rank) must be as many on each rank.
+fn check_same_step_counts(ranks: &[RankSteps]) -> Result<(), MetricsError> {
+    let found = |r: &RankSteps| r.decode.len() + r.dropped_warmup + r.dropped_outliers;
+    let Some(first) = ranks.first().map(found) else {
+        return Ok(());
+    };
+    if ranks.iter().all(|r| found(r) == first) {
+        return Ok(());
+    }
+    let counts = ranks
+        .iter()
+        .map(|r| format!("{} {}", r.rank.label, found(r)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(MetricsError::StepCountMismatch { counts })
 }
 
 /// "3 prefill steps (3 from annotations, 0 from graph launches, 0 from gaps); 12 step annotations

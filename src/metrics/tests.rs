@@ -208,8 +208,9 @@ fn two_rank_run() -> (Run, Vec<Vec<Class>>) {
     }
     prefill_step(&mut r0, 100 * MS, 500, 500, 500);
 
+    // Rank 1 runs the same five forward passes; its last is an outlier too.
     let mut r1 = TraceBuilder::new(1);
-    for (k, x) in [0, 35, 85, 135].into_iter().enumerate() {
+    for (k, x) in [0, 35, 85, 135, 1000].into_iter().enumerate() {
         let t0 = k as i64 * 10 * MS;
         r1.annotation("step[DECODE bs=4]", t0 - 100 * US, 60 * US, TID);
         let c = r1.launch(t0 - 50 * US, false);
@@ -236,7 +237,7 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     };
 
     // Steps: rank 0 keeps walls 345, 400, 500 µs (1345 is an outlier above 2 × 450);
-    // rank 1 keeps 400, 450, 500 µs.
+    // rank 1 keeps 400, 450, 500 µs (1365 is an outlier above 2 × 450).
     let s0 = &x.steps[&0];
     assert_eq!(
         (
@@ -256,9 +257,9 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
             s1.dropped_outliers,
             s1.prefill
         ),
-        (3, 1, 0, 1)
+        (3, 1, 1, 1)
     );
-    assert_eq!(s1.found.decode.annotation, 4);
+    assert_eq!(s1.found.decode.annotation, 5);
     assert_eq!((s0.unassigned_ms, s1.unassigned_ms), (0.0, 0.0));
     assert!(x.warnings.is_empty(), "{:?}", x.warnings);
 
@@ -418,13 +419,15 @@ fn absent_inputs_give_absent_metrics() {
 
 #[test]
 fn ranks_keeping_different_step_counts_is_a_warning_not_an_error() {
+    // Both ranks run five forward passes; rank 1's last is an outlier, dropped.
     let mut r0 = TraceBuilder::new(0);
     let mut r1 = TraceBuilder::new(1);
-    for (b, n) in [(&mut r0, 5), (&mut r1, 4)] {
-        for k in 0..n {
+    for (b, slow) in [(&mut r0, 1), (&mut r1, 10)] {
+        for k in 0..5 {
             let t0 = k * 10 * MS;
             let c = b.launch(t0, true);
-            b.forward(c, t0 + US, 100 * US);
+            let dur = if k == 4 { slow * 100 * US } else { 100 * US };
+            b.forward(c, t0 + US, dur);
         }
     }
     let (run, classes) = run_of(vec![r0.build(), r1.build()]);
@@ -544,4 +547,27 @@ fn events_the_reader_skipped_are_warned_about() {
         x.warnings,
         vec!["test-TP-0.trace.json.gz: skipped 1 malformed events, 2 GPU activities with a negative duration".to_string()]
     );
+}
+
+#[test]
+fn ranks_with_different_decode_step_counts_are_refused() {
+    let rank_with = |rank: u32, steps: i64| {
+        let mut b = TraceBuilder::new(rank).stage(Stage::Decode);
+        for k in 0..steps {
+            let c = b.launch(k * 10 * MS, true);
+            b.forward(c, k * 10 * MS + US, 100 * US);
+        }
+        b.build()
+    };
+    let (run, classes) = run_of(vec![rank_with(0, 6), rank_with(1, 6)]);
+    assert!(extract(&run, &classes, &ExtractOptions::default()).is_ok());
+    let (run, classes) = run_of(vec![rank_with(0, 6), rank_with(1, 5), rank_with(2, 6)]);
+    let err = extract(&run, &classes, &ExtractOptions::default()).unwrap_err();
+    assert_eq!(
+        err,
+        MetricsError::StepCountMismatch {
+            counts: "TP00 6, TP01 5, TP02 6".into()
+        }
+    );
+    assert!(err.to_string().contains("a rank's trace was cut"));
 }
