@@ -462,7 +462,26 @@ fn extract(args: ExtractArgs) -> Result<i32> {
     Ok(exit::PASS)
 }
 
+/// In GitHub mode, the paths a workflow input may carry must stay in the job's directories.
+fn confine_inputs(paths: &[(&'static str, Option<&PathBuf>)]) -> Result<()> {
+    let env = |name: &str| std::env::var(name).ok();
+    for (flag, path) in paths {
+        if let Some(path) = path {
+            crate::github::confine(flag, path, &env)?;
+        }
+    }
+    Ok(())
+}
+
 fn check(args: CheckArgs) -> Result<i32> {
+    if args.github.enabled() {
+        confine_inputs(&[
+            ("--baseline", args.baseline.as_ref()),
+            ("--baselines", args.baselines.as_ref()),
+            ("--output", args.output.as_ref()),
+            ("--verdict-out", args.verdict_out.as_ref()),
+        ])?;
+    }
     let run = read_run(&args.paths)?;
     let baseline = match (&args.baseline, &args.baselines) {
         (Some(file), _) => {
@@ -820,6 +839,9 @@ fn compare(args: CompareArgs) -> Result<i32> {
 }
 
 fn sweep(args: SweepArgs) -> Result<i32> {
+    if args.github.enabled() {
+        confine_inputs(&[("--output", args.output.as_ref())])?;
+    }
     let expect: Vec<String> = args
         .expect
         .iter()

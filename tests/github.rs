@@ -751,3 +751,75 @@ fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
     assert!(text.contains("**tracegate sweep**") && text.contains("cfg-crashed"));
     drop(server); // verifies the expect(1)
 }
+
+#[test]
+fn paths_from_workflow_inputs_cannot_leave_the_workspace() {
+    let (_, fail) = runs();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let temp = tempfile::tempdir().unwrap();
+    let env = [
+        ("GITHUB_ACTIONS", "true"),
+        ("GITHUB_WORKSPACE", root),
+        ("RUNNER_TEMP", temp.path().to_str().unwrap()),
+    ];
+    let inside = temp.path().join("tracegate/report.md");
+    std::fs::create_dir_all(inside.parent().unwrap()).unwrap();
+    let out = check(
+        fail,
+        &["--comment", "off", "--output", inside.to_str().unwrap()],
+        &env,
+    );
+    assert_eq!(out.code, 1, "inside RUNNER_TEMP is fine: {}", out.stderr);
+    assert!(inside.exists());
+
+    let escape = format!("../tracegate-escape-{}.md", std::process::id());
+    let out = check(fail, &["--comment", "off", "--output", &escape], &env);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(&format!("--output {escape}: outside the workspace")),
+        "{}",
+        out.stderr
+    );
+    assert!(!std::path::Path::new(root).join(&escape).exists());
+
+    let mut cmd = tracegate();
+    cmd.current_dir(root)
+        .args([
+            "check",
+            fail.to_str().unwrap(),
+            "--baseline",
+            "baselines/../../../etc/passwd",
+        ])
+        .args(["--comment", "off"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = Out::of(cmd.output().unwrap());
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("--baseline baselines/../../../etc/passwd: outside"),
+        "{}",
+        out.stderr
+    );
+    // Not in Actions: the same path is the user's own choice (here: not a baseline).
+    let out = Out::of(
+        tracegate()
+            .current_dir(root)
+            .args([
+                "check",
+                fail.to_str().unwrap(),
+                "--baseline",
+                "baselines/../../../etc/passwd",
+            ])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.code, 2);
+    assert!(
+        !out.stderr.contains("outside the workspace"),
+        "{}",
+        out.stderr
+    );
+}

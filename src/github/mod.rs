@@ -7,6 +7,7 @@
 
 pub mod actions;
 pub mod comment;
+pub mod confine;
 pub mod context;
 
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use std::time::Duration;
 use crate::gate::{CheckResult, Status};
 
 pub use comment::{marker, CommentOutcome, CommentRequest};
+pub use confine::{confine, OutsideWorkspace};
 pub use context::{Context, Token};
 
 /// Errors of the GitHub integration. API errors carry the HTTP status; no message holds the token.

@@ -28,6 +28,9 @@ pub const GITHUB_ENV: &[&str] = &[
     "GITHUB_API_URL",
     "GITHUB_SERVER_URL",
     "GITHUB_RUN_ID",
+    "GITHUB_WORKSPACE",
+    "RUNNER_TEMP",
+    "TRACEGATE_MAX_MEMORY",
 ];
 
 pub fn fixture(name: &str) -> PathBuf {
