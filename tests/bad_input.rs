@@ -174,15 +174,19 @@ fn trace_with(fields: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// `trace_with(fields)` as `rank-0.json` in a fresh directory must be refused, saying `needle`.
+fn assert_event_rejected(fields: &str, needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "rank-0.json", &trace_with(fields));
+    assert_rejected(&path, needle);
+}
+
 #[test]
 fn negative_durations_are_refused_not_skipped() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(
-        dir.path(),
-        "rank-0.json",
-        &trace_with(r#""ts": 200, "dur": -5"#),
+    assert_event_rejected(
+        r#""ts": 200, "dur": -5"#,
+        "event `nvjet_b`: dur -5 µs is negative",
     );
-    assert_rejected(&path, "event `nvjet_b`: dur -5 µs is negative");
 }
 
 #[test]
@@ -193,30 +197,16 @@ fn a_zero_duration_kernel_is_legal_and_kept() {
         "rank-0.json",
         &trace_with(r#""ts": 200, "dur": 0"#),
     );
-    let out = tracegate()
-        .args(["inspect", "--format", "json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json["ranks"][0]["kernels"], 2);
+    assert_eq!(common::inspect_json(&[&path])["ranks"][0]["kernels"], 2);
 }
 
 #[test]
 fn nan_is_malformed_json() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(
-        dir.path(),
-        "rank-0.json",
-        &trace_with(r#""ts": 200, "dur": NaN"#),
-    );
-    assert_rejected(&path, "malformed JSON at byte");
+    assert_event_rejected(r#""ts": 200, "dur": NaN"#, "malformed JSON at byte");
 }
 
 #[test]
 fn huge_numbers_are_refused_with_the_field() {
-    let dir = tempfile::tempdir().unwrap();
     for (fields, needle) in [
         (
             r#""ts": 200, "dur": 1e308"#,
@@ -230,8 +220,7 @@ fn huge_numbers_are_refused_with_the_field() {
         (r#""ts": 200, "dur": 1e11"#, "longer than a day"),
         (r#""ts": 200, "dur": "7 ms""#, "not both numbers"),
     ] {
-        let path = write(dir.path(), "rank-0.json", &trace_with(fields));
-        assert_rejected(&path, needle);
+        assert_event_rejected(fields, needle);
     }
 }
 
@@ -249,13 +238,10 @@ fn a_name_that_is_not_utf8_is_refused() {
 
 #[test]
 fn an_event_of_the_wrong_shape_is_refused_with_its_offset() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(
-        dir.path(),
-        "rank-0.json",
-        &trace_with(r#""ts": 200, "dur": 7, "cat": {"nested": 1}"#),
+    assert_event_rejected(
+        r#""ts": 200, "dur": 7, "cat": {"nested": 1}"#,
+        "an event of the wrong shape",
     );
-    assert_rejected(&path, "an event of the wrong shape");
 }
 
 /// Out-of-order events: the same figures as sorted. tests/properties.rs checks this on every
@@ -277,18 +263,7 @@ fn timestamps_out_of_order_read_the_same_as_sorted() {
     let b_dir = tempfile::tempdir().unwrap();
     let b = write(b_dir.path(), "a-rank-0.json", swapped.as_bytes());
     let inspect = |p: &Path| {
-        let out = tracegate()
-            .args(["inspect", "--format", "json"])
-            .arg(p)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let mut json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut json = common::inspect_json(&[p]);
         json["ranks"][0]["file"] = serde_json::Value::Null;
         json
     };
