@@ -351,3 +351,47 @@ fn a_rank_cut_short_gives_different_step_counts_and_exit_2() {
         "{stderr}"
     );
 }
+
+/// A kernel name crafted to inject markup into a pull-request comment reaches the markdown
+/// escaped: no link, no HTML, no extra table column.
+#[test]
+fn a_crafted_kernel_name_cannot_inject_markdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let crafted =
+        r#"evil|col [click](https://x.example) <img src=x onerror=alert(1)> `code` **b**"#;
+    let text = String::from_utf8(trace_with(r#""ts": 200, "dur": 7"#))
+        .unwrap()
+        .replace("nvjet_b", &crafted.replace('"', "\\\""));
+    let path = write(dir.path(), "rank-0.json", text.as_bytes());
+    let out = tracegate()
+        .args(["report", "--format", "markdown"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        md.contains(r"evil\|col \[click\]\(https://x.example\) \<img"),
+        "{md}"
+    );
+    for raw in ["[click](", "`code`", "**b**", "evil|col"] {
+        assert!(!md.contains(raw), "{raw} unescaped in:\n{md}");
+    }
+    // Every `<` is escaped (the report writes no HTML of its own but <details> and <summary>).
+    for (at, _) in md.match_indices('<') {
+        let tag = &md[at..];
+        assert!(
+            md[..at].ends_with('\\')
+                || tag.starts_with("<details")
+                || tag.starts_with("<summary")
+                || tag.starts_with("</"),
+            "raw < at {at}: {}",
+            &tag[..tag.len().min(40)]
+        );
+    }
+}
