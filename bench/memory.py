@@ -17,20 +17,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "tracegate")
-
-
-def run_measured(argv):
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - start
-    err = proc.stderr.read().decode(errors="replace")
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        sys.exit(f"{' '.join(argv)} exited {code}: {err}")
-    return wall, usage.ru_maxrss * 1024  # Linux: kilobytes
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import BIN, build, run_measured  # noqa: E402  (the HTA benchmark's own measuring)
 
 
 def inspect(traces):
@@ -49,7 +37,7 @@ def main():
     ap.add_argument("--bound-mib", type=float, default=64.0)
     ap.add_argument("--keep", help="keep the generated runs in this directory")
     args = ap.parse_args()
-    subprocess.run(["cargo", "build", "--release", "--locked", "--quiet"], cwd=ROOT, check=True)
+    build()
     work = args.keep or tempfile.mkdtemp(prefix="tracegate-memory-")
     rows = []
     try:
@@ -62,8 +50,10 @@ def main():
                                check=True, stdout=subprocess.DEVNULL)
                 print(f"generated pf={pf} in {time.monotonic() - t0:.0f} s", file=sys.stderr)
             kept, skipped, json_bytes = inspect(out)
-            wall, rss = run_measured([BIN, "extract", out, "--format", "json"])
-            rows.append((pf, json_bytes, kept, skipped, wall, rss))
+            m = run_measured([BIN, "extract", out, "--format", "json"])
+            if not m["ok"]:
+                sys.exit(f"tracegate extract {out}: {m['why']}")
+            rows.append((pf, json_bytes, kept, skipped, m["wall"], m["rss_mb"] * 2**20))
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
