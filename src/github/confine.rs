@@ -34,13 +34,12 @@ pub fn confine(
         .into_iter()
         .flatten()
         .filter(|r| !r.is_empty())
-        .map(|r| resolved(&cwd, Path::new(&r)))
+        .map(|r| real(&cwd.join(r)))
         .collect();
     let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r));
-    // Lexically (`..` cannot climb out) and, when the path exists, through its symlinks.
-    let lexical = resolved(&cwd, path);
-    let real = std::fs::canonicalize(path).ok();
-    if inside(&lexical) && real.as_deref().is_none_or(inside) {
+    // Lexically (`..` cannot climb out) and as the OS resolves it, through symlinks.
+    let absolute = cwd.join(path);
+    if inside(&lexical(&absolute)) && inside(&real(&absolute)) {
         return Ok(());
     }
     Err(OutsideWorkspace {
@@ -54,11 +53,10 @@ pub fn confine(
     })
 }
 
-/// `path` made absolute against `cwd` with `.` and `..` resolved lexically; an existing root is
-/// also canonicalized so that a symlinked workspace compares equal.
-fn resolved(cwd: &Path, path: &Path) -> PathBuf {
+/// `.` and `..` resolved without looking at the file system.
+fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
-    for part in cwd.join(path).components() {
+    for part in path.components() {
         match part {
             Component::ParentDir => {
                 out.pop();
@@ -67,7 +65,27 @@ fn resolved(cwd: &Path, path: &Path) -> PathBuf {
             other => out.push(other),
         }
     }
-    std::fs::canonicalize(&out).unwrap_or(out)
+    out
+}
+
+/// Where the OS would put `path`: its longest existing ancestor canonicalized (symlinks
+/// followed), the rest appended. A file not yet written under a symlinked directory resolves
+/// to where it would be written.
+fn real(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut existing = path;
+    loop {
+        if let Ok(found) = std::fs::canonicalize(existing) {
+            return lexical(&rest.iter().rev().fold(found, |p, name| p.join(name)));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                existing = parent;
+            }
+            _ => return lexical(path),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -111,6 +129,11 @@ mod tests {
         {
             std::os::unix::fs::symlink("/etc", ws.join("link")).unwrap();
             assert!(confine("--baseline", &ws.join("link/passwd"), &env).is_err());
+            // A file not written yet, under that symlink, would land outside too.
+            assert!(confine("--output", &ws.join("link/new/report.md"), &env).is_err());
+            // A symlink that stays inside is fine.
+            std::os::unix::fs::symlink(ws.join("baselines"), ws.join("b")).unwrap();
+            assert!(confine("--output", &ws.join("b/new.md"), &env).is_ok());
         }
     }
 
