@@ -144,12 +144,7 @@ fn two_matching_baselines_are_exit_2_with_the_candidates() {
         .args(["--key", "precision=fp4"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
 }
 
 #[test]

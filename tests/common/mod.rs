@@ -160,6 +160,16 @@ pub fn inspected_counts(rank: &serde_json::Value) -> IndependentCounts {
     }
 }
 
+/// Asserts a command's exit status, showing its stderr when it differs.
+pub fn assert_exit(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 pub fn inspect_json(paths: &[&Path]) -> serde_json::Value {
     let out = tracegate()
         .arg("inspect")
