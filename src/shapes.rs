@@ -387,17 +387,20 @@ pub fn shape_section(
             if info.is_some() {
                 with_shape += 1;
             }
-            let precision = row_precision(info.as_ref().and_then(|i| i.precision.clone()), name);
-            let source = match (source, &precision) {
-                (ShapeSource::Unknown, Some(_)) => ShapeSource::KernelName,
-                (s, _) => s,
+            // Without an op, the kernel name may still say the precision.
+            let source = match source {
+                ShapeSource::Unknown if precision_from_kernel_name(name).is_some() => {
+                    ShapeSource::KernelName
+                }
+                s => s,
             };
             let row = rows
                 .entry((name.to_string(), info.as_ref().map(|i| i.shape)))
                 .or_insert_with(|| RowAcc {
                     category,
                     op: info.as_ref().map(|i| i.op.clone()),
-                    precision,
+                    // Once per row, not per call: the name is lowercased and searched.
+                    precision: row_precision(info.as_ref().and_then(|i| i.precision.clone()), name),
                     source,
                     m_from_batch_size: m_from_batch,
                     calls: 0,
