@@ -27,7 +27,7 @@ pub enum ReadErrorKind {
     NotATrace(String),
     #[error("no GPU activity: {0}")]
     NoGpuActivity(String),
-    #[error("{count} event(s) the analysis cannot use, first {first}; a figure computed without them would be wrong")]
+    #[error("{count} event(s) or name(s) the analysis cannot use, first {first}; a figure computed without them would be wrong")]
     UnusableEvents { count: u64, first: String },
     #[error("stopped reading: tracegate holds {:.1} MiB, over the --max-memory limit of {:.1} MiB", *held as f64 / 1048576.0, *limit as f64 / 1048576.0)]
     MemoryLimit { held: u64, limit: u64 },

@@ -105,8 +105,8 @@ pub struct EventSink {
     pub launches: Vec<Launch>,
     pub annotations: Vec<Annotation>,
     pub stats: ReadStats,
-    /// The first kept event the analysis cannot use (negative or out-of-range time, a name that
-    /// is not UTF-8), described for the error that refuses the file.
+    /// The first kept event the analysis cannot use (a negative or out-of-range time), described
+    /// for the error that refuses the file. Names that are not UTF-8 are [`NameTable::not_utf8`].
     pub first_unusable: Option<String>,
     /// How many kept events were unusable.
     pub unusable: u64,
@@ -235,9 +235,6 @@ impl EventSink {
                 )
             });
             return;
-        }
-        if std::str::from_utf8(name).is_err() {
-            self.note_unusable(name, || "its name is not valid UTF-8".into());
         }
         let empty = RawArgs::default();
         let args = ev.args.as_ref().unwrap_or(&empty);

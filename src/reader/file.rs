@@ -463,11 +463,22 @@ fn main_device(sink: &EventSink) -> Option<u64> {
 /// Events tracegate keeps but cannot use (a negative or corrupt time, a name that is not UTF-8,
 /// an event of the wrong shape) make every figure of the file doubtful: refused, not skipped.
 fn refuse_unusable(contents: &FileContents) -> Result<(), ReadErrorKind> {
-    let count: u64 = contents.sinks.iter().map(|s| s.unusable).sum::<u64>() + contents.malformed;
-    let first = contents
-        .sinks
+    let sinks = &contents.sinks;
+    let count: u64 = sinks
+        .iter()
+        .map(|s| s.unusable + s.names.not_utf8().0)
+        .sum::<u64>()
+        + contents.malformed;
+    let bad_name = || {
+        sinks.iter().find_map(|s| s.names.not_utf8().1).map(|name| {
+            let name: String = name.chars().take(80).collect();
+            format!("event `{name}`: its name is not valid UTF-8")
+        })
+    };
+    let first = sinks
         .iter()
         .find_map(|s| s.first_unusable.clone())
+        .or_else(bad_name)
         .or_else(|| {
             contents
                 .first_malformed

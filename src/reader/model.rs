@@ -24,6 +24,9 @@ pub struct NameTable {
     by_bytes: FxHashMap<Box<[u8]>, NameId>,
     /// Names whose bytes were not valid UTF-8 map to the same text once replaced.
     by_text: FxHashMap<Box<str>, NameId>,
+    /// Distinct raw names that were not valid UTF-8, and the first of them (replaced).
+    not_utf8: u64,
+    first_not_utf8: Option<NameId>,
 }
 
 impl NameTable {
@@ -45,8 +48,18 @@ impl NameTable {
                 id
             }
         };
+        if let std::borrow::Cow::Owned(_) = text {
+            self.not_utf8 += 1;
+            self.first_not_utf8.get_or_insert(id);
+        }
         self.by_bytes.insert(raw.into(), id);
         id
+    }
+
+    /// How many distinct raw names were not valid UTF-8, and the first (with U+FFFD for the bad
+    /// bytes).
+    pub fn not_utf8(&self) -> (u64, Option<&str>) {
+        (self.not_utf8, self.first_not_utf8.map(|id| self.get(id)))
     }
 
     pub fn get(&self, id: NameId) -> &str {
@@ -350,6 +363,18 @@ pub fn dims_have_numbers(raw: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_that_are_not_utf8_are_counted_once_each() {
+        let mut names = NameTable::default();
+        names.intern("nvjet_ok");
+        assert_eq!(names.not_utf8(), (0, None));
+        let bad = b"k\xff";
+        let id = names.intern_bytes(bad);
+        assert_eq!(names.intern_bytes(bad), id);
+        names.intern_bytes(b"j\xfe");
+        assert_eq!(names.not_utf8(), (2, Some("k\u{fffd}")));
+    }
 
     #[test]
     fn activities_stay_compact_and_ids_round_trip() {
