@@ -3,12 +3,11 @@
 use serde::Serialize;
 
 use super::explain::{explain, Explanation};
-use super::verdict::{judge, Observation, Verdict};
-use crate::baseline::{Baseline, Direction, Meta};
+use super::verdict::{judge, MetricCheck, Observation, Verdict};
+use crate::baseline::{Baseline, Meta};
 use crate::exit;
 use crate::metrics::catalog::{MetricDef, Samples, METRICS};
 use crate::metrics::{Extraction, Metric};
-use crate::units::Unit;
 
 /// Version of the check JSON schema (`check --format json`, `--verdict-out`).
 pub const CHECK_SCHEMA_VERSION: u32 = 1;
@@ -38,26 +37,6 @@ impl Status {
             Status::CannotJudge => exit::CANNOT_JUDGE,
         }
     }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct MetricCheck {
-    pub name: String,
-    pub unit: Unit,
-    pub direction: Direction,
-    /// False for report-only metrics (`gate = false`) and metrics absent from the baseline.
-    pub gated: bool,
-    pub baseline: Option<f64>,
-    pub current: Option<f64>,
-    pub change: Option<f64>,
-    pub change_pct: Option<f64>,
-    pub tolerance: Option<String>,
-    /// The tolerance in the metric's unit.
-    pub allowance: Option<f64>,
-    pub interval: Option<(f64, f64)>,
-    /// Per-step samples the judgement rested on (0: the value alone decided).
-    pub samples: usize,
-    pub verdict: Verdict,
 }
 
 #[derive(Debug, Clone, Serialize)]

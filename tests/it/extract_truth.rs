@@ -38,7 +38,7 @@ fn assert_recovers_truth(scenario: &str, inject: Option<&str>) {
     );
     let x: Value = serde_json::from_slice(&out.stdout).unwrap();
     let truth: Value =
-        serde_json::from_str(&std::fs::read_to_string(&dir.join("truth.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
     let mut problems = Vec::new();
     for (name, t) in truth["metrics"].as_object().unwrap() {
         for key in ["value", "p50", "p90", "p99"] {

@@ -13,5 +13,6 @@ mod inspect;
 mod properties;
 mod real_traces;
 mod reference_tables;
+mod render;
 mod report;
 mod sweep;
