@@ -42,6 +42,14 @@ pub const METRICS: &[MetricDef] = &[
         ..BASE
     },
     MetricDef {
+        name: DECODE_STEP_P90_MS,
+        statistic: Statistic::P90,
+        tolerance: StartTolerance::Fixed("5%"),
+        meaning: "90th percentile of the decode step wall per rank, slowest rank: the tail a \
+                  median hides (stalls, slow steps)",
+        ..BASE
+    },
+    MetricDef {
         name: GPU_UTIL_PCT,
         unit: Unit::Pct,
         direction: Direction::Higher,

@@ -90,6 +90,7 @@ impl std::fmt::Debug for MetricDef {
 }
 
 pub const DECODE_STEP_MS: &str = "decode_step_ms";
+pub const DECODE_STEP_P90_MS: &str = "decode_step_p90_ms";
 pub const GPU_UTIL_PCT: &str = "gpu_util_pct";
 pub const COMM_PCT: &str = "comm_pct";
 pub const ALLREDUCE_US: &str = "allreduce_us";

@@ -322,3 +322,44 @@ fn an_inline_table_metric_round_trips() {
     );
     assert_eq!(check_output(&run, b, "markdown").0, 0);
 }
+
+/// `baseline new` records `decode_step_p90_ms` gated with its registry tolerance, and the gate
+/// judges it like any other metric.
+#[test]
+fn the_decode_step_p90_is_recorded_and_gated() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = synth(None);
+    let baseline = dir.path().join("new.toml");
+    let out = tracegate()
+        .args(["baseline", "new"])
+        .arg(&run)
+        .arg("--baseline")
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    let entry = text
+        .split("[metrics.decode_step_p90_ms]")
+        .nth(1)
+        .expect("decode_step_p90_ms recorded");
+    assert!(entry.contains("tolerance = \"5%\"") && !entry.starts_with("\ngate = false"));
+    let (status, json, _) = check_output(&run, baseline.to_str().unwrap(), "json");
+    assert_eq!(status, 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let p90 = v["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "decode_step_p90_ms")
+        .unwrap();
+    assert_eq!(
+        (p90["gated"].as_bool(), p90["verdict"].as_str()),
+        (Some(true), Some("ok"))
+    );
+    assert!(p90["samples"].as_u64().unwrap() > 10, "{p90}");
+}
