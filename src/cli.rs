@@ -66,6 +66,8 @@ pub struct SweepArgs {
     #[arg(long, default_value = "sweep")]
     pub name: String,
     #[command(flatten)]
+    pub identity: crate::identity::IdentityArgs,
+    #[command(flatten)]
     pub github: GithubArgs,
 }
 
@@ -138,6 +140,10 @@ pub struct BaselineWriteArgs {
     /// new: overwrite an existing file; update: accept a run on other hardware.
     #[arg(long)]
     pub force: bool,
+    // The run's image is written as `image` (update: the old one kept as `previous_image`);
+    // `--meta` pairs set their [meta] field or go into `extra`.
+    #[command(flatten)]
+    pub identity: crate::identity::IdentityArgs,
 }
 
 #[derive(Debug, Args)]
@@ -153,8 +159,6 @@ pub struct BaselineNewArgs {
     pub precision: Option<String>,
     #[arg(long)]
     pub framework: Option<String>,
-    #[arg(long)]
-    pub image: Option<String>,
     #[arg(long)]
     pub tp: Option<u32>,
     #[arg(long)]
@@ -206,6 +210,8 @@ pub struct CheckArgs {
     /// Judge a run on other hardware or another rank count than the baseline's (normally exit 2).
     #[arg(long)]
     pub allow_other_hardware: bool,
+    #[command(flatten)]
+    pub identity: crate::identity::IdentityArgs,
     #[command(flatten)]
     pub github: GithubArgs,
 }
@@ -482,6 +488,7 @@ fn check(args: CheckArgs) -> Result<i32> {
             ("--verdict-out", args.verdict_out.as_ref()),
         ])?;
     }
+    let identity = args.identity.resolve()?;
     let run = read_run(&args.paths)?;
     let baseline = match (&args.baseline, &args.baselines) {
         (Some(file), _) => {
@@ -505,7 +512,8 @@ fn check(args: CheckArgs) -> Result<i32> {
         fail_on_improvement: args.fail_on_improvement,
         allow_other_hardware: args.allow_other_hardware,
     };
-    let result = crate::gate::check(&extraction, &baseline, &options);
+    let mut result = crate::gate::check(&extraction, &baseline, &options);
+    result.run.identity = identity;
     if let Some(path) = &args.verdict_out {
         write_output(
             &crate::report::check::render(&result, Format::Json),
@@ -530,8 +538,10 @@ fn check(args: CheckArgs) -> Result<i32> {
 fn stamp_for(
     args: &BaselineWriteArgs,
     x: &crate::metrics::Extraction,
-) -> crate::baseline::write::Stamp {
-    crate::baseline::write::Stamp {
+) -> Result<crate::baseline::write::Stamp> {
+    let identity = args.identity.resolve()?;
+    crate::baseline::write::check_identity(&identity).map_err(anyhow::Error::msg)?;
+    Ok(crate::baseline::write::Stamp {
         source: args
             .source
             .clone()
@@ -539,7 +549,8 @@ fn stamp_for(
         date: crate::baseline::write::today(),
         device: x.run.device.clone(),
         ranks: x.run.ranks.len(),
-    }
+        identity,
+    })
 }
 
 /// Prints the diff, and writes the new text unless this is a dry run.
@@ -572,6 +583,7 @@ fn baseline_new(args: BaselineNewArgs) -> Result<i32> {
         );
     }
     let x = analyse(&w.paths, &w.analysis)?;
+    let stamp = stamp_for(w, &x)?;
     let meta = crate::baseline::Meta {
         hardware: args
             .hardware
@@ -581,14 +593,14 @@ fn baseline_new(args: BaselineNewArgs) -> Result<i32> {
         model: args.model.clone(),
         precision: args.precision.clone(),
         framework: args.framework.clone(),
-        image: args.image.clone(),
+        image: stamp.identity.image.clone(),
         tp: args.tp.or(Some(x.run.ranks.len() as u32)),
         ep: args.ep,
         concurrency: args.concurrency,
         moe_layers: w.analysis.moe_layers,
         ..Default::default()
     };
-    let text = crate::baseline::write::new_baseline(&x, &meta, &stamp_for(w, &x));
+    let text = crate::baseline::write::new_baseline(&x, &meta, &stamp);
     finish_baseline_write(w, "", &text)
 }
 
@@ -607,7 +619,7 @@ fn baseline_update(args: BaselineUpdateArgs) -> Result<i32> {
     }
     let old = std::fs::read_to_string(&w.baseline)
         .with_context(|| format!("{}: cannot read", w.baseline.display()))?;
-    let new = crate::baseline::write::update_baseline(&old, &x, &stamp_for(w, &x))
+    let new = crate::baseline::write::update_baseline(&old, &x, &stamp_for(w, &x)?)
         .map_err(|e| anyhow::anyhow!("{}: {e}", w.baseline.display()))?;
     finish_baseline_write(w, &old, &new)
 }
@@ -848,7 +860,7 @@ fn sweep(args: SweepArgs) -> Result<i32> {
         .map(|e| e.trim().to_string())
         .filter(|e| !e.is_empty())
         .collect();
-    let merged = crate::sweep::merge(&args.paths, &expect);
+    let merged = crate::sweep::merge(&args.paths, &expect).with_run(args.identity.resolve()?);
     write_output(
         &crate::report::sweep::render(&merged, args.format),
         args.output.as_ref(),

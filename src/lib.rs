@@ -10,6 +10,7 @@ pub mod cli;
 pub mod exit;
 pub mod gate;
 pub mod github;
+pub mod identity;
 pub mod inspect;
 pub mod links;
 pub mod metrics;
