@@ -18,30 +18,10 @@ pub struct Identity {
     pub meta: BTreeMap<String, String>,
 }
 
-/// `--image` and `--meta`, for the commands that take a run's identity.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct IdentityArgs {
-    /// The image the run used (lmsysorg/sglang:v0.5.4-rocm700), shown beside the baseline's;
-    /// default: $TRACEGATE_IMAGE.
-    #[arg(long, value_name = "IMAGE")]
-    pub image: Option<String>,
-    /// More of the run's identity: sglang=0.5.4, commit=..., driver=...; repeatable. Also from
-    /// TRACEGATE_META_<KEY>=VALUE (the key lowercased); the command line wins.
-    #[arg(long = "meta", value_name = "KEY=VALUE")]
-    pub meta: Vec<String>,
-}
-
 /// Prefix of the environment variables that add pairs.
 pub const META_ENV_PREFIX: &str = "TRACEGATE_META_";
 /// Keys `--meta` cannot set: the image has its own flag, the rest are written by tracegate.
 const RESERVED: [&str; 3] = ["image", "previous_image", "extra"];
-
-impl IdentityArgs {
-    /// The identity from the command line and this process's environment.
-    pub fn resolve(&self) -> anyhow::Result<Identity> {
-        resolve(self, std::env::vars()).map_err(anyhow::Error::msg)
-    }
-}
 
 fn valid_key(key: &str) -> bool {
     !key.is_empty()
@@ -50,10 +30,12 @@ fn valid_key(key: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
-/// [`IdentityArgs::resolve`] with the environment given. Empty values in the environment count
-/// as unset (a workflow passes empty inputs as empty strings).
+/// The identity from `--image` (`image`) and the `--meta` pairs (`meta`, `KEY=VALUE` each), and
+/// for what they leave out, `env` (the process's environment in use). Empty values in the
+/// environment count as unset (a workflow passes empty inputs as empty strings).
 pub fn resolve(
-    args: &IdentityArgs,
+    image: Option<&str>,
+    meta: &[String],
     env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Identity, String> {
     let mut identity = Identity::default();
@@ -70,14 +52,14 @@ pub fn resolve(
             identity.meta.insert(key, value);
         }
     }
-    if let Some(image) = &args.image {
+    if let Some(image) = image {
         let image = image.trim();
         if image.is_empty() {
             return Err("--image: empty".into());
         }
         identity.image = Some(image.to_string());
     }
-    for pair in &args.meta {
+    for pair in meta {
         let Some((key, value)) = pair.split_once('=') else {
             return Err(format!("--meta {pair:?}: expected KEY=VALUE"));
         };
@@ -132,11 +114,18 @@ mod tests {
             .collect()
     }
 
-    fn args(image: Option<&str>, meta: &[&str]) -> IdentityArgs {
-        IdentityArgs {
-            image: image.map(str::to_string),
-            meta: meta.iter().map(|s| s.to_string()).collect(),
-        }
+    fn args(image: Option<&str>, meta: &[&str]) -> (Option<String>, Vec<String>) {
+        (
+            image.map(str::to_string),
+            meta.iter().map(|s| s.to_string()).collect(),
+        )
+    }
+
+    fn resolve(
+        (image, meta): &(Option<String>, Vec<String>),
+        env: Vec<(String, String)>,
+    ) -> Result<Identity, String> {
+        super::resolve(image.as_deref(), meta, env)
     }
 
     #[test]

@@ -14,13 +14,16 @@ pub mod identity;
 pub mod inspect;
 pub mod links;
 pub mod metrics;
+pub mod pipeline;
 pub mod reader;
 pub mod report;
 pub mod shapes;
+pub mod stats;
 pub mod steps;
 pub mod sweep;
 pub mod synth;
 pub mod taxonomy;
+pub mod units;
 
 #[cfg(test)]
 mod testing;

@@ -2,38 +2,28 @@
 //! TRACEGATE_META_*) in `check`'s verdict JSON and markdown header, `baseline new|update`
 //! recording them (the old image kept as `previous_image`), and `sweep` showing old → new.
 
-mod common;
-
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use common::tracegate;
 use serde_json::Value;
+
+use crate::common::{synth_run, tracegate};
 
 const SHIPPED: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
 const OLD: &str = "lmsysorg/sglang:v0.5.3-rocm700";
 const NEW: &str = "lmsysorg/sglang:v0.5.4-rocm700";
 
-/// A clean and a regressed (allreduce 1.5x slower) synthetic MI355X run, made once.
-fn runs() -> &'static (PathBuf, PathBuf) {
-    static RUNS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
-    RUNS.get_or_init(|| {
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("identity-runs");
-        let _ = std::fs::remove_dir_all(&root);
-        let make = |name: &str, inject: Option<&str>| {
-            let dir = root.join(name);
-            let mut cmd = tracegate();
-            cmd.args(["synth", "--scenario", "mi355x-dsr1-fp4-tp4", "--seed", "3"])
-                .args(["--python-functions-per-step", "0", "--out"])
-                .arg(&dir);
-            if let Some(spec) = inject {
-                cmd.args(["--inject", spec]);
-            }
-            assert!(cmd.output().unwrap().status.success());
-            dir
-        };
-        (make("pass", None), make("fail", Some("allreduce=1.5")))
-    })
+/// The shared clean and regressed (allreduce 1.5x slower) MI355X runs (`common::synth_run`).
+fn runs() -> (PathBuf, PathBuf) {
+    let args = [
+        "--scenario",
+        "mi355x-dsr1-fp4-tp4",
+        "--seed",
+        "3",
+        "--python-functions-per-step",
+        "0",
+    ];
+    let fail = [&args[..], &["--inject", "allreduce=1.5"]].concat();
+    (synth_run(&args), synth_run(&fail))
 }
 
 /// The shipped baseline, recorded with the old image and sglang 0.5.3, in DIR.
@@ -89,7 +79,7 @@ fn header(markdown: &str) -> String {
 fn check_writes_the_image_and_pairs_in_json_and_the_markdown_header() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = old_baseline(dir.path());
-    let (_, fail) = runs();
+    let (_, fail) = &runs();
     let args = [
         "--image",
         NEW,
@@ -143,7 +133,7 @@ fn check_writes_the_image_and_pairs_in_json_and_the_markdown_header() {
 fn the_environment_gives_the_same_identity_and_the_command_line_wins() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = old_baseline(dir.path());
-    let (pass, _) = runs();
+    let (pass, _) = &runs();
     let env = [
         ("TRACEGATE_IMAGE", NEW),
         ("TRACEGATE_META_SGLANG", "0.5.4"),
@@ -190,7 +180,7 @@ fn the_environment_gives_the_same_identity_and_the_command_line_wins() {
 fn bad_pairs_are_exit_2_naming_the_option_or_variable() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = old_baseline(dir.path());
-    let (pass, _) = runs();
+    let (pass, _) = &runs();
     for (args, env, needle) in [
         (
             &["--meta", "sglang"][..],
@@ -215,7 +205,7 @@ fn bad_pairs_are_exit_2_naming_the_option_or_variable() {
 fn baseline_update_records_the_new_image_and_keeps_the_old_one() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = old_baseline(dir.path());
-    let (pass, _) = runs();
+    let (pass, _) = &runs();
     let out = run(tracegate()
         .args(["baseline", "update"])
         .arg(pass)
@@ -262,7 +252,7 @@ fn baseline_update_records_the_new_image_and_keeps_the_old_one() {
 #[test]
 fn baseline_new_records_the_image_and_pairs() {
     let dir = tempfile::tempdir().unwrap();
-    let (pass, _) = runs();
+    let (pass, _) = &runs();
     let baseline = dir.path().join("new.toml");
     let out = run(tracegate()
         .args(["baseline", "new"])
@@ -283,7 +273,7 @@ fn baseline_new_records_the_image_and_pairs() {
 fn a_sweep_shows_each_configuration_old_to_new() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = old_baseline(dir.path());
-    let (pass, fail) = runs();
+    let (pass, fail) = &runs();
     let verdicts = dir.path().join("verdicts");
     std::fs::create_dir(&verdicts).unwrap();
     // Two configurations (the second a renamed copy of one verdict): one named its image, the

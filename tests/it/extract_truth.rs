@@ -1,26 +1,18 @@
 //! `tracegate extract` recovers `truth.json` of every synth scenario, with and without each
 //! injected regression: metrics within 0.5% (0.1 point for percentages), steps and breakdown.
 
-mod common;
+use std::path::PathBuf;
 
-use std::path::Path;
-
-use common::tracegate;
+use crate::common::{self, tracegate};
 use serde_json::Value;
 
-fn synth(dir: &Path, scenario: &str, inject: Option<&str>) {
-    let mut cmd = tracegate();
-    cmd.args(["synth", "--scenario", scenario, "--seed", "7", "--out"])
-        .arg(dir);
+/// The shared run of a scenario at seed 7 with this injection (`common::synth_run`).
+fn synth(scenario: &str, inject: Option<&str>) -> PathBuf {
+    let mut args = vec!["--scenario", scenario, "--seed", "7"];
     if let Some(spec) = inject {
-        cmd.args(["--inject", spec]);
+        args.extend(["--inject", spec]);
     }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "synth: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::synth_run(&args)
 }
 
 fn close(name: &str, got: f64, want: f64) -> bool {
@@ -32,11 +24,10 @@ fn close(name: &str, got: f64, want: f64) -> bool {
 }
 
 fn assert_recovers_truth(scenario: &str, inject: Option<&str>) {
-    let dir = tempfile::tempdir().unwrap();
-    synth(dir.path(), scenario, inject);
+    let dir = synth(scenario, inject);
     let out = tracegate()
         .arg("extract")
-        .arg(dir.path())
+        .arg(&dir)
         .args(["--format", "json"])
         .output()
         .unwrap();
@@ -47,8 +38,7 @@ fn assert_recovers_truth(scenario: &str, inject: Option<&str>) {
     );
     let x: Value = serde_json::from_slice(&out.stdout).unwrap();
     let truth: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("truth.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(&dir.join("truth.json")).unwrap()).unwrap();
     let mut problems = Vec::new();
     for (name, t) in truth["metrics"].as_object().unwrap() {
         for key in ["value", "p50", "p90", "p99"] {

@@ -1,11 +1,9 @@
 //! `tracegate check` against the shipped baselines: fresh runs pass, injected regressions fail
 //! with the cause named, changes inside tolerance pass, and twenty seeds raise no false alarm.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::tracegate;
+use crate::common::{self, tracegate};
 use serde_json::Value;
 
 struct Scenario {
@@ -66,26 +64,21 @@ fn baseline(file: &str) -> PathBuf {
         .join(file)
 }
 
-fn synth(dir: &Path, scenario: &str, seed: u64, inject: Option<&str>) {
-    let mut cmd = tracegate();
-    cmd.args([
-        "synth",
+/// The shared run of `scenario` with this seed and injection (`common::synth_run`).
+fn synth(scenario: &str, seed: u64, inject: Option<&str>) -> PathBuf {
+    let seed = seed.to_string();
+    let mut args = vec![
         "--scenario",
         scenario,
         "--python-functions-per-step",
         "0",
         "--seed",
-    ]);
-    cmd.arg(seed.to_string()).arg("--out").arg(dir);
+        &seed,
+    ];
     if let Some(spec) = inject {
-        cmd.args(["--inject", spec]);
+        args.extend(["--inject", spec]);
     }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "synth: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::synth_run(&args)
 }
 
 struct Checked {
@@ -95,12 +88,12 @@ struct Checked {
 }
 
 fn check(s: &Scenario, seed: u64, inject: Option<&str>) -> Checked {
+    let run = synth(s.name, seed, inject);
     let dir = tempfile::tempdir().unwrap();
-    synth(&dir.path().join("run"), s.name, seed, inject);
     let verdict_path = dir.path().join("verdict.json");
     let out = tracegate()
         .arg("check")
-        .arg(dir.path().join("run"))
+        .arg(run)
         .arg("--baseline")
         .arg(baseline(s.baseline))
         .arg("--verdict-out")
@@ -224,12 +217,10 @@ fn a_straggler_is_caught_and_its_rank_named() {
         |_| "straggler=1.15".into(),
         "rank_skew_ms",
         |s, c| {
-            let dir = tempfile::tempdir().unwrap();
-            synth(dir.path(), s.name, 11, Some("straggler=1.15"));
-            let truth: Value = serde_json::from_str(
-                &std::fs::read_to_string(dir.path().join("truth.json")).unwrap(),
-            )
-            .unwrap();
+            let dir = synth(s.name, 11, Some("straggler=1.15"));
+            let truth: Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap())
+                    .unwrap();
             let rank = truth["straggler_rank"]
                 .as_u64()
                 .expect("truth names the straggler");
