@@ -330,3 +330,53 @@ fn a_sweep_shows_each_configuration_old_to_new() {
     assert_eq!(v["configurations"][0]["run"]["meta"]["commit"], "4f2a9c1");
     assert_eq!(v["configurations"][1]["run"]["image"], Value::Null);
 }
+
+#[test]
+fn a_64_configuration_image_bump_fits_in_one_comment() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = old_baseline(dir.path());
+    let (_, fail) = &runs();
+    let one = dir.path().join("one.json");
+    let out = check(
+        fail,
+        &baseline,
+        &[
+            "--image",
+            NEW,
+            "--meta",
+            "commit=4f2a9c1",
+            "--verdict-out",
+            one.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&one).unwrap()).unwrap();
+    let verdicts = dir.path().join("verdicts");
+    std::fs::create_dir(&verdicts).unwrap();
+    for i in 0..64 {
+        let mut v = v.clone();
+        let name = format!(
+            "dsr1-fp4-mi355x-sglang-tp4-conc{}-variant-with-a-long-name-{i:02}",
+            4 * (i + 1)
+        );
+        v["baseline"]["path"] = Value::String(format!("baselines/{name}.toml"));
+        std::fs::write(verdicts.join(format!("{name}.json")), v.to_string()).unwrap();
+    }
+    let out = run(tracegate().arg("sweep").arg(&verdicts));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let chars = out.stdout.chars().count();
+    assert!(chars < 65_536, "{chars} characters");
+    let bumped = format!(" | {OLD} → {NEW} | ");
+    assert_eq!(
+        out.stdout
+            .lines()
+            .filter(|l| l.starts_with("| ❌ | dsr1") && l.contains(&bumped))
+            .count(),
+        64,
+        "every configuration has its row with its image"
+    );
+    assert!(out
+        .stdout
+        .contains(&format!("image `{OLD}` → `{NEW}` · commit `4f2a9c1`")));
+}
