@@ -7,13 +7,19 @@ use super::{read_run, write_output};
 use crate::exit;
 use crate::pipeline;
 
+/// `--image` and `--meta`, refused before any trace is read when a baseline cannot hold them.
+fn identity(args: &BaselineWriteArgs) -> Result<crate::identity::Identity> {
+    let identity = args.identity.resolve()?;
+    crate::baseline::write::check_identity(&identity).map_err(anyhow::Error::msg)?;
+    Ok(identity)
+}
+
 fn stamp_for(
     args: &BaselineWriteArgs,
     x: &crate::metrics::Extraction,
-) -> Result<crate::baseline::write::Stamp> {
-    let identity = args.identity.resolve()?;
-    crate::baseline::write::check_identity(&identity).map_err(anyhow::Error::msg)?;
-    Ok(crate::baseline::write::Stamp {
+    identity: crate::identity::Identity,
+) -> crate::baseline::write::Stamp {
+    crate::baseline::write::Stamp {
         source: args
             .source
             .clone()
@@ -22,7 +28,7 @@ fn stamp_for(
         device: x.run.device.clone(),
         ranks: x.run.ranks.len(),
         identity,
-    })
+    }
 }
 
 /// Prints the diff, and writes the new text unless this is a dry run.
@@ -54,9 +60,10 @@ pub(super) fn new(args: BaselineNewArgs) -> Result<i32> {
             w.baseline.display()
         );
     }
+    let identity = identity(w)?;
     let run = read_run(&w.paths)?;
     let x = pipeline::extract(&run, &w.paths, &w.analysis.config(), None)?;
-    let stamp = stamp_for(w, &x)?;
+    let stamp = stamp_for(w, &x, identity);
     let meta = crate::baseline::Meta {
         hardware: args
             .hardware
@@ -79,6 +86,7 @@ pub(super) fn new(args: BaselineNewArgs) -> Result<i32> {
 
 pub(super) fn update(args: BaselineUpdateArgs) -> Result<i32> {
     let w = &args.write;
+    let identity = identity(w)?;
     let baseline = crate::baseline::Baseline::load(&w.baseline)?;
     let run = read_run(&w.paths)?;
     let x = pipeline::extract(&run, &w.paths, &w.analysis.config(), Some(&baseline))?;
@@ -93,7 +101,7 @@ pub(super) fn update(args: BaselineUpdateArgs) -> Result<i32> {
     }
     let old = std::fs::read_to_string(&w.baseline)
         .with_context(|| format!("{}: cannot read", w.baseline.display()))?;
-    let new = crate::baseline::write::update_baseline(&old, &x, &stamp_for(w, &x)?)
+    let new = crate::baseline::write::update_baseline(&old, &x, &stamp_for(w, &x, identity))
         .map_err(|e| anyhow::anyhow!("{}: {e}", w.baseline.display()))?;
     finish_baseline_write(w, &old, &new)
 }
