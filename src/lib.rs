@@ -22,6 +22,7 @@ pub mod cli;
 pub mod exit;
 pub mod gate;
 pub(crate) mod github;
+pub mod identity;
 pub(crate) mod inspect;
 pub(crate) mod links;
 pub mod metrics;

@@ -67,6 +67,9 @@ pub struct RunSummary {
     pub ranks: Vec<u32>,
     pub decode_steps_kept: usize,
     pub warnings: Vec<String>,
+    /// `image` and `meta`: what the run was made with (`--image`, `--meta`), as given.
+    #[serde(flatten)]
+    pub identity: crate::identity::Identity,
 }
 
 /// How the gate reads a metric's samples: the statistic its value is, and whether the samples
@@ -141,6 +144,7 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
         ranks: x.run.ranks.clone(),
         decode_steps_kept: x.steps.values().map(|s| s.decode_kept).min().unwrap_or(0),
         warnings: x.warnings.clone(),
+        identity: Default::default(),
     };
     CheckResult {
         schema_version: CHECK_SCHEMA_VERSION,
