@@ -6,6 +6,7 @@ mod common;
 mod bad_input;
 mod check;
 mod check_output;
+mod confinement;
 mod extract_truth;
 mod fuzz;
 mod github;
