@@ -426,11 +426,8 @@ pub fn analyse_read_run(
     let mut taxonomy = analysis.taxonomy()?;
     let mut options = analysis.options();
     if let Some(b) = baseline {
-        if let Some(table) = &b.rules {
-            let origin = format!("{} [rules]", b.path.display());
-            taxonomy =
-                taxonomy.with_rules(crate::taxonomy::Taxonomy::rules_from_table(table, &origin)?);
-        }
+        // The baseline's own rules: after --rules, before the built-in table.
+        taxonomy = taxonomy.with_rules(b.taxonomy_rules()?);
         options.moe_layers = options.moe_layers.or(b.meta.moe_layers);
     }
     let classes = taxonomy.classify_run(run);

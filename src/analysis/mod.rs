@@ -15,6 +15,7 @@ pub mod compare;
 pub mod coverage;
 pub mod overlap;
 pub mod prefill;
+pub mod unclassified;
 
 use std::collections::HashSet;
 
@@ -68,6 +69,8 @@ pub struct RunAnalysis {
     pub prefill: Option<prefill::PrefillSection>,
     pub shapes: ShapesSection,
     pub coverage: coverage::Coverage,
+    /// Kernels in `other`, with a rule to paste for those no rule matched.
+    pub unclassified: unclassified::UnclassifiedSection,
 }
 
 /// What the run is.
@@ -258,6 +261,8 @@ pub fn analyse_run(
         .collect();
 
     let decode = has_decode.then(|| decode_figures(rank_steps, extraction));
+    let breakdown = breakdown(&ctx, extraction);
+    let unclassified = unclassified::unclassified_section(&ctx, &breakdown.breakdown);
     RunAnalysis {
         run: RunSummary {
             device,
@@ -268,7 +273,7 @@ pub fn analyse_run(
         },
         phases: phases(&ctx),
         decode,
-        breakdown: breakdown(&ctx, extraction),
+        breakdown,
         comm: comm::comm_section(&ctx),
         overlap: overlap::overlap_section(&ctx),
         whole_trace: overlap::whole_trace(&ctx),
@@ -276,6 +281,7 @@ pub fn analyse_run(
         prefill: prefill::prefill_section(&ctx),
         shapes: crate::shapes::shape_section(run, classes, rank_steps, scope),
         coverage: coverage::coverage(run),
+        unclassified,
     }
 }
 
