@@ -11,9 +11,7 @@ use super::{Context, Scope};
 use crate::metrics::breakdown::Breakdown;
 use crate::taxonomy::{demangle, suggest, Category, Class, Suggestion};
 
-/// Share of kernel time in `other` above which a run's figures are suspect: `check` warns and
-/// the coverage tests fail (every real trace and synth scenario stays at or below it).
-pub const OTHER_LIMIT_PCT: f64 = 5.0;
+pub use crate::taxonomy::OTHER_LIMIT_PCT;
 /// Kernels listed, most time first; the rest are counted.
 pub const LISTED: usize = 20;
 

@@ -3,11 +3,12 @@
 use serde::Serialize;
 
 use super::explain::{explain, Explanation};
-use super::stats::Statistic;
 use super::verdict::{judge, Observation, Verdict};
-use crate::baseline::{known_metrics, Baseline, Direction, Meta, Unit};
+use crate::baseline::{Baseline, Direction, Meta};
 use crate::exit;
-use crate::metrics::{Extraction, Metric, ALLREDUCE_RANK_RATIO, ALLREDUCE_US, RANK_SKEW_MS};
+use crate::metrics::catalog::{MetricDef, Samples, METRICS};
+use crate::metrics::{Extraction, Metric};
+use crate::units::Unit;
 
 /// Version of the check JSON schema (`check --format json`, `--verdict-out`).
 pub const CHECK_SCHEMA_VERSION: u32 = 1;
@@ -42,7 +43,7 @@ impl Status {
 #[derive(Debug, Clone, Serialize)]
 pub struct MetricCheck {
     pub name: String,
-    pub unit: String,
+    pub unit: Unit,
     pub direction: Direction,
     /// False for report-only metrics (`gate = false`) and metrics absent from the baseline.
     pub gated: bool,
@@ -90,22 +91,16 @@ pub struct RunSummary {
 }
 
 /// How the gate reads a metric's samples: the statistic its value is, and whether the samples
-/// are per-step draws at all (rank ratio and skew are one value per rank: judged on the value).
-fn observation(name: &str, m: &Metric) -> Observation {
-    let statistic = if name == ALLREDUCE_US {
-        Statistic::Mean
-    } else {
-        Statistic::Median
-    };
-    let samples = if name == ALLREDUCE_RANK_RATIO || name == RANK_SKEW_MS {
-        Vec::new()
-    } else {
-        m.samples.clone()
+/// are draws it can resample at all (one value per rank is not: judged on the value).
+fn observation(def: &MetricDef, m: &Metric) -> Observation {
+    let samples = match def.samples {
+        Samples::PerStep | Samples::PerCall => m.samples.clone(),
+        Samples::PerRank => Vec::new(),
     };
     Observation {
         value: m.value,
         samples,
-        statistic,
+        statistic: def.statistic,
     }
 }
 
@@ -118,7 +113,7 @@ fn seed_of(name: &str) -> u64 {
 
 pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
     let mut metrics = Vec::new();
-    for spec in known_metrics() {
+    for spec in METRICS {
         let current = x.metrics.get(spec.name);
         let Some(base) = b.metrics.get(spec.name) else {
             if let Some(m) = current {
@@ -127,7 +122,7 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
             continue;
         };
         let direction = base.direction.unwrap_or(spec.direction);
-        let observed = current.map(|m| observation(spec.name, m));
+        let observed = current.map(|m| observation(spec, m));
         let j = judge(
             base,
             direction,
@@ -137,7 +132,7 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
         );
         metrics.push(MetricCheck {
             name: spec.name.to_string(),
-            unit: unit_text(spec.unit).to_string(),
+            unit: spec.unit,
             direction,
             gated: base.gate,
             baseline: Some(base.value),
@@ -209,19 +204,10 @@ fn mismatches(x: &Extraction, b: &Baseline) -> Vec<String> {
     problems
 }
 
-fn unit_text(unit: Unit) -> &'static str {
-    match unit {
-        Unit::Ms => "ms",
-        Unit::Us => "us",
-        Unit::Pp => "%",
-        Unit::Plain => "ratio",
-    }
-}
-
 fn new_metric(name: &str, m: &Metric) -> MetricCheck {
     MetricCheck {
         name: name.to_string(),
-        unit: m.unit.to_string(),
+        unit: m.unit,
         direction: m.direction,
         gated: false,
         baseline: None,

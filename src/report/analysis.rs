@@ -17,7 +17,7 @@ pub fn render(a: &RunAnalysis, format: Format) -> String {
             serde_json::to_string_pretty(&to_json(a)).expect("analysis serialises") + "\n"
         }
         Format::Markdown => render_text(a, true),
-        Format::Table | Format::Toml => render_text(a, false),
+        Format::Table => render_text(a, false),
     }
 }
 

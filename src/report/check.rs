@@ -3,11 +3,11 @@
 //! The markdown is made for a pull-request comment: a one-line verdict first, the table, the
 //! cause, and the long parts folded. It never exceeds GitHub's comment limit.
 
-use super::extract::format_value;
 use super::table::{escape_markdown, Align, Table};
 use super::Format;
-use crate::gate::explain::Delta;
+use crate::gate::explain::{Delta, Unclassified};
 use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
+use crate::units::{Unit, MISSING};
 
 /// GitHub refuses comments longer than this many characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
@@ -18,7 +18,7 @@ const SHOWN_ROWS: usize = 6;
 
 pub fn render(result: &CheckResult, format: Format) -> String {
     match format {
-        Format::Json | Format::Toml => {
+        Format::Json => {
             serde_json::to_string_pretty(result).expect("check result serialises") + "\n"
         }
         Format::Markdown => markdown(result),
@@ -53,22 +53,14 @@ fn verdict_word(m: &MetricCheck) -> String {
     }
 }
 
-/// A metric value with its unit, or a dash when absent.
-pub fn value(v: Option<f64>, unit: &str) -> String {
-    match v {
-        Some(v) => format!("{} {unit}", format_value(v, unit)),
-        None => "—".into(),
-    }
+/// A metric value with its unit, or the missing mark.
+pub fn value(v: Option<f64>, unit: Unit) -> String {
+    unit.figure_or_missing(v)
 }
 
-/// A metric's change as shown in the table (pp for percentages, % otherwise).
+/// A metric's change as shown in the table.
 pub fn change(m: &MetricCheck) -> String {
-    match (m.change, m.change_pct) {
-        (Some(c), _) if m.unit == "%" => format!("{c:+.1} pp"),
-        (Some(_), Some(p)) => format!("{p:+.1}%"),
-        (Some(c), None) => format!("{c:+.3}"),
-        _ => "—".into(),
-    }
+    super::change_text(m.unit, m.change, m.change_pct)
 }
 
 fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
@@ -89,10 +81,10 @@ fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
     for m in &result.metrics {
         let mut row = vec![
             m.name.clone(),
-            value(m.baseline, &m.unit),
-            value(m.current, &m.unit),
+            value(m.baseline, m.unit),
+            value(m.current, m.unit),
             change(m),
-            m.tolerance.clone().unwrap_or_else(|| "—".into()),
+            m.tolerance.clone().unwrap_or_else(|| MISSING.into()),
             verdict_word(m),
         ];
         if with_marks {
@@ -201,12 +193,37 @@ fn meta_table(result: &CheckResult) -> Table {
     t
 }
 
+/// One line on the time in kernels no rule classifies, naming the top ones with their share
+/// (plain text: the `::warning` annotation and, escaped, the markdown).
+pub fn unclassified_line(u: &Unclassified) -> String {
+    let named: Vec<String> = u
+        .kernels
+        .iter()
+        .map(|k| format!("{} {:.1}%", super::display_kernel_name(&k.name), k.pct))
+        .collect();
+    let baseline = u
+        .baseline_other_pct
+        .map(|p| format!(" (baseline {p:.1}%)"))
+        .unwrap_or_default();
+    format!(
+        "{:.1}% of kernel time is in kernels no rule classifies{baseline}: {}. Category figures miss that time; add rules (tracegate report prints them).",
+        u.other_pct,
+        named.join(", ")
+    )
+}
+
 /// The markdown parts, most important first; later parts are dropped to fit the budget.
 pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
     let e = &result.explanation;
     let mut parts = vec![format!("{}\n\n", headline(result))];
     for p in &result.problems {
         parts.push(format!("> **Cannot judge:** {}\n\n", escape_markdown(p)));
+    }
+    if let Some(u) = &e.unclassified {
+        parts.push(format!(
+            "> ⚠️ **Unclassified kernels:** {}\n\n",
+            escape_markdown(&unclassified_line(u))
+        ));
     }
     parts.push(metric_table(result, true).to_markdown() + "\n");
     let mut why = String::from("#### Why\n\n");

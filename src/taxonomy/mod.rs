@@ -665,6 +665,10 @@ impl NameClasses {
     }
 }
 
+/// Share of kernel time in `other` above which a run's figures are suspect: `check` warns, the
+/// report says so, and the coverage tests hold every real trace and synth scenario at or below it.
+pub const OTHER_LIMIT_PCT: f64 = 5.0;
+
 /// Longest kernel name shown in a table; the JSON keeps full names.
 const NAME_WIDTH: usize = 96;
 
