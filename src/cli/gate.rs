@@ -15,6 +15,7 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
             ("--verdict-out", args.verdict_out.as_ref()),
         ])?;
     }
+    let identity = args.identity.resolve()?;
     let run = read_run(&args.paths)?;
     let baseline = match (&args.baseline, &args.baselines) {
         (Some(file), _) => crate::baseline::Baseline::load(file)?,
@@ -33,7 +34,8 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
         allow_other_hardware: args.allow_other_hardware,
     };
     let config = args.analysis.config();
-    let result = pipeline::check(&run, &args.paths, &config, &baseline, &options)?;
+    let mut result = pipeline::check(&run, &args.paths, &config, &baseline, &options)?;
+    result.run.identity = identity;
     if let Some(path) = &args.verdict_out {
         write_output(
             &crate::report::check::render(&result, crate::report::Format::Json),
@@ -65,7 +67,7 @@ pub(super) fn sweep(args: SweepArgs) -> Result<i32> {
         .map(|e| e.trim().to_string())
         .filter(|e| !e.is_empty())
         .collect();
-    let merged = crate::sweep::merge(&args.paths, &expect);
+    let merged = crate::sweep::merge(&args.paths, &expect).with_run(args.identity.resolve()?);
     write_output(
         &crate::report::sweep::render(&merged, args.format),
         args.output.as_ref(),

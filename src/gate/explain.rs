@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::check::MetricCheck;
+use super::verdict::MetricCheck;
 use super::verdict::Verdict;
 use crate::baseline::Baseline;
 use crate::metrics::{Extraction, DECODE_STEP_MS, OTHER_PCT, RANK_SKEW_MS};

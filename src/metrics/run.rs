@@ -4,27 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use super::catalog::{Across, Compute, MetricDef, Phase, ALLREDUCE_US, DECODE_STEP_MS};
-use super::figures::RankFigures;
+use super::def::{Across, Compute, MetricDef, Phase, DECODE_STEP_MS};
+use super::figures::{Context, RankFigures, RunFigures};
 use super::{Metric, MetricMap, MoeLayers};
 use crate::stats::{self, Statistic};
-
-/// What a per-step figure may depend on beyond its own step.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Context {
-    /// Some kept decode step of some rank holds a `comm` activity.
-    pub decode_comm: bool,
-    /// Some prefill step of some rank holds a `comm` activity.
-    pub prefill_comm: bool,
-    /// The MoE layer count, when known and some kept decode step holds a `moe_gemm` kernel.
-    pub moe_layers: Option<f64>,
-}
-
-/// Every rank's figures, with the context the per-step figures need.
-pub struct RunFigures<'a> {
-    pub(crate) ranks: &'a [RankFigures<'a>],
-    pub context: Context,
-}
 
 /// Computes every metric of the registry, in its order; metrics without inputs are absent.
 pub(crate) fn all_metrics(figures: &RunFigures<'_>, defs: &[MetricDef]) -> MetricMap {
@@ -32,7 +15,7 @@ pub(crate) fn all_metrics(figures: &RunFigures<'_>, defs: &[MetricDef]) -> Metri
     for def in defs {
         let metric = match def.compute {
             Compute::PerStep { sample, across } => per_step_metric(figures, def, sample, across),
-            Compute::Run(f) => f(figures, &metrics),
+            Compute::Run(f) => f(def, figures, &metrics),
         };
         if let Some(m) = metric {
             metrics.insert(def.name, m);
@@ -98,24 +81,28 @@ fn min_max(values: &[f64]) -> (f64, f64) {
         })
 }
 
-fn def_of(name: &str) -> &'static MetricDef {
-    super::catalog::def(name).expect("the registry defines every metric its functions compute")
-}
-
 /// `rank_skew_ms`: max − min of the per-rank `decode_step_ms`.
-pub(crate) fn rank_skew_ms(_: &RunFigures<'_>, metrics: &MetricMap) -> Option<Metric> {
+pub(crate) fn rank_skew_ms(
+    def: &MetricDef,
+    _: &RunFigures<'_>,
+    metrics: &MetricMap,
+) -> Option<Metric> {
     let step = metrics.get(DECODE_STEP_MS)?;
     let values: Vec<f64> = step.per_rank.values().copied().collect();
     let (lo, hi) = min_max(&values);
     Some(Metric {
         per_rank: step.per_rank.clone(),
         samples: values,
-        ..Metric::new(def_of(super::catalog::RANK_SKEW_MS), hi - lo)
+        ..Metric::new(def, hi - lo)
     })
 }
 
 /// `allreduce_us`: every allreduce-class call of the kept decode steps, all ranks pooled.
-pub(crate) fn allreduce_us(figures: &RunFigures<'_>, _: &MetricMap) -> Option<Metric> {
+pub(crate) fn allreduce_us(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
     let pooled: Vec<f64> = figures
         .ranks
         .iter()
@@ -128,12 +115,16 @@ pub(crate) fn allreduce_us(figures: &RunFigures<'_>, _: &MetricMap) -> Option<Me
         p50: stats::percentile_sorted(&sorted, 50.0),
         p99: stats::percentile_sorted(&sorted, 99.0),
         samples: pooled,
-        ..Metric::new(def_of(ALLREDUCE_US), mean)
+        ..Metric::new(def, mean)
     })
 }
 
 /// `allreduce_rank_ratio`: max / min over ranks of the rank's mean allreduce call.
-pub(crate) fn allreduce_rank_ratio(figures: &RunFigures<'_>, _: &MetricMap) -> Option<Metric> {
+pub(crate) fn allreduce_rank_ratio(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
     let per_rank: BTreeMap<u32, f64> = figures
         .ranks
         .iter()
@@ -153,7 +144,7 @@ pub(crate) fn allreduce_rank_ratio(figures: &RunFigures<'_>, _: &MetricMap) -> O
     Some(Metric {
         per_rank,
         samples: means,
-        ..Metric::new(def_of(super::catalog::ALLREDUCE_RANK_RATIO), hi / lo)
+        ..Metric::new(def, hi / lo)
     })
 }
 
