@@ -371,7 +371,7 @@ fn a_crafted_kernel_name_cannot_inject_markdown() {
     let md = outside_fenced_blocks(&full);
     assert!(full.contains("prefix = \"evil|col"), "{full}");
     assert!(
-        md.contains(r"evil\|col \[click\]\(https://x.example\) \<img"),
+        md.contains("evil\\|col \\[click\\]\\(https:\u{2060}//x.example\\) \\<img"),
         "{md}"
     );
     for raw in ["[click](", "`code`", "**b**", "evil|col"] {
