@@ -80,10 +80,8 @@ impl AnalysisConfig {
         let mut taxonomy = self.taxonomy()?;
         let mut options = self.extract_options();
         if let Some(b) = baseline {
-            if let Some(table) = &b.rules {
-                let origin = format!("{} [rules]", b.path.display());
-                taxonomy = taxonomy.with_rules(Taxonomy::rules_from_table(table, &origin)?);
-            }
+            // The baseline's own [[rules]]: after --rules, before the built-in table.
+            taxonomy = taxonomy.with_rules(b.taxonomy_rules()?);
             options.moe_layers = options.moe_layers.or(b.meta.moe_layers);
         }
         Ok((taxonomy, options))

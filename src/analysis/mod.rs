@@ -16,6 +16,7 @@ pub mod coverage;
 pub mod overlap;
 pub mod prefill;
 pub mod shapes;
+pub mod unclassified;
 
 use std::collections::HashSet;
 
@@ -69,6 +70,8 @@ pub struct RunAnalysis {
     pub prefill: Option<prefill::PrefillSection>,
     pub shapes: ShapesSection,
     pub coverage: coverage::Coverage,
+    /// Kernels in `other`, with a rule to paste for those no rule matched.
+    pub unclassified: unclassified::UnclassifiedSection,
 }
 
 /// What the run is.
@@ -259,6 +262,8 @@ pub fn analyse_run(
         .collect();
 
     let decode = has_decode.then(|| decode_figures(rank_steps, extraction));
+    let breakdown = breakdown(&ctx, extraction);
+    let unclassified = unclassified::unclassified_section(&ctx, &breakdown.breakdown);
     RunAnalysis {
         run: RunSummary {
             device,
@@ -269,7 +274,7 @@ pub fn analyse_run(
         },
         phases: phases(&ctx),
         decode,
-        breakdown: breakdown(&ctx, extraction),
+        breakdown,
         comm: comm::comm_section(&ctx),
         overlap: overlap::overlap_section(&ctx),
         whole_trace: overlap::whole_trace(&ctx),
@@ -277,6 +282,7 @@ pub fn analyse_run(
         prefill: prefill::prefill_section(&ctx),
         shapes: crate::analysis::shapes::shape_section(run, classes, rank_steps, scope),
         coverage: coverage::coverage(run),
+        unclassified,
     }
 }
 

@@ -125,9 +125,10 @@ struct BaselineFile {
     metrics: BTreeMap<String, MetricBaseline>,
     #[serde(default)]
     breakdown: Breakdown,
-    /// Extra taxonomy rules, in the rules-file format; handed to the taxonomy as they are.
+    /// Extra taxonomy rules: `[[rules]]` tables (each one rule, as a rules file's `[[rule]]`),
+    /// or the older `[rules]` table holding `[[rules.rule]]`.
     #[serde(default)]
-    rules: Option<toml::Table>,
+    rules: Option<toml::Value>,
 }
 
 /// A parsed and validated baseline.
@@ -137,8 +138,13 @@ pub struct Baseline {
     pub meta: Meta,
     pub metrics: BTreeMap<String, MetricBaseline>,
     pub breakdown: Breakdown,
+    /// The baseline's own taxonomy rules, as a rules-file table (`rule` = the array of rules),
+    /// checked when the baseline was read; tried after `--rules`, before the built-in table.
     pub rules: Option<toml::Table>,
 }
+
+/// How a baseline's rules are named in messages.
+pub const RULES_KEY: &str = "[[rules]]";
 
 /// A baseline that cannot be used. Displayed as `<file>[:<line>]: <what is wrong>`.
 #[derive(Debug, thiserror::Error)]
@@ -154,6 +160,8 @@ pub enum BaselineError {
         line: usize,
         message: String,
     },
+    #[error("{}: {message}", path.display())]
+    Rules { path: PathBuf, message: String },
     #[error("{}: metric `{metric}`: {message}", path.display())]
     Metric {
         path: PathBuf,
@@ -228,14 +236,65 @@ impl Baseline {
                 .allowance(m.value, spec.unit)
                 .map_err(|e| metric_error(name, e.to_string()))?;
         }
+        let rules = file
+            .rules
+            .map(|value| rules_table(value, text, path))
+            .transpose()?;
         Ok(Baseline {
             path: path.to_path_buf(),
             meta: file.meta,
             metrics: file.metrics,
             breakdown: file.breakdown,
-            rules: file.rules,
+            rules,
         })
     }
+
+    /// The baseline's rules, compiled; named `<file> [[rules]]` in errors.
+    pub fn taxonomy_rules(
+        &self,
+    ) -> Result<Vec<crate::taxonomy::Rule>, crate::taxonomy::TaxonomyError> {
+        match &self.rules {
+            Some(table) => crate::taxonomy::Taxonomy::rules_from_table(
+                table,
+                &format!("{} {RULES_KEY}", self.path.display()),
+            ),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// The `rules` value of a baseline as a rules-file table, checked rule by rule so that a bad
+/// rule is an error when the baseline is read, naming the file, the line of the rules and what
+/// is wrong.
+fn rules_table(value: toml::Value, text: &str, path: &Path) -> Result<toml::Table, BaselineError> {
+    let line = text
+        .lines()
+        .position(|l| {
+            let l = l.trim_start();
+            l.starts_with("[[rules") || l.starts_with("[rules")
+        })
+        .map_or(0, |i| i + 1);
+    let bad = |message: String| BaselineError::Rules {
+        path: path.to_path_buf(),
+        message: format!("line {line}: {message}"),
+    };
+    let table = match value {
+        toml::Value::Array(items) => {
+            let mut t = toml::Table::new();
+            t.insert("rule".into(), toml::Value::Array(items));
+            t
+        }
+        toml::Value::Table(t) => t,
+        other => {
+            return Err(bad(format!(
+                "`rules` must be [[rules]] tables, not {}",
+                other.type_str()
+            )))
+        }
+    };
+    crate::taxonomy::Taxonomy::rules_from_table(&table, RULES_KEY)
+        .map_err(|e| bad(e.to_string()))?;
+    Ok(table)
 }
 
 #[cfg(test)]
@@ -325,5 +384,74 @@ calls_per_step = 116.0
             .unwrap_err()
             .to_string();
         assert!(e.contains("meta"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod rules_tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Baseline, BaselineError> {
+        Baseline::parse(text, Path::new("baselines/x.toml"))
+    }
+
+    const HEAD: &str = "[meta]\nhardware = \"NVIDIA H800\"\n";
+
+    #[test]
+    fn rules_tables_classify_the_kernel_they_name() {
+        let b = parse(&format!(
+            "{HEAD}\n[[rules]]\nprefix = \"acme_dispatch_v9\"\ncategory = \"comm\"\ncollective = \"all_to_all\"\n"
+        ))
+        .unwrap();
+        let rules = b.taxonomy_rules().unwrap();
+        let taxonomy = crate::taxonomy::Taxonomy::builtin().with_rules(rules);
+        let class = taxonomy.classify("acme_dispatch_v9_kernel");
+        assert_eq!(class.category, crate::taxonomy::Category::Comm);
+        assert_eq!(
+            class.collective,
+            Some(crate::taxonomy::Collective::AllToAll)
+        );
+        // Without the baseline's rule the name is unknown.
+        assert_eq!(
+            crate::taxonomy::Taxonomy::builtin()
+                .classify("acme_dispatch_v9_kernel")
+                .category,
+            crate::taxonomy::Category::Other
+        );
+    }
+
+    #[test]
+    fn the_older_rules_table_still_reads() {
+        let b = parse(&format!(
+            "{HEAD}\n[rules]\n[[rules.rule]]\nprefix = \"acme\"\ncategory = \"norm\"\n"
+        ))
+        .unwrap();
+        assert_eq!(b.taxonomy_rules().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_bad_rule_is_an_error_naming_the_file_the_line_and_the_rule() {
+        let text = format!(
+            "{HEAD}\n[[rules]]\nprefix = \"a\"\ncategory = \"comm\"\n\n[[rules]]\nregex = \"(\"\ncategory = \"comm\"\n"
+        );
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(
+            e.starts_with("baselines/x.toml: line 4: [[rules]]: rule 2: bad regex"),
+            "{e}"
+        );
+        let e = parse(&format!(
+            "{HEAD}\n[[rules]]\nprefix = \"a\"\ncategory = \"comms\"\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("rule 1: unknown category `comms`"), "{e}");
+        let e = parse(&format!("rules = 3\n{HEAD}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`rules` must be [[rules]] tables"), "{e}");
+        let e = parse(&format!("{HEAD}\n[[rules]]\ncategory = \"norm\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no matcher"), "{e}");
     }
 }

@@ -8,8 +8,8 @@ use serde::Serialize;
 use super::verdict::MetricCheck;
 use super::verdict::Verdict;
 use crate::baseline::Baseline;
-use crate::metrics::{Extraction, DECODE_STEP_MS, RANK_SKEW_MS};
-use crate::taxonomy::short_name;
+use crate::metrics::{Extraction, DECODE_STEP_MS, OTHER_PCT, RANK_SKEW_MS};
+use crate::taxonomy::{readable, short_name, Category, OTHER_LIMIT_PCT};
 
 /// Kernels kept in the explanation's delta list.
 const TOP_KERNEL_DELTAS: usize = 10;
@@ -56,6 +56,145 @@ pub struct Explanation {
     /// Unified diff of the sorted kernel-name lists (baseline → current), empty when equal.
     pub kernel_diff: String,
     pub straggler: Option<Straggler>,
+    /// Kernel time in `other` worth a word: above 5% of kernel time, or risen over the
+    /// baseline's share (a finding in its own right: that time counts in no category).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unclassified: Option<Unclassified>,
+}
+
+/// Kernels no rule classifies, as the gate saw them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unclassified {
+    /// Share of kernel time in `other` (the run's breakdown), %.
+    pub other_pct: f64,
+    /// The same share in the baseline's breakdown, when it has one.
+    pub baseline_other_pct: Option<f64>,
+    /// `other` time per step, current − baseline, ms.
+    pub change_ms_per_step: f64,
+    /// Above 5% of kernel time.
+    pub over_limit: bool,
+    /// Rose beyond `other_pct`'s tolerance (2 points without one in the baseline).
+    pub rose: bool,
+    /// The `other` kernels with most time, at most five.
+    pub kernels: Vec<OtherKernel>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OtherKernel {
+    pub name: String,
+    pub ms_per_step: f64,
+    /// Share of kernel time, %.
+    pub pct: f64,
+    /// Not in the baseline's kernel list.
+    pub new: bool,
+}
+
+/// A rise of `other` this large is a finding when the baseline does not gate `other_pct`.
+const OTHER_RISE_PP: f64 = 2.0;
+/// `other` kernels named.
+const OTHER_KERNELS_NAMED: usize = 5;
+
+/// The baseline's share of kernel time in `other`, from its breakdown.
+fn baseline_other_pct(b: &Baseline) -> Option<f64> {
+    let total: f64 = b.breakdown.categories.values().map(|c| c.ms_per_step).sum();
+    (total > 0.0).then(|| {
+        b.breakdown
+            .categories
+            .get(Category::Other.key())
+            .map_or(0.0, |c| c.ms_per_step / total * 100.0)
+    })
+}
+
+fn unclassified(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Option<Unclassified> {
+    let other_pct = x.breakdown.other_pct();
+    let baseline_other_pct = baseline_other_pct(b);
+    let rose = match metrics
+        .iter()
+        .find(|m| m.name == OTHER_PCT && m.baseline.is_some())
+    {
+        Some(m) => m.verdict == Verdict::Regressed,
+        None => other_pct - baseline_other_pct.unwrap_or(0.0) > OTHER_RISE_PP,
+    };
+    let over_limit = other_pct > OTHER_LIMIT_PCT;
+    if !rose && !over_limit {
+        return None;
+    }
+    let known: BTreeSet<&str> = b
+        .breakdown
+        .kernels
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    let base_ms = b
+        .breakdown
+        .categories
+        .get(Category::Other.key())
+        .map_or(0.0, |c| c.ms_per_step);
+    let cur_ms = x
+        .breakdown
+        .categories
+        .get(&Category::Other)
+        .map_or(0.0, |c| c.ms_per_step);
+    let kernels = x
+        .breakdown
+        .kernels
+        .iter()
+        .filter(|k| k.category == Category::Other)
+        .take(OTHER_KERNELS_NAMED)
+        .map(|k| OtherKernel {
+            name: k.name.clone(),
+            ms_per_step: k.ms_per_step,
+            pct: k.pct,
+            new: !known.is_empty() && !known.contains(k.name.as_str()),
+        })
+        .collect();
+    Some(Unclassified {
+        other_pct,
+        baseline_other_pct,
+        change_ms_per_step: cur_ms - base_ms,
+        over_limit,
+        rose,
+        kernels,
+    })
+}
+
+/// The sentence about `other`, first in the lead: it says which figures cannot be trusted.
+fn unclassified_sentence(u: &Unclassified) -> String {
+    let named: Vec<String> = u
+        .kernels
+        .iter()
+        .map(|k| {
+            format!(
+                "`{}` ({:.1}%{})",
+                short_name(&k.name),
+                k.pct,
+                if k.new { ", new in this run" } else { "" }
+            )
+        })
+        .collect();
+    let baseline = u
+        .baseline_other_pct
+        .map(|p| format!(", baseline {p:.1}%"))
+        .unwrap_or_default();
+    let head = if u.rose && u.change_ms_per_step >= NOISE_FLOOR_MS {
+        format!(
+            "{:.3} ms per step moved into kernels no rule classifies: `other` is {:.1}% of kernel time{baseline}",
+            u.change_ms_per_step, u.other_pct
+        )
+    } else {
+        format!(
+            "{:.1}% of kernel time is in kernels no rule classifies (`other`{baseline}, above {OTHER_LIMIT_PCT:.0}%)",
+            u.other_pct
+        )
+    };
+    format!(
+        "{head}, led by {}. That time counts in no category, so comm_pct, moe_us_per_layer and overlap_pct miss it: add a rule for each (`tracegate report` prints one).",
+        if named.is_empty() {
+            "no kernel listed".to_string()
+        } else {
+            named.join(", ")
+        }
+    )
 }
 
 /// Milliseconds and calls per step.
@@ -157,7 +296,8 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
 
     let decode_step_change_ms = metric_change(metrics, DECODE_STEP_MS);
     let straggler = straggler(x, metrics);
-    let lead = lead_sentence(
+    let unclassified = unclassified(x, b, metrics);
+    let mut lead = lead_sentence(
         decode_step_change_ms,
         total,
         &categories,
@@ -166,6 +306,10 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         &vanished,
         straggler.as_ref(),
     );
+    // Unclassified time first: it says which of the figures that follow miss time.
+    if let Some(u) = &unclassified {
+        lead = format!("{} {lead}", unclassified_sentence(u));
+    }
     Explanation {
         decode_step_change_ms,
         kernel_time_change_ms: total,
@@ -176,6 +320,7 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         vanished,
         kernel_diff,
         straggler,
+        unclassified,
     }
 }
 
@@ -186,9 +331,13 @@ fn metric_change(metrics: &[MetricCheck], name: &str) -> Option<f64> {
         .and_then(|m| m.change)
 }
 
-/// Unified diff of sorted kernel names; only changed lines and no context, to stay short.
+/// Unified diff of sorted kernel names (demangled, as every table shows them); only changed
+/// lines and no context, to stay short.
 fn name_diff(base: &BTreeSet<&str>, cur: &BTreeSet<&str>) -> String {
-    let join = |s: &BTreeSet<&str>| s.iter().map(|n| format!("{n}\n")).collect::<String>();
+    let join = |s: &BTreeSet<&str>| {
+        let names: BTreeSet<String> = s.iter().map(|n| readable(n).into_owned()).collect();
+        names.iter().map(|n| format!("{n}\n")).collect::<String>()
+    };
     let (old, new) = (join(base), join(cur));
     if old == new {
         return String::new();
@@ -292,7 +441,7 @@ fn list(names: &[String]) -> String {
     } else {
         names
             .iter()
-            .map(|n| format!("`{n}`"))
+            .map(|n| format!("`{}`", short_name(n)))
             .collect::<Vec<_>>()
             .join(", ")
     }

@@ -100,6 +100,19 @@ pub fn annotations(result: &CheckResult, fail_on_improvement: bool) -> Vec<Strin
             _ => {}
         }
     }
+    // Time in kernels no rule knows: the figures by category miss it.
+    if let Some(u) = result
+        .explanation
+        .unclassified
+        .as_ref()
+        .filter(|u| u.over_limit || u.rose)
+    {
+        warnings.push(command(
+            "warning",
+            Some("unclassified kernels"),
+            &crate::report::check::unclassified_line(u),
+        ));
+    }
     errors.extend(failed_improvements);
     errors.extend(warnings);
     errors.extend(notices);
@@ -282,6 +295,7 @@ mod tests {
                 vanished: vec![],
                 kernel_diff: String::new(),
                 straggler: None,
+                unclassified: None,
             },
         }
     }

@@ -131,6 +131,17 @@ pub const METRICS: &[MetricDef] = &[
         ..BASE
     },
     MetricDef {
+        name: OTHER_PCT,
+        unit: Unit::Pct,
+        tolerance: StartTolerance::Fixed("2pp"),
+        meaning: "kernel time in category other (no rule knows the kernel) / kernel time of a decode step: median per rank, max over ranks",
+        compute: Compute::PerStep {
+            sample: |s, _| s.other_pct(),
+            across: Across::Max,
+        },
+        ..BASE
+    },
+    MetricDef {
         name: PREFILL_STEP_MS,
         phase: Phase::Prefill,
         tolerance: StartTolerance::Fixed("10%"),

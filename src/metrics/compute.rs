@@ -27,6 +27,8 @@ pub struct StepFigures {
     pub moe_gemm_ns: i64,
     /// Number of `moe_gemm` kernels.
     pub moe_gemm_calls: u32,
+    /// Sum of the durations of `other` kernels (no rule knows them, or a rule put them there).
+    pub other_ns: i64,
 }
 
 /// Reusable buffers, so that a million steps do not allocate a million times.
@@ -74,6 +76,8 @@ pub fn step_figures(
                 if category == Category::MoeGemm {
                     f.moe_gemm_ns += a.dur;
                     f.moe_gemm_calls += 1;
+                } else if category == Category::Other {
+                    f.other_ns += a.dur;
                 }
             }
         }
@@ -101,6 +105,11 @@ impl StepFigures {
     /// Comm kernel time / kernel time × 100; `None` when the step has no kernel time.
     pub fn comm_pct(&self) -> Option<f64> {
         (self.kernel_ns > 0).then(|| self.comm_ns as f64 / self.kernel_ns as f64 * 100.0)
+    }
+
+    /// `other` kernel time / kernel time × 100; `None` when the step has no kernel time.
+    pub fn other_pct(&self) -> Option<f64> {
+        (self.kernel_ns > 0).then(|| self.other_ns as f64 / self.kernel_ns as f64 * 100.0)
     }
 
     /// |∪comm ∩ ∪compute| / |∪comm| × 100; `None` for a step without comm time.

@@ -98,6 +98,7 @@ pub const ALLREDUCE_RANK_RATIO: &str = "allreduce_rank_ratio";
 pub const MOE_US_PER_LAYER: &str = "moe_us_per_layer";
 pub const RANK_SKEW_MS: &str = "rank_skew_ms";
 pub const OVERLAP_PCT: &str = "overlap_pct";
+pub const OTHER_PCT: &str = "other_pct";
 pub const PREFILL_STEP_MS: &str = "prefill_step_ms";
 pub const PREFILL_GPU_UTIL_PCT: &str = "prefill_gpu_util_pct";
 pub const PREFILL_COMM_PCT: &str = "prefill_comm_pct";

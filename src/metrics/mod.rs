@@ -29,8 +29,8 @@ use crate::units::Unit;
 use breakdown::{Breakdown, RankTotals};
 pub use catalog::{
     MetricDef, ALLREDUCE_RANK_RATIO, ALLREDUCE_US, COMM_PCT, DECODE_STEP_MS, GPU_UTIL_PCT, METRICS,
-    MOE_US_PER_LAYER, OVERLAP_PCT, PREFILL_COMM_PCT, PREFILL_GPU_UTIL_PCT, PREFILL_STEP_MS,
-    RANK_SKEW_MS,
+    MOE_US_PER_LAYER, OTHER_PCT, OVERLAP_PCT, PREFILL_COMM_PCT, PREFILL_GPU_UTIL_PCT,
+    PREFILL_STEP_MS, RANK_SKEW_MS,
 };
 use figures::{rank_figures, RankFigures};
 use figures::{Context, RunFigures};

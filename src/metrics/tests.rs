@@ -327,7 +327,12 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     assert_close(m(PREFILL_GPU_UTIL_PCT).value, 4.0 / 4.5 * 100.0);
     assert_close(m(PREFILL_COMM_PCT).value, 20.0);
     assert_close(m(PREFILL_COMM_PCT).per_rank[&0], 12.5);
-    assert_eq!(x.metrics.len(), 12);
+    // other_pct: rank 1's mystery kernel, 10 of 370 µs of kernel time per step (attention 100,
+    // allreduce 2 × 20, topk 2 × 10, MoE 2 × 100, other 10); rank 0 has a memcpy instead: 0.
+    assert_close(m(OTHER_PCT).value, 10.0 / 370.0 * 100.0);
+    assert_close(m(OTHER_PCT).per_rank[&0], 0.0);
+    assert_eq!(m(OTHER_PCT).decided_by, Some(1));
+    assert_eq!(x.metrics.len(), 13);
 
     // Breakdown: per-step means over ranks. Kernel time per step 0.350 and 0.370 ms → 0.360.
     let cat = |c: Category| &x.breakdown.categories[&c];
@@ -425,6 +430,7 @@ fn absent_inputs_give_absent_metrics() {
             DECODE_STEP_MS,
             catalog::DECODE_STEP_P90_MS,
             GPU_UTIL_PCT,
+            OTHER_PCT,
             RANK_SKEW_MS
         ]
     );
@@ -587,4 +593,35 @@ fn ranks_with_different_decode_step_counts_are_refused() {
         }
     );
     assert!(err.to_string().contains("a rank's trace was cut"));
+}
+
+#[test]
+fn other_pct_is_the_share_of_other_kernel_time_on_the_worst_rank() {
+    // Rank 0: attention 100 µs, GEMM 100 µs, an unknown kernel 50 µs per step → 20%;
+    // rank 1: the unknown kernel takes 25 µs → 25 / 225 = 11.1%. Run value: the worst rank.
+    let rank = |r: u32, other_us: i64| {
+        let mut b = TraceBuilder::new(r);
+        for k in 0..4 {
+            let t0 = k * 10 * MS;
+            let c = b.launch(t0, true);
+            let i = b.kernel("mla", Category::Attention, t0 + US, 100 * US, 0);
+            b.link(i, c);
+            let i = b.kernel("nvjet", Category::DenseGemm, t0 + 101 * US, 100 * US, 0);
+            b.link(i, c);
+            let i = b.kernel("zz_fork", Category::Other, t0 + 201 * US, other_us * US, 0);
+            b.link(i, c);
+        }
+        b.build()
+    };
+    let (run, classes) = run_of(vec![rank(0, 50), rank(1, 25)]);
+    let opts = ExtractOptions {
+        warmup_steps: 0,
+        ..ExtractOptions::default()
+    };
+    let x = extract(&run, &classes, &opts).unwrap();
+    let m = &x.metrics[OTHER_PCT];
+    assert_close(m.value, 20.0);
+    assert_close(m.per_rank[&1], 25.0 / 225.0 * 100.0);
+    assert!(m.samples.len() == 4 && m.samples.iter().all(|&v| (v - 20.0).abs() < 1e-9));
+    assert_eq!(m.decided_by, Some(0));
 }

@@ -223,6 +223,7 @@ fn render_text(a: &RunAnalysis, markdown: bool) -> String {
     prefill(&mut d, a);
     shapes(&mut d, a);
     coverage(&mut d, a);
+    unclassified(&mut d, a);
     d.out.trim_end().to_string() + "\n"
 }
 
@@ -792,4 +793,95 @@ fn coverage(d: &mut Doc, a: &RunAnalysis) {
         rows,
         "ops",
     );
+}
+
+/// A code fence longer than any run of backticks in `text`, so no kernel name can close it.
+fn fence_for(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
+/// The last section: what is in `other`, and the rules that would classify it.
+fn unclassified(d: &mut Doc, a: &RunAnalysis) {
+    let u = &a.unclassified;
+    let unit = per_unit(u.scope);
+    d.heading(3, "Unclassified kernels");
+    if u.kernels.is_empty() {
+        d.para(&format!(
+            "Every kernel matched a rule: {}% of kernel time is in `other`.",
+            fixed(u.other_pct, 1)
+        ));
+        return;
+    }
+    let share = format!("{}% of kernel time is in `other`", fixed(u.other_pct, 1));
+    if u.over_limit {
+        d.para(&format!(
+            "{}, above the {}% that leaves the figures trustworthy: that time counts in no category (comm_pct, moe_us_per_layer and overlap_pct miss it). Classify it with the rules below.",
+            d.bold(&share),
+            fixed(crate::analysis::unclassified::OTHER_LIMIT_PCT, 0)
+        ));
+    } else {
+        d.para(&format!("{share}."));
+    }
+    let rows = u
+        .kernels
+        .iter()
+        .map(|k| {
+            let suggested = match (&k.rule, &k.suggestion) {
+                (Some(note), _) => format!("rule: {note}"),
+                (None, Some(s)) => match (s.category, &s.evidence) {
+                    (Some(c), Some(word)) => format!("{} (`{word}` in the name)", c.key()),
+                    _ => "no hint".into(),
+                },
+                (None, None) => "no hint".into(),
+            };
+            vec![
+                display_kernel_name(&k.name),
+                fixed(k.calls_per_step, 1),
+                fixed(k.ms_per_step, 3),
+                fixed(k.pct, 1),
+                if d.markdown {
+                    escape_markdown(&suggested)
+                } else {
+                    suggested
+                },
+            ]
+        })
+        .collect();
+    d.para(&format!(
+        "Kernels in `other`, by time per {unit}{}:",
+        if u.more > 0 {
+            format!(" ({} more not listed)", u.more)
+        } else {
+            String::new()
+        }
+    ));
+    d.long_table(
+        &[
+            ("Kernel", Align::Left),
+            ("Calls", Align::Right),
+            ("Time (ms)", Align::Right),
+            ("%", Align::Right),
+            ("Suggested category", Align::Left),
+        ],
+        rows,
+        "kernels",
+    );
+    let snippets: Vec<&str> = u
+        .kernels
+        .iter()
+        .filter_map(|k| k.suggestion.as_ref().map(|s| s.rule.as_str()))
+        .collect();
+    if snippets.is_empty() {
+        return;
+    }
+    d.para("Rules to paste into a `--rules` file, or into the baseline as `[[rules]]` tables (write `[[rules]]` for `[[rule]]` there), tried before the built-in table; check each category:");
+    let body = snippets.join("\n");
+    if d.markdown {
+        let fence = fence_for(&body);
+        d.out.push_str(&format!("{fence}toml\n{body}{fence}\n\n"));
+    } else {
+        d.out.push_str(&body);
+        d.out.push('\n');
+    }
 }

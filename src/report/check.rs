@@ -5,7 +5,7 @@
 
 use super::table::{code_span, escape_markdown, Align, Table};
 use super::Format;
-use crate::gate::explain::Delta;
+use crate::gate::explain::{Delta, Unclassified};
 use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
 use crate::units::{Unit, MISSING};
 
@@ -248,6 +248,25 @@ fn meta_table(result: &CheckResult) -> Table {
     t
 }
 
+/// One line on the time in kernels no rule classifies, naming the top ones with their share
+/// (plain text: the `::warning` annotation and, escaped, the markdown).
+pub fn unclassified_line(u: &Unclassified) -> String {
+    let named: Vec<String> = u
+        .kernels
+        .iter()
+        .map(|k| format!("{} {:.1}%", super::display_kernel_name(&k.name), k.pct))
+        .collect();
+    let baseline = u
+        .baseline_other_pct
+        .map(|p| format!(" (baseline {p:.1}%)"))
+        .unwrap_or_default();
+    format!(
+        "{:.1}% of kernel time is in kernels no rule classifies{baseline}: {}. Category figures miss that time; add rules (tracegate report prints them).",
+        u.other_pct,
+        named.join(", ")
+    )
+}
+
 /// The markdown parts, most important first; later parts are dropped to fit the budget.
 pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
     let e = &result.explanation;
@@ -258,6 +277,12 @@ pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
     }
     for p in &result.problems {
         parts.push(format!("> **Cannot judge:** {}\n\n", escape_markdown(p)));
+    }
+    if let Some(u) = &e.unclassified {
+        parts.push(format!(
+            "> ⚠️ **Unclassified kernels:** {}\n\n",
+            escape_markdown(&unclassified_line(u))
+        ));
     }
     parts.push(metric_table(result, true).to_markdown() + "\n");
     let mut why = String::from("#### Why\n\n");

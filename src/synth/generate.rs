@@ -109,14 +109,15 @@ impl Plan {
                 s.name = sc.protocol.1;
             }
         }
+        let written = super::rename::written_names(&specs, &opts.injections);
         let mut names: Vec<NameInfo> = Vec::new();
         let mut name_id = Vec::with_capacity(specs.len());
-        for s in &specs {
-            let id = match names.iter().position(|n| n.name == s.name) {
+        for (s, written) in specs.iter().zip(&written) {
+            let id = match names.iter().position(|n| n.name == *written) {
                 Some(p) => p,
                 None => {
                     names.push(NameInfo {
-                        name: s.name.to_string(),
+                        name: written.clone(),
                         category: s.cat,
                         allreduce: s.is_allreduce(),
                         collective: s.collective,
@@ -126,7 +127,7 @@ impl Plan {
             };
             name_id.push(id as u32);
         }
-        let name_json = specs.iter().map(|s| json_str(s.name)).collect();
+        let name_json = written.iter().map(|n| json_str(n)).collect();
 
         let decode_ops = build_ops(&sc);
         let mut prefill_ops = vec![

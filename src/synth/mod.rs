@@ -6,6 +6,7 @@
 //! same options (seed included) give byte-identical files.
 
 mod generate;
+mod rename;
 mod rng;
 mod scenario;
 pub mod truth;
@@ -74,17 +75,32 @@ pub enum InjectionKind {
     Protocol,
     /// The auxiliary stream's kernels serialised onto the main stream (B200).
     SingleStream,
+    /// Every kernel renamed as a fork or a new library version would (namespace, template
+    /// arguments, mangling); timings unchanged.
+    Rename,
+    /// The main MoE GEMM renamed to a name no rule knows; timings unchanged.
+    UnknownMoe,
 }
 
 impl InjectionKind {
-    pub const ALL: [InjectionKind; 6] = [
+    pub const ALL: [InjectionKind; 8] = [
         InjectionKind::Allreduce,
         InjectionKind::Moe,
         InjectionKind::Attention,
         InjectionKind::Straggler,
         InjectionKind::Protocol,
         InjectionKind::SingleStream,
+        InjectionKind::Rename,
+        InjectionKind::UnknownMoe,
     ];
+
+    /// Kinds that take no factor (only `=1`, or none at all).
+    pub fn takes_factor(self) -> bool {
+        !matches!(
+            self,
+            InjectionKind::SingleStream | InjectionKind::Rename | InjectionKind::UnknownMoe
+        )
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -94,6 +110,8 @@ impl InjectionKind {
             InjectionKind::Straggler => "straggler",
             InjectionKind::Protocol => "protocol",
             InjectionKind::SingleStream => "single-stream",
+            InjectionKind::Rename => "rename",
+            InjectionKind::UnknownMoe => "unknown-moe",
         }
     }
 }
@@ -114,7 +132,7 @@ impl FromStr for Injection {
     type Err = SynthError;
 
     /// `KIND=FACTOR`: `allreduce=1.5`, `moe=1.2`, `attention=2`, `straggler=1.3`, `protocol=1.4`,
-    /// `single-stream=1` (or just `single-stream`).
+    /// `single-stream=1` (or just `single-stream`), `rename`, `unknown-moe`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = |reason: String| SynthError::InvalidInjection {
             spec: s.to_string(),
@@ -131,6 +149,8 @@ impl FromStr for Injection {
             "straggler" => InjectionKind::Straggler,
             "protocol" => InjectionKind::Protocol,
             "single-stream" => InjectionKind::SingleStream,
+            "rename" => InjectionKind::Rename,
+            "unknown-moe" => InjectionKind::UnknownMoe,
             _ => {
                 let valid: Vec<&str> = InjectionKind::ALL.iter().map(|k| k.as_str()).collect();
                 return Err(bad(format!(
@@ -140,7 +160,7 @@ impl FromStr for Injection {
             }
         };
         let factor = match v {
-            None if kind == InjectionKind::SingleStream => 1.0,
+            None if !kind.takes_factor() => 1.0,
             None => return Err(bad("expected KIND=FACTOR, e.g. allreduce=1.5".into())),
             Some(v) => v
                 .parse::<f64>()
@@ -151,8 +171,11 @@ impl FromStr for Injection {
                 "factor must be a finite number > 0, got {factor}"
             )));
         }
-        if kind == InjectionKind::SingleStream && factor != 1.0 {
-            return Err(bad("single-stream takes no factor other than 1".into()));
+        if !kind.takes_factor() && factor != 1.0 {
+            return Err(bad(format!(
+                "{} takes no factor other than 1",
+                kind.as_str()
+            )));
         }
         Ok(Injection { kind, factor })
     }

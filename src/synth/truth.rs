@@ -369,6 +369,27 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
         );
     }
 
+    // other_pct: kernel time of names whose category is `other` (the scenarios have none; a kernel
+    // renamed by `unknown-moe` keeps its true category here).
+    let other_ids: Vec<usize> = (0..names.len())
+        .filter(|&n| names[n].category == "other")
+        .collect();
+    let other_pct = |s: &StepSummary| {
+        (s.kernel > 0).then(|| {
+            let other: u64 = other_ids.iter().map(|&n| s.per_name[n].0).sum();
+            other as f64 / s.kernel as f64 * 100.0
+        })
+    };
+    sampled(
+        &mut metrics,
+        "other_pct",
+        "%",
+        "lower",
+        Combine::Max,
+        false,
+        samples(&other_pct, false),
+    );
+
     // allreduce_us: every allreduce-class call of kept decode steps, all ranks pooled.
     let mut pooled = Vec::new();
     let mut rank_means = Vec::new();

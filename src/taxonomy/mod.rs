@@ -2,8 +2,9 @@
 //! (first match wins), shipped in the binary as `rules.toml` and extendable by the user.
 //!
 //! A rule matches by `prefix`, `contains` or `regex` against the kernel name without a leading
-//! `void `; the table's comments explain the order of its sections. [`Taxonomy::hta_compatible`]
-//! swaps in HTA's definition of communication.
+//! `void `, as written or demangled (Itanium `_Z...` names, see [`demangle`]); the table's
+//! comments explain the order of its sections. [`Taxonomy::hta_compatible`] swaps in HTA's
+//! definition of communication.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,11 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::reader::model::{GpuActivity, GpuKind, NameId, NameTable, RankTrace};
+
+mod demangle;
+mod suggest;
+pub use demangle::{demangle, readable};
+pub use suggest::{rule_stem, suggest, Suggestion};
 
 /// What a GPU activity does, as far as the gate cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -226,9 +232,16 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// Whether this rule matches a kernel name (as written in the trace).
+    /// Whether this rule matches a kernel name as written in the trace (see also
+    /// [`Rule::matches_either`]).
     pub fn matches(&self, name: &str) -> bool {
         self.matcher.matches(strip_return_type(name))
+    }
+
+    /// Whether this rule matches the name as written or its demangled form: rules are written
+    /// against what a name says, and rules written against a mangled name keep working.
+    fn matches_either(&self, name: &str, demangled: Option<&str>) -> bool {
+        self.matches(name) || demangled.is_some_and(|d| self.matches(d))
     }
 
     fn class(&self) -> Class {
@@ -407,7 +420,9 @@ fn compile_rule(raw: RawRule, origin: &Arc<str>, index: usize) -> Result<Rule, S
         matcher,
         category,
         collective,
-        note: raw.note,
+        // Every rule says where it comes from, so a kernel put in `other` by a rule is told
+        // apart from one no rule knows.
+        note: raw.note.or_else(|| Some(format!("{origin} rule {index}"))),
         helper: raw.helper,
         origin: Arc::clone(origin),
         index,
@@ -539,17 +554,19 @@ impl Taxonomy {
         self.user.iter().chain(self.builtin.iter())
     }
 
-    /// The class of a kernel name.
+    /// The class of a kernel name. Mangled names are demangled first; a rule matches either form.
     pub fn classify(&self, name: &str) -> Class {
+        let demangled = demangle(name);
+        let d = demangled.as_deref();
         match self.comm_rule {
             CommRule::Taxonomy => self
                 .rules()
-                .find(|rule| rule.matches(name))
+                .find(|rule| rule.matches_either(name, d))
                 .map_or_else(|| OTHER_CLASS.clone(), Rule::class),
             CommRule::Hta if hta_comm_regex().is_match(name) => {
                 let comm = self
                     .rules()
-                    .find(|rule| rule.category == Category::Comm && rule.matches(name));
+                    .find(|rule| rule.category == Category::Comm && rule.matches_either(name, d));
                 Class {
                     category: Category::Comm,
                     collective: Some(comm.and_then(|r| r.collective).unwrap_or(Collective::Other)),
@@ -559,7 +576,7 @@ impl Taxonomy {
             }
             CommRule::Hta => self
                 .rules()
-                .find(|rule| rule.category != Category::Comm && rule.matches(name))
+                .find(|rule| rule.category != Category::Comm && rule.matches_either(name, d))
                 .map_or_else(|| OTHER_CLASS.clone(), Rule::class),
         }
     }
@@ -648,12 +665,18 @@ impl NameClasses {
     }
 }
 
+/// Share of kernel time in `other` above which a run's figures are suspect: `check` warns, the
+/// report says so, and the coverage tests hold every real trace and synth scenario at or below it.
+pub const OTHER_LIMIT_PCT: f64 = 5.0;
+
 /// Longest kernel name shown in a table; the JSON keeps full names.
 const NAME_WIDTH: usize = 96;
 
-/// A kernel name made readable for people: no `void ` prefix, no parameter list, and at most
-/// [`NAME_WIDTH`] characters (the cut is marked with `…`).
+/// A kernel name made readable for people: demangled, no `void ` prefix, no parameter list, and
+/// at most [`NAME_WIDTH`] characters (the cut is marked with `…`).
 pub fn short_name(name: &str) -> String {
+    let readable = readable(name);
+    let name = readable.as_ref();
     let mut shown = name.strip_prefix("void ").unwrap_or(name);
     // Only C++ signatures carry a parameter list; "Memcpy DtoH (Device -> Host)" keeps its words.
     if shown.ends_with(')') && (name.starts_with("void ") || shown.contains("::")) {

@@ -106,17 +106,17 @@ const TRACE_CASES: &[(&str, &str, Option<&str>)] = &[
     ("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib", "norm", None),
     ("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb1ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib", "norm", None),
     ("void vllm::rms_norm_kernel<c10::BFloat16, 8, 2>(c10::BFloat16*, c10::BFloat16 const*, long, long, long, long, long, c10::BFloat16 const*, float, int, int)", "norm", None),
-    ("void at::to_dense_representation_kernel<float>(long, long, long const*, float const*, long const*, float*)", "other", None),
-    ("void permute_pooled_embs_kernel<float>(float const*, long const*, long const*, long const*, float*, long, long, long)", "other", None),
-    ("void bounds_check_indices_kernel<long>(at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, long, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, fbgemm_gpu::FixedDivisor)", "other", None),
+    ("void at::to_dense_representation_kernel<float>(long, long, long const*, float const*, long const*, float*)", "elementwise", None),
+    ("void permute_pooled_embs_kernel<float>(float const*, long const*, long const*, long const*, float*, long, long, long)", "elementwise", None),
+    ("void bounds_check_indices_kernel<long>(at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, long, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, fbgemm_gpu::FixedDivisor)", "elementwise", None),
     ("Im2d2Col_v2", "other", None),
     ("igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt128x128x32_wt32x32x8_ws1x1_wr2x2_ta1x8x2x1_1x4x1x64_tb1x8x2x1_1x4x1x64_gkgs", "other", None),
     ("_ZN2ck16tensor_operation6device12_GLOBAL__N_139kernel_grouped_conv_fwd_xdl_cshuffle_v3INS_34GridwiseGemmMultiD_xdl_cshuffle_v3INS_13tensor_layout4gemm8RowMajorENS6_11ColumnMajorENS_5TupleIJEEES7_DF16bDF16bfDF16bSA_DF16bNS0_12element_wise11PassThroughESC_SC_LNS1_18GemmSpecializationE7ELi256ELi128ELi128ELi64ELi8ELi8ELi32ELi32ELi2ELi2ENS_8SequenceIJLi8ELi32ELi1EEEENSE_IJLi1ELi0ELi2EEEESG_Li2ELi8ELi8ELb0ELi0ESF_SG_SG_Li2ELi8ELi8ELb0ELi0ELi1ELi1ENSE_IJLi1ELi32ELi1ELi8EEEENSE_IJLi8EEEELNS_26BlockGemmPipelineSchedulerE0ELNS_24BlockGemmPipelineVersionE2EDF16bDF16bDF16bDF16bLb0ELb0ELb0EEENS1_30ComputePtrOffsetOfStridedBatchILi1ELi1ELi0EvEENS_16TensorDescriptorINS9_IJNS_5EmbedINS9_IJiiiiEEESQ_Lb0EEENS_11PassThroughIiEENS_3PadIiiiLb0EEESV_ST_ST_NSP_INS9_IJiiEEESW_Lb0EEESX_ST_NS_23Merge_v2_magic_divisionINS9_IJiiiEEEEES10_NS_8RightPadIiiLb0EEES12_NS_7UnMergeISW_Lb0EEEST_EEENS9_IJNSE_IJLi0EEEENSE_IJLi1EEEENSE_IJLi2EEEENSE_IJLi3EEEENSE_IJLi4EEEENSE_IJLi5EEEENSE_IJLi6EEEENSE_IJLi7EEEESI_NSE_IJLi9ELi11ELi13EEEENSE_IJLi10ELi12ELi14EEEENSE_IJLi15EEEENSE_IJLi16EEEENSE_IJLi18EEEENSE_IJLi17EEEEEEENS9_IJNSE_IJLi1ELi2ELi3ELi4EEEES1B_S1C_S1D_SI_NSE_IJLi9EEEENSE_IJLi10ELi11EEEENSE_IJLi12ELi13EEEENSE_IJLi14EEEES1G_S1H_S1J_S1I_NSE_IJLi19ELi20EEEENSE_IJLi21EEEEEEENSE_IJLi19ELi21ELi20EEEElEENSO_INS9_IJS14_S12_S12_S14_ST_EEENS9_IJS16_S17_S18_S1A_S19_EEENS9_IJNSE_IJLi1ELi2EEEES19_S1A_NSE_IJLi5ELi6EEEES1D_EEENSE_IJLi5ELi7ELi6EEEElEESA_NSO_INS9_IJSX_S12_S12_EEENS9_IJS16_S17_S18_EEENS9_IJS1X_S19_S1A_EEENSE_IJLi3ELi4EEEElEELb1ELNS_25InMemoryDataOperationEnumE0ELi1ELNS_10TailNumberE10EEEvNT_8ArgumentET1_T2_T3_T4_T0_S2F_", "other", None),
     ("_ZN2ck16tensor_operation6device12_GLOBAL__N_149kernel_grouped_conv_fwd_multiple_abd_xdl_cshuffleINS_34GridwiseGemmMultipleD_xdl_cshuffleIDF16bDF16bDF16bfDF16bNS_5TupleIJEEEDF16bNS0_12element_wise11PassThroughES8_S8_Li1ELi64ELi64ELi32ELi32ELi8ELi8ELi32ELi32ELi2ELi1ENS_8SequenceIJLi4ELi16ELi1EEEENS9_IJLi1ELi0ELi2EEEESB_Li2ELi8ELi8ELb0ELi1ESA_SB_SB_Li2ELi8ELi8ELb0ELi1ELi1ELi1ENS9_IJLi1ELi16ELi1ELi4EEEELi1ELNS_13LoopSchedulerE0ELNS_15PipelineVersionE0EDF16bLb0EEEPKDF16bSH_S6_DF16bS8_S8_S8_NS_16TensorDescriptorINS5_IJNS_5EmbedINS5_IJiiiiEEESK_Lb0EEENS_11PassThroughIiEENS_3PadIiiiLb0EEESP_SN_SN_NSJ_INS5_IJiiEEESQ_Lb0EEESR_SN_NS_23Merge_v2_magic_divisionINS5_IJiiiEEEEESU_NS_8RightPadIiiLb0EEESW_NS_7UnMergeINS5_IJiNS_17integral_constantIiLi8EEEEEELb0EEESN_EEENS5_IJNS9_IJLi0EEEENS9_IJLi1EEEENS9_IJLi2EEEENS9_IJLi3EEEENS9_IJLi4EEEENS9_IJLi5EEEENS9_IJLi6EEEENS9_IJLi7EEEENS9_IJLi8EEEENS9_IJLi9ELi11ELi13EEEENS9_IJLi10ELi12ELi14EEEENS9_IJLi15EEEENS9_IJLi16EEEENS9_IJLi18EEEENS9_IJLi17EEEEEEENS5_IJNS9_IJLi1ELi2ELi3ELi4EEEES18_S19_S1A_S1B_NS9_IJLi9EEEENS9_IJLi10ELi11EEEENS9_IJLi12ELi13EEEENS9_IJLi14EEEES1E_S1F_S1H_S1G_NS9_IJLi19ELi20EEEENS9_IJLi21EEEEEEENS9_IJLi19ELi21ELi20EEEElEENSI_INS5_IJNSX_ISQ_Lb0EEESW_SW_S11_SN_EEENS5_IJS13_S14_S15_S17_S16_EEENS5_IJNS9_IJLi1ELi2EEEES16_S17_NS9_IJLi5ELi6EEEES1A_EEENS9_IJLi5ELi7ELi6EEEElEES6_NSI_INS5_IJSR_SW_SW_NSX_INS5_IJiNSY_IiLi64EEEEEELb0EEENSX_INS5_IJiNSY_IiLi32EEEEEELb0EEEEEENS5_IJS13_S14_S15_S16_S17_EEENS5_IJS1W_S16_S17_S1X_NS9_IJLi7ELi8EEEEEEENS9_IJLi5ELi6ELi7ELi8EEEElEENS_31BlockToCTileMap_M00_N0_M01AdaptILi64ELi32ENSI_INS5_IJSR_SW_SW_EEENS5_IJS13_S14_S15_EEENS5_IJS1W_S16_S17_EEENS9_IJLi3ELi4EEEElEEiEENS1_30ComputePtrOffsetOfStridedBatchILi1ELi1ELi0EvEES2L_Lb1ELb0ELb0ELb0EEEvT0_T1_T2_PT3_T4_T5_T6_T7_T8_T9_T10_T11_T12_T13_", "other", None),
-    ("void fbgemm_gpu::_offsets_range_cuda_kernel<long>(long, long, long const*, long*)", "other", None),
-    ("split_embedding_backward_codegen_rowwise_adagrad_weighted_find_long_segments(at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, int)", "other", None),
-    ("void split_embedding_codegen_forward_unweighted_kernel<float, float, float, long, 5ul>(at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<float, 2ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, long, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<float, 2ul, at::RestrictPtrTraits, int>)", "other", None),
-    ("void split_embedding_backward_codegen_adagrad_unweighted_kernel_warp_per_row_1<float, float, float, 1ul, 8>(at::GenericPackedTensorAccessor<float, 2ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<float, 2ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, int, bool, at::PhiloxCudaState, fbgemm_gpu::FixedDivisor, at::GenericPackedTensorAccessor<at::AccumulateType<float, true>::type, 1ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<at::AccumulateType<float, true>::type, 1ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, float, float)", "other", None),
+    ("void fbgemm_gpu::_offsets_range_cuda_kernel<long>(long, long, long const*, long*)", "elementwise", None),
+    ("split_embedding_backward_codegen_rowwise_adagrad_weighted_find_long_segments(at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, int)", "elementwise", None),
+    ("void split_embedding_codegen_forward_unweighted_kernel<float, float, float, long, 5ul>(at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<float, 2ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, long, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<float, 2ul, at::RestrictPtrTraits, int>)", "elementwise", None),
+    ("void split_embedding_backward_codegen_adagrad_unweighted_kernel_warp_per_row_1<float, float, float, 1ul, 8>(at::GenericPackedTensorAccessor<float, 2ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<float, 2ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, int, bool, at::PhiloxCudaState, fbgemm_gpu::FixedDivisor, at::GenericPackedTensorAccessor<at::AccumulateType<float, true>::type, 1ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<at::AccumulateType<float, true>::type, 1ul, at::RestrictPtrTraits, long>, at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, float, float)", "elementwise", None),
     ("sage_quant_kernel", "quant", None),
     ("void vllm::scaled_fp8_quant_kernel_strided<c10::BFloat16, c10::Float8_e4m3fn>(c10::Float8_e4m3fn*, c10::BFloat16 const*, float const*, int, long, long)", "quant", None),
     ("void tensorrt_llm::kernels::quantize_with_block_size<(tensorrt_llm::BlockScaleQuantizationType)2, __nv_bfloat16, 32, true>(int, int, int, int, __nv_bfloat16 const*, float const*, unsigned int*, unsigned int*, flashinfer::QuantizationSFLayout)", "quant", None),
@@ -268,8 +268,13 @@ fn builtin_table_parses() {
     assert!(rules
         .iter()
         .all(|r| (r.category == Category::Comm) == r.collective.is_some()));
+    // A rule without a note is named after its file and position; the built-in ones all say
+    // what the kernel is instead.
     assert!(
-        rules.iter().all(|r| r.note.is_some()),
+        rules.iter().all(|r| r
+            .note
+            .as_deref()
+            .is_some_and(|n| !n.starts_with(BUILTIN_ORIGIN))),
         "every built-in rule says what it is"
     );
 }
@@ -547,4 +552,105 @@ fn missing_rules_file_names_the_path() {
     assert!(err
         .to_string()
         .contains("/nonexistent/tracegate-rules.toml"));
+}
+
+/// Names no rule lists one by one: the structure of the name decides (namespace, exchange scope
+/// and step, cast shape, grouped GEMM, communication family).
+const STRUCTURE_CASES: &[(&str, &str, Option<&str>)] = &[
+    // EP all-to-all in any namespace: DeepEP forks, UCCL-EP, MoRI, an internal build.
+    ("void deep_ep::internode::dispatch<true, 8, 8, 4>(int4*, float*, int*)", "comm", Some("all_to_all")),
+    ("void my_ep::internode::notify_dispatch<8>(int const*, int*, int)", "comm", Some("all_to_all")),
+    ("void uccl::intranode::cached_notify_dispatch<8>(int*, int)", "comm", Some("all_to_all")),
+    ("void fork_ep::internode_ll::combine<false, 7168>(void*, int*)", "comm", Some("all_to_all")),
+    ("void ep_v2::low_latency::dispatch<7168, 8>(void*, int*)", "comm", Some("all_to_all")),
+    ("void ep_v2::internode_ll::clean_low_latency_buffer<256>(int*, int)", "comm", Some("all_to_all")),
+    ("void ep::intranode::combine<__nv_bfloat16, 8, 768>(__nv_bfloat16*, float*)", "comm", Some("all_to_all")),
+    ("void mori::moe::EpDispatchIntraNodeKernel<__hip_bfloat16>(mori::moe::EpDispatchCombineArgs<__hip_bfloat16>)", "comm", Some("all_to_all")),
+    ("void mori::moe::EpCombineInterNodeKernel<__hip_bfloat16>(mori::moe::EpDispatchCombineArgs<__hip_bfloat16>)", "comm", Some("all_to_all")),
+    ("void pplx::(anonymous namespace)::dispatchKernel<32>(int*)", "comm", Some("all_to_all")),
+    ("void tensorrt_llm::kernels::moe_comm::moeA2ADispatchKernel<8>(int*)", "comm", Some("all_to_all")),
+    // Mangled: demangled first, then the same rule.
+    ("_ZN7myep_v29internode15notify_dispatchILi8EEEvPKiPii", "comm", Some("all_to_all")),
+    // "dispatch" alone (a CUDA dispatch helper) is no exchange.
+    ("void (anonymous namespace)::groupnorm_kernel_dispatch_up<__hip_bfloat16, 1024u>(unsigned int)", "norm", None),
+    // NCCL / RCCL / NVSHMEM / symmetric-memory families.
+    ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "comm", Some("reduce_scatter")),
+    ("ncclSymkDevKernel_AllGather_LL(ncclSymkDevWorkArgs4K)", "comm", Some("allgather")),
+    ("void nvshmemi_barrier_all_on_stream_kernel()", "comm", Some("other")),
+    ("void nvshmemx_alltoall_kernel<int>(int*)", "comm", Some("all_to_all")),
+    ("void c10d::symmetric_memory::barrier_kernel(unsigned int**, unsigned long, unsigned long, unsigned long)", "comm", Some("other")),
+    ("void c10d::symmetric_memory::put_signal_kernel(unsigned int**, unsigned long, unsigned long)", "comm", Some("other")),
+    ("void c10d::nvshmem_extension::allToAllV(void*, void*, long*, long, long)", "comm", Some("all_to_all")),
+    ("void c10d::nvshmem_extension::exchangeSplitAndOffset(long*, int, int)", "comm", Some("other")),
+    ("void mscclpp::allreduce_LL8<__nv_bfloat16>(__nv_bfloat16*, int)", "comm", Some("allreduce")),
+    ("void mscclpp::reduce_scatter_fork<__nv_bfloat16>(__nv_bfloat16*, int)", "comm", Some("reduce_scatter")),
+    ("void mscclpp::proxy_flush_kernel(int)", "comm", Some("other")),
+    // Casts to FP8/FP4 by shape.
+    ("void deep_gemm::per_token_cast_to_fp8_kernel<128>(float*, __nv_fp8_e4m3*, int)", "quant", None),
+    ("per_channel_cast_to_fp8", "quant", None),
+    ("void fork::per_block_cast_kernel<__nv_bfloat16>(__nv_bfloat16*, int)", "quant", None),
+    ("_scaled_cast_to_mxfp4_kernel", "quant", None),
+    ("void my_lib::act_quant_kernel<128>(__nv_bfloat16 const*, __nv_fp8_e4m3*)", "quant", None),
+    // Grouped GEMMs are expert GEMMs.
+    ("void deep_gemm::sm90_fp8_gemm_1d2d_impl<(cute::UMMA::Major)0, 7168u, 2048u, 64u, 128u, 128u, 132u, 1u, 8u, 1u, 1u, true, (deep_gemm::GemmType)2, false, cutlass::bfloat16_t>(float*, int*, unsigned int)", "moe_gemm", None),
+    ("void deep_gemm::sm90_fp8_gemm_1d2d_impl<(cute::UMMA::Major)0, 7168u, 2048u, 64u, 128u, 128u, 132u, 1u, 8u, 1u, 1u, true, (deep_gemm::GemmType)0, false, cutlass::bfloat16_t>(float*, int*, unsigned int)", "dense_gemm", None),
+    ("void deep_gemm_v3::m_grouped_fp8_gemm_nt_masked_kernel<128>(float*)", "moe_gemm", None),
+    ("void cutlass::Kernel<cutlass::gemm::kernel::GemmGrouped<cutlass::gemm::threadblock::MmaMultistage<int>>>(int)", "moe_gemm", None),
+    ("_grouped_mm_kernel", "moe_gemm", None),
+    // cuDNN fused attention (scaled_dot_product_attention on PyTorch 2.11, H200).
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1x1_kernel0_0", "attention", None),
+    ("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x128_1x4x1_cga1x1x1_kernel0_0", "attention", None),
+    // fbgemm embeddings move rows: data movement, not `other`.
+    ("void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int const*, int*)", "elementwise", None),
+];
+
+#[test]
+fn structure_decides_names_no_rule_lists() {
+    let failures = check_cases(&Taxonomy::builtin(), STRUCTURE_CASES);
+    assert!(
+        failures.is_empty(),
+        "{} misclassified:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn rules_match_the_demangled_name_and_the_raw_one() {
+    // The raw mangled name holds `24add_rmsnorm_quant_kernel`; `rms_?norm` matches both forms,
+    // and a user rule written against the demangled namespace matches too.
+    let mangled = "_ZN9acme_fork9rmsn_kernILi8EEEvPfi";
+    assert_eq!(
+        Taxonomy::builtin().classify(mangled).category,
+        Category::Other
+    );
+    let rules = Taxonomy::from_toml_str(
+        "[[rule]]\ncontains = \"acme_fork::rmsn_kern<\"\ncategory = \"norm\"\n",
+        "test",
+    )
+    .unwrap();
+    let taxonomy = Taxonomy::builtin().with_rules(rules);
+    assert_eq!(taxonomy.classify(mangled).category, Category::Norm);
+    // A rule written against the raw name keeps working.
+    let rules = Taxonomy::from_toml_str(
+        "[[rule]]\nprefix = \"_ZN9acme_fork\"\ncategory = \"quant\"\n",
+        "test",
+    )
+    .unwrap();
+    let taxonomy = Taxonomy::builtin().with_rules(rules);
+    assert_eq!(taxonomy.classify(mangled).category, Category::Quant);
+}
+
+#[test]
+fn tables_show_demangled_names() {
+    assert_eq!(
+        short_name("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib")
+            .split('<')
+            .next(),
+        Some("aiter::add_rmsnorm_quant_kernel")
+    );
+    assert_eq!(
+        short_name("_ZN5aiter36mla_a8w8_qh16_qseqlen1_gqaratio16_psE"),
+        "aiter::mla_a8w8_qh16_qseqlen1_gqaratio16_ps"
+    );
 }

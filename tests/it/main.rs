@@ -20,3 +20,4 @@ mod reference_tables;
 mod render;
 mod report;
 mod sweep;
+mod unclassified;

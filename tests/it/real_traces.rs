@@ -151,3 +151,130 @@ fn extract_gives_figures_for_decode_traces_and_exit_2_for_the_rest() {
         assert!(stdout.is_empty(), "{rel}: no table of zeros");
     }
 }
+
+/// Every run in `../shared/traces`: one file, or a directory holding one multi-rank run.
+const RUNS: &[&str] = &[
+    "h200-torch/eager.json.gz",
+    "h200-torch/graph.json.gz",
+    "h200-torch/stall.json.gz",
+    "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+    "hta/df_index_resolver/df_index_resolver.json.gz",
+    "hta/trace_diff/control/control.json.gz",
+    "hta/trace_diff/test/test.json.gz",
+    "param/dlrm_kineto",
+    "tracelens/b200/eager_trace.json.gz",
+    "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+    "tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+    "tracelens/inference/sglang_prefilldecode/sglang_Qwen3-8B_prefilldecode.json.gz",
+    "tracelens/inference/vllm_decode_full/graph_execution.json.gz",
+    "tracelens/inference/vllm_prefilldecode_piecewise/graph_execution.json.gz",
+    "tracelens/inference/xdit_flux.1_aiter_sage/profile_trace_rank_0.json.gz",
+    "tracelens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+];
+
+#[test]
+fn the_coverage_tests_name_every_shared_trace() {
+    let Some(dir) = shared_traces("the_coverage_tests_name_every_shared_trace") else {
+        return;
+    };
+    for file in all_trace_files(&dir) {
+        let rel = file
+            .strip_prefix(&dir)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            RUNS.iter()
+                .any(|run| rel == *run || rel.starts_with(&format!("{run}/"))),
+            "{rel} has no `other` coverage test: add it to RUNS and other_at_most_5_pct!"
+        );
+    }
+}
+
+/// `report`'s share of kernel time in `other` (decode steps, or the whole trace without one)
+/// is at most 5%; the kernels in `other` are named when it is not.
+fn other_at_most_5_pct(test: &str, rel: &str) {
+    let Some(dir) = shared_traces(test) else {
+        return;
+    };
+    let out = tracegate()
+        .arg("report")
+        .arg(dir.join(rel))
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{rel}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let u = &json["unclassified"];
+    let other = u["other_pct"].as_f64().expect("unclassified.other_pct");
+    // The section's share is the breakdown's: both say the same.
+    let from_breakdown = json["breakdown"]["categories"]["other"]["pct"]
+        .as_f64()
+        .unwrap_or(0.0);
+    assert!((other - from_breakdown).abs() < 1e-9, "{rel}");
+    let listed: Vec<String> = u["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| format!("{:.2}% {}", k["pct"].as_f64().unwrap(), k["name"]))
+        .collect();
+    eprintln!(
+        "{rel}: other {other:.2}% of kernel time ({} scope)",
+        u["scope"]
+    );
+    assert!(
+        other <= 5.0,
+        "{rel}: {other:.2}% of kernel time in `other`:\n{}",
+        listed.join("\n")
+    );
+}
+
+macro_rules! other_at_most_5_pct {
+    ($($test:ident => $rel:expr,)*) => {$(
+        #[test]
+        fn $test() {
+            other_at_most_5_pct(stringify!($test), $rel);
+        }
+    )*};
+}
+
+other_at_most_5_pct! {
+    other_h200_torch_eager => RUNS[0],
+    other_h200_torch_graph => RUNS[1],
+    other_h200_torch_stall => RUNS[2],
+    other_hta_mi250_minitoy => RUNS[3],
+    other_hta_df_index_resolver => RUNS[4],
+    other_hta_trace_diff_control => RUNS[5],
+    other_hta_trace_diff_test => RUNS[6],
+    other_param_dlrm_eight_ranks => RUNS[7],
+    other_tracelens_b200_eager => RUNS[8],
+    other_tracelens_h100_qwen => RUNS[9],
+    other_tracelens_sglang_decode => RUNS[10],
+    other_tracelens_sglang_prefilldecode => RUNS[11],
+    other_tracelens_vllm_decode_full => RUNS[12],
+    other_tracelens_vllm_piecewise => RUNS[13],
+    other_tracelens_xdit_flux => RUNS[14],
+    other_tracelens_mi300_qwen => RUNS[15],
+}
+
+#[test]
+fn cudnn_attention_gives_the_graph_run_its_decode_steps() {
+    // PyTorch 2.11 runs F.scaled_dot_product_attention as cuDNN's fused attention; classified
+    // as attention, each graph replay is a decode step (30 in the run, 2 dropped as warm-up).
+    let Some(dir) = shared_traces("cudnn_attention_gives_the_graph_run_its_decode_steps") else {
+        return;
+    };
+    let (code, stdout, stderr) = extract_status(&dir.join("h200-torch/graph.json.gz"));
+    assert_eq!(code, Some(0), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let steps = &json["steps"]["0"];
+    assert_eq!(
+        steps["decode_kept"].as_u64().unwrap() + steps["decode_dropped"].as_u64().unwrap(),
+        30,
+        "{steps}"
+    );
+}
