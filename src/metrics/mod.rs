@@ -528,7 +528,10 @@ fn describe(found: &Detection, ranks: usize) -> String {
         thousands(found.gap_activities),
         count(found.gap_segments, "segment"),
         thousands(found.gap_segments_rejected),
-    )
+    ) + &found
+        .describe_segmentation()
+        .map(|s| format!("; {s}"))
+        .unwrap_or_default()
 }
 
 /// "1 rank", "1,204 GPU activities", "0 graph launches".
