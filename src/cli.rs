@@ -284,6 +284,10 @@ pub struct AnalysisArgs {
     /// Count only NCCL-named kernels as communication, as Holistic Trace Analysis does.
     #[arg(long)]
     pub hta_comm: bool,
+    /// Idle GPU time that separates two forward passes (e.g. 500us, 2ms), instead of the
+    /// threshold chosen from the run's own gaps and host syncs.
+    #[arg(long, value_name = "DURATION", value_parser = crate::steps::segment::parse_duration)]
+    pub step_gap: Option<i64>,
 }
 
 #[derive(Debug, Args)]
@@ -397,6 +401,7 @@ impl AnalysisArgs {
         crate::metrics::ExtractOptions {
             warmup_steps: self.warmup_steps,
             moe_layers: self.moe_layers,
+            step_gap: self.step_gap,
         }
     }
 }
@@ -673,6 +678,7 @@ fn demo_check(
         moe_layers: None,
         warmup_steps: crate::steps::DEFAULT_WARMUP_STEPS,
         hta_comm: false,
+        step_gap: None,
     };
     let extraction = analyse_with(&[dir.to_path_buf()], &analysis, Some(&baseline))?;
     Ok(crate::gate::check(
@@ -761,6 +767,7 @@ pub fn analyse_report(
     let extraction = crate::metrics::extract(&run, &classes, &analysis.options()).ok();
     let options = crate::analysis::AnalysisOptions {
         warmup_steps: analysis.warmup_steps,
+        step_gap: analysis.step_gap,
     };
     Ok(crate::analysis::analyse_run(
         &run,

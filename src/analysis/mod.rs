@@ -46,6 +46,8 @@ pub enum Scope {
 pub struct AnalysisOptions {
     /// Warm-up decode steps to drop, when steps are found here (without an extraction).
     pub warmup_steps: usize,
+    /// `--step-gap`, ns.
+    pub step_gap: Option<i64>,
 }
 
 /// The whole analysis of one run.
@@ -227,7 +229,11 @@ pub fn analyse_run(
     let rank_steps: &[RankSteps] = match extraction {
         Some(x) if !x.rank_steps.is_empty() => &x.rank_steps,
         _ => {
-            found = crate::steps::find_steps(run, classes, options.warmup_steps);
+            let opts = crate::steps::StepOptions {
+                warmup: options.warmup_steps,
+                step_gap: options.step_gap,
+            };
+            found = crate::steps::find_steps_with(run, classes, &opts);
             &found
         }
     };
@@ -395,7 +401,15 @@ mod tests {
 
     fn analyse(traces: Vec<(crate::reader::RankTrace, Vec<Class>)>) -> RunAnalysis {
         let (run, classes) = run_of(traces);
-        analyse_run(&run, &classes, None, &AnalysisOptions { warmup_steps: 0 })
+        analyse_run(
+            &run,
+            &classes,
+            None,
+            &AnalysisOptions {
+                warmup_steps: 0,
+                step_gap: None,
+            },
+        )
     }
 
     #[test]

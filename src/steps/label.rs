@@ -6,7 +6,10 @@
 //!    sit apart: the largest jump (at least 4x) in the sorted M splits them;
 //! 2. the attention kernels: a forward whose attention kernels are those of known decode steps is a
 //!    decode; one that shares none with them is a prefill (the other kind);
-//! 3. the wall: a prefill is one cluster, decodes another; against known decode steps, a wall
+//! 3. the execution mode: in a rank whose decode steps are graph launches, an eager forward is a
+//!    prefill (engines capture graphs for decode batch sizes; a prefill's token count varies, so it
+//!    runs eagerly);
+//! 4. the wall: a prefill is one cluster, decodes another; against known decode steps, a wall
 //!    within half to twice their median is a decode and one over 4x a prefill; without them, the
 //!    largest jump (at least 4x) in the sorted walls splits long (prefill) from short (decode).
 //!
@@ -34,6 +37,8 @@ pub enum Evidence {
     GemmM,
     /// The attention kernels, against those of known steps.
     AttentionKernels,
+    /// Eager among graph-launched decode steps.
+    EagerAmongGraphs,
     /// The wall, against known decode steps or as a cluster of its own.
     Wall,
     /// Nothing decided: the step is not counted as either kind.
@@ -60,16 +65,23 @@ pub struct EvidenceCounts {
     pub stage_file: u64,
     pub gemm_m: u64,
     pub attention_kernels: u64,
+    pub eager_among_graphs: u64,
     pub wall: u64,
     pub undecided: u64,
 }
 
 impl EvidenceCounts {
+    /// No step labelled.
+    pub fn is_empty(&self) -> bool {
+        *self == EvidenceCounts::default()
+    }
+
     pub fn add(&mut self, evidence: Evidence) {
         match evidence {
             Evidence::StageFile => self.stage_file += 1,
             Evidence::GemmM => self.gemm_m += 1,
             Evidence::AttentionKernels => self.attention_kernels += 1,
+            Evidence::EagerAmongGraphs => self.eager_among_graphs += 1,
             Evidence::Wall => self.wall += 1,
             Evidence::Undecided => self.undecided += 1,
         }
@@ -79,6 +91,7 @@ impl EvidenceCounts {
         self.stage_file += other.stage_file;
         self.gemm_m += other.gemm_m;
         self.attention_kernels += other.attention_kernels;
+        self.eager_among_graphs += other.eager_among_graphs;
         self.wall += other.wall;
         self.undecided += other.undecided;
     }
@@ -90,6 +103,9 @@ pub struct Facts {
     pub gemm_m: Option<i64>,
     pub attention: Vec<NameId>,
     pub wall: i64,
+    /// A known step launched by one graph launch, or a segment holding graph-launched activities
+    /// (piecewise graphs): not an eager forward.
+    pub graph: bool,
 }
 
 /// The facts of a set of activities of `trace`.
@@ -124,6 +140,7 @@ pub fn facts(trace: &RankTrace, links: &Links<'_>, activities: &[u32], classes: 
         gemm_m,
         attention,
         wall: end.saturating_sub(start).max(0),
+        graph: false,
     }
 }
 
@@ -153,6 +170,7 @@ pub fn label(steps: &[Facts], known: &[(StepKind, Facts)]) -> Vec<(Option<StepKi
     let mut out = vec![(None, Evidence::Undecided); steps.len()];
     by_gemm_m(steps, known, &mut out);
     by_attention(steps, known, &mut out);
+    by_mode(steps, known, &mut out);
     by_wall(steps, known, &mut out);
     out
 }
@@ -217,17 +235,32 @@ fn by_attention(
         }
         let within = |set: &HashSet<NameId>| f.attention.iter().all(|n| set.contains(n));
         let apart = |set: &HashSet<NameId>| f.attention.iter().all(|n| !set.contains(n));
-        let kind = if !decode.is_empty() && within(&decode) && apart(&prefill) {
-            Some(StepKind::Decode)
-        } else if (!decode.is_empty() && apart(&decode))
-            || (!prefill.is_empty() && within(&prefill))
-        {
-            Some(StepKind::Prefill)
-        } else {
-            None
-        };
+        // Without prefill kernels to tell apart, sharing decode's kernels proves nothing: a
+        // prefill may run the same attention kernel.
+        let kind =
+            if !decode.is_empty() && !prefill.is_empty() && within(&decode) && apart(&prefill) {
+                Some(StepKind::Decode)
+            } else if (!decode.is_empty() && apart(&decode))
+                || (!prefill.is_empty() && within(&prefill))
+            {
+                Some(StepKind::Prefill)
+            } else {
+                None
+            };
         if kind.is_some() {
             *o = (kind, Evidence::AttentionKernels);
+        }
+    }
+}
+
+fn by_mode(steps: &[Facts], known: &[(StepKind, Facts)], out: &mut [(Option<StepKind>, Evidence)]) {
+    let graph_decode = known.iter().any(|(k, f)| *k == StepKind::Decode && f.graph);
+    if !graph_decode {
+        return;
+    }
+    for (f, o) in steps.iter().zip(out.iter_mut()) {
+        if o.0.is_none() && !f.graph {
+            *o = (Some(StepKind::Prefill), Evidence::EagerAmongGraphs);
         }
     }
 }

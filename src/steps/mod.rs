@@ -140,8 +140,10 @@ pub struct Detection {
     /// Prefill steps found, per method.
     pub prefill: SourceCounts,
     /// How each trace's free activities were cut (traces that had any).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub segmentation: Vec<Segmentation>,
     /// What decided the kind of each forward pass segmentation found.
+    #[serde(skip_serializing_if = "EvidenceCounts::is_empty")]
     pub labelled_by: EvidenceCounts,
 }
 
@@ -161,6 +163,50 @@ impl Detection {
         self.labelled_by.merge(&other.labelled_by);
     }
 
+    /// How the steps were found, in one line: per method the decode and prefill steps it gave, then
+    /// how segmentation cut (when any activity was left to it).
+    pub fn how(&self) -> String {
+        let (d, p) = (&self.decode, &self.prefill);
+        let methods = [
+            ("step annotations", d.annotation, p.annotation),
+            ("graph launches", d.graph_launch, p.graph_launch),
+            ("segmentation", d.gap, p.gap),
+        ];
+        let mut parts: Vec<String> = methods
+            .iter()
+            .filter(|(_, d, p)| d + p > 0)
+            .map(|(what, d, p)| format!("{d} decode and {p} prefill from {what}"))
+            .collect();
+        if parts.is_empty() {
+            parts.push("no step".to_string());
+        }
+        let mut line = parts.join(", ");
+        match self.describe_segmentation() {
+            Some(seg) => line.push_str(&format!("; segmentation {seg}")),
+            None => line.push_str("; nothing left to segmentation"),
+        }
+        line
+    }
+
+    /// Found the same way as `other`: the same counts per method and kind, and every trace cut
+    /// the same way (the exact thresholds may differ).
+    pub fn same_way(&self, other: &Detection) -> bool {
+        self.decode == other.decode
+            && self.prefill == other.prefill
+            && self.labelled_by == other.labelled_by
+            && self.segmentation.len() == other.segmentation.len()
+            && self
+                .segmentation
+                .iter()
+                .zip(&other.segmentation)
+                .all(|(a, b)| a.same_way(b))
+    }
+
+    /// The gap thresholds of the traces, ns.
+    pub fn thresholds(&self) -> impl Iterator<Item = i64> + '_ {
+        self.segmentation.iter().filter_map(|s| s.threshold_ns)
+    }
+
     /// How the free activities were cut, in one line: the first trace's way, and how many traces
     /// were cut the same way. `None` when no trace had free activities.
     pub fn describe_segmentation(&self) -> Option<String> {
@@ -176,10 +222,25 @@ impl Detection {
             line.push_str(&format!(" (first of {n} traces; {same} cut the same way)"));
         }
         let e = &self.labelled_by;
-        if e.gemm_m + e.attention_kernels + e.wall + e.stage_file + e.undecided > 0 {
+        let kinds: Vec<String> = [
+            ("GEMM M", e.gemm_m),
+            ("attention kernels", e.attention_kernels),
+            ("eager among graph-launched decodes", e.eager_among_graphs),
+            ("wall", e.wall),
+            ("stage-split file", e.stage_file),
+        ]
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(what, n)| format!("{what} {n}"))
+        .collect();
+        if !kinds.is_empty() {
+            line.push_str(&format!("; kinds from {}", kinds.join(", ")));
+        }
+        if e.undecided > 0 {
             line.push_str(&format!(
-                "; kinds from GEMM M {}, attention kernels {}, wall {}, stage file {}, undecided {}",
-                e.gemm_m, e.attention_kernels, e.wall, e.stage_file, e.undecided
+                "; {} forward{} undecided (no evidence tells prefill from decode)",
+                e.undecided,
+                if e.undecided == 1 { "" } else { "s" }
             ));
         }
         Some(line)
@@ -602,9 +663,18 @@ fn segment_steps(
         return;
     }
     let links = Links::new(trace);
+    let graph_launched = graph_launched(trace);
     let facts: Vec<label::Facts> = forwards
         .iter()
-        .map(|s| label::facts(trace, &links, s, classes))
+        .map(|s| {
+            let mut f = label::facts(trace, &links, s, classes);
+            f.graph = s.iter().any(|&i| {
+                trace.gpu[i as usize]
+                    .correlation()
+                    .is_some_and(|c| graph_launched.contains(&c))
+            });
+            f
+        })
         .collect();
     let kinds: Vec<(Option<StepKind>, Evidence)> = match trace.stage {
         Some(_) => vec![(Some(StepKind::Prefill), Evidence::StageFile); forwards.len()],
@@ -612,7 +682,11 @@ fn segment_steps(
             let known: Vec<(StepKind, label::Facts)> = out
                 .steps
                 .iter()
-                .map(|s| (s.kind, label::facts(trace, &links, &s.activities, classes)))
+                .map(|s| {
+                    let mut f = label::facts(trace, &links, &s.activities, classes);
+                    f.graph = s.source == StepSource::GraphLaunch;
+                    (s.kind, f)
+                })
                 .collect();
             label::label(&facts, &known)
         }
@@ -636,6 +710,16 @@ fn segment_steps(
         });
         out.push(step);
     }
+}
+
+/// Correlations of graph launches.
+fn graph_launched(trace: &RankTrace) -> std::collections::HashSet<u64> {
+    trace
+        .launches
+        .iter()
+        .filter(|l| l.graph)
+        .map(|l| l.correlation)
+        .collect()
 }
 
 /// The earliest launch time of each step's activities (steps with no linked launch give none).

@@ -72,43 +72,69 @@ impl Segmentation {
     pub fn describe(&self) -> String {
         let gap = match (self.threshold_ns, self.break_ns) {
             (Some(t), Some((lo, hi))) => format!(
-                "gap threshold {} (between gaps of {} and {})",
+                "gap threshold {} (between gaps of {} and {}), giving {}",
                 duration(t),
                 duration(lo),
-                duration(hi)
+                duration(hi),
+                self.gap_forwards()
             ),
-            (Some(t), None) => format!("gap threshold {}", duration(t)),
+            (Some(t), None) => format!(
+                "gap threshold {}, giving {}",
+                duration(t),
+                self.gap_forwards()
+            ),
             (None, _) => format!(
                 "no gap threshold (no gap above {} stands {}x above the one below)",
                 duration(GAP_FLOOR_NS),
                 MIN_JUMP
             ),
         };
+        let host = match self.host_syncs {
+            0 => "no host sync".to_string(),
+            n => format!(
+                "{n} host sync{} separate {} forward{}",
+                plural(n),
+                self.forwards_by_host,
+                plural(self.forwards_by_host)
+            ),
+        };
         let period = match (self.attention_per_forward, self.activities_per_forward) {
-            (Some(a), Some(k)) => format!("; {a} attention calls and {k} activities per forward"),
+            (Some(a), Some(k)) => {
+                format!("; period: {a} attention calls and {k} activities per forward")
+            }
             _ => String::new(),
         };
-        let by_gap = format!(
-            "{} cut {} forward{} ({} fragment{})",
-            gap,
+        match self.method {
+            CutMethod::HostSync => format!("cut at host syncs ({host}); the {gap}{period}"),
+            CutMethod::Given => format!("cut at the given {gap}{period}"),
+            CutMethod::GapDistribution => format!("cut at the {gap}; {host}{period}"),
+            CutMethod::None => format!("not cut: {gap}; {host}{period}"),
+        }
+    }
+
+    fn gap_forwards(&self) -> String {
+        format!(
+            "{} forward{} ({} fragment{})",
             self.forwards_by_gap,
             plural(self.forwards_by_gap),
             self.fragments_by_gap,
             plural(self.fragments_by_gap)
-        );
-        let host = format!(
-            "{} host sync{} separate {} forward{}",
-            self.host_syncs,
-            plural(self.host_syncs),
+        )
+    }
+
+    /// The same way of cutting, whatever the exact threshold: for grouping ranks in reports.
+    pub fn same_way(&self, other: &Segmentation) -> bool {
+        (
+            self.method,
+            self.forwards_by_gap,
+            self.fragments_by_gap,
             self.forwards_by_host,
-            plural(self.forwards_by_host)
-        );
-        match self.method {
-            CutMethod::HostSync => format!("cut at host syncs: {host}; the {by_gap}{period}"),
-            CutMethod::Given => format!("cut by the given {by_gap}{period}"),
-            CutMethod::GapDistribution => format!("cut by the {by_gap}; {host}{period}"),
-            CutMethod::None => format!("not cut: {by_gap}; {host}{period}"),
-        }
+        ) == (
+            other.method,
+            other.forwards_by_gap,
+            other.fragments_by_gap,
+            other.forwards_by_host,
+        )
     }
 }
 
@@ -127,6 +153,34 @@ pub fn duration(ns: i64) -> String {
     } else {
         format!("{:.0} µs", ns as f64 / 1e3)
     }
+}
+
+/// Parses `--step-gap`: a positive duration with a unit (`ns`, `us` or `µs`, `ms`, `s`), in ns.
+pub fn parse_duration(text: &str) -> Result<i64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| format!("'{text}': give a unit (ns, us, ms or s), e.g. 500us"))?;
+    let (number, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        other => {
+            return Err(format!(
+                "'{text}': unknown unit '{other}' (ns, us, ms or s)"
+            ))
+        }
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}': not a number"))?;
+    let ns = value * scale;
+    if !(1.0..=3.6e12).contains(&ns) {
+        return Err(format!("'{text}': must lie between 1 ns and one hour"));
+    }
+    Ok(ns.round() as i64)
 }
 
 /// The pool cut into segments (each ascending by start), and how.
