@@ -150,6 +150,8 @@ fn extract_gives_figures_for_decode_traces_and_exit_2_for_the_rest() {
         let (code, stdout, stderr) = extract_status(&dir.join(rel));
         assert_eq!(code, Some(2), "{rel}: {stdout}");
         assert!(stderr.contains("no decode step"), "{rel}: {stderr}");
+        // Which gap threshold was tried (or that none stood out) and what it gave.
+        assert!(stderr.contains("gap threshold"), "{rel}: {stderr}");
         assert!(stdout.is_empty(), "{rel}: no table of zeros");
     }
 }

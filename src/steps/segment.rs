@@ -92,8 +92,9 @@ impl Segmentation {
         let host = match self.host_syncs {
             0 => "no host sync".to_string(),
             n => format!(
-                "{n} host sync{} separate {} forward{}",
+                "{n} host sync{} {} {} forward{}",
                 plural(n),
+                if n == 1 { "separates" } else { "separate" },
                 self.forwards_by_host,
                 plural(self.forwards_by_host)
             ),

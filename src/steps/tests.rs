@@ -321,3 +321,191 @@ fn annotation_names_parse_mode_and_batch_size() {
     assert_eq!(parse_step_annotation("step[IDLE]"), Some((None, None)));
     assert_eq!(parse_step_annotation("forward"), None);
 }
+
+/// A host sync call (`hipStreamSynchronize`) at `ts`, `dur` long.
+fn sync(trace: &mut crate::reader::model::RankTrace, ts: i64, dur: i64) {
+    let name = trace.names.intern("hipStreamSynchronize");
+    let correlation = 1_000_000 + trace.launches.len() as u64;
+    trace.launches.push(crate::reader::model::Launch {
+        name,
+        ts,
+        dur,
+        tid: TID,
+        correlation,
+        external_id: None,
+        graph: false,
+    });
+}
+
+/// A launch-bound eager forward from `t`: `layers` x (attention, GEMM), each kernel 20 µs and
+/// launched 10 µs before it starts, 300 µs of idle GPU between kernels (the host is slower than
+/// the GPU). Returns the end of the last kernel.
+fn launch_bound_forward(b: &mut TraceBuilder, t: i64, layers: i64) -> i64 {
+    let mut t = t;
+    for _ in 0..layers {
+        for (name, cat) in [("mla", ATTN), ("nvjet", GEMM)] {
+            let c = b.launch(t - 10 * US, false);
+            let k = b.kernel(name, cat, t, 20 * US, 0);
+            b.link(k, c);
+            t += 320 * US;
+        }
+    }
+    t - 300 * US
+}
+
+#[test]
+fn host_syncs_decide_when_gaps_inside_a_forward_outgrow_those_between() {
+    let mut b = TraceBuilder::new(0);
+    let mut ends = Vec::new();
+    let mut t = 0;
+    for _ in 0..5 {
+        let end = launch_bound_forward(&mut b, t, 3);
+        ends.push(end);
+        // The sampled tokens come back (the host waits for the GPU), then 100 µs of scheduling.
+        t = end + 100 * US;
+    }
+    let (mut trace, classes) = b.build();
+    for &end in &ends {
+        sync(&mut trace, end - 5 * US, 10 * US);
+    }
+    let (run, cls) = run_of(vec![(trace.clone(), classes.clone())]);
+    let r = &find_steps(&run, &cls, 0)[0];
+    let seg = &r.found.segmentation[0];
+    assert_eq!(seg.method, CutMethod::HostSync);
+    assert_eq!((seg.host_syncs, seg.forwards_by_host), (5, 5));
+    assert_eq!(seg.attention_per_forward, Some(3));
+    // Five forwards, none decided: no GEMM M, no known step, walls alike.
+    assert_eq!(r.found.labelled_by.undecided, 5);
+    assert_eq!(r.labels.len(), 5);
+    assert!(r.labels.iter().all(|l| l.kind.is_none()));
+    assert_eq!(r.labels[1].start, ends[0] + 100 * US);
+    // Without the syncs the 300 µs gaps inside a forward outgrow the 100 µs between: no gap
+    // stands out, nothing is cut, and the five forwards read as one.
+    let (run, classes) = run_of(vec![(b_without_syncs(&trace), classes)]);
+    let r = &find_steps(&run, &classes, 0)[0];
+    let seg = &r.found.segmentation[0];
+    assert_eq!((seg.method, seg.threshold_ns), (CutMethod::None, None));
+    assert_eq!(r.found.gap_segments, 1);
+}
+
+fn b_without_syncs(trace: &crate::reader::model::RankTrace) -> crate::reader::model::RankTrace {
+    let mut t = trace.clone();
+    t.launches
+        .retain(|l| !t.names.get(l.name).contains("Synchronize"));
+    t
+}
+
+/// Gives the GEMMs of `trace` an op (`aten::mm`) whose `Input Dims` say M = `m` for the GEMMs
+/// starting in `[from, to)`.
+fn gemm_m(trace: &mut crate::reader::model::RankTrace, from: i64, to: i64, m: i64) {
+    let dims = trace.names.intern(&format!("[[{m}, 1024], [1024, 4096]]"));
+    let name = trace.names.intern("aten::mm");
+    let gemm = trace.names.lookup("nvjet").unwrap();
+    for i in 0..trace.gpu.len() {
+        let a = &trace.gpu[i];
+        if a.name != gemm || a.ts < from || a.ts >= to {
+            continue;
+        }
+        let ext = 5_000_000 + i as u64;
+        trace.cpu_ops.push(crate::reader::model::CpuOp {
+            name,
+            ts: a.ts - 20 * US,
+            dur: 10 * US,
+            tid: TID,
+            external_id: Some(ext),
+            input_dims: Some(dims),
+            input_types: None,
+        });
+        trace.gpu[i].set_external_id(Some(ext));
+    }
+}
+
+#[test]
+fn gemm_m_tells_prefill_from_decode_and_a_lone_forward_stays_undecided() {
+    let mut b = TraceBuilder::new(0);
+    // Four forwards alike in every way but M: one prefill (4096 tokens), three decodes (16).
+    let mut t = 0;
+    let mut starts = Vec::new();
+    for _ in 0..4 {
+        starts.push(t);
+        t = eager_forward(&mut b, t, 2, 20 * US) + 2 * MS;
+    }
+    let (mut trace, classes) = b.build();
+    gemm_m(&mut trace, starts[0], starts[1], 16);
+    gemm_m(&mut trace, starts[1], starts[2], 4096);
+    gemm_m(&mut trace, starts[2], i64::MAX, 16);
+    let (run, cls) = run_of(vec![(trace.clone(), classes.clone())]);
+    let r = &find_steps(&run, &cls, 0)[0];
+    assert_eq!((r.decode.len(), r.prefill.len()), (3, 1));
+    assert_eq!(r.prefill[0].start, starts[1]);
+    assert_eq!(r.found.labelled_by.gemm_m, 4);
+    assert_eq!(r.labels[1].gemm_m, Some(4096));
+    assert_eq!(r.labels[1].evidence, Evidence::GemmM);
+    // M the same everywhere: M cannot tell, nor can anything else; never guessed.
+    gemm_m(&mut trace, 0, i64::MAX, 16);
+    trace
+        .cpu_ops
+        .retain(|op| trace.names.get(op.input_dims.unwrap()).starts_with("[[16,"));
+    let (run, cls) = run_of(vec![(trace, classes)]);
+    let r = &find_steps(&run, &cls, 0)[0];
+    assert!(r.decode.is_empty() && r.prefill.is_empty());
+    assert_eq!(r.found.labelled_by.undecided, 4);
+    assert!(r.unassigned_ns > 0);
+}
+
+#[test]
+fn a_given_step_gap_overrides_the_chosen_threshold() {
+    let mut b = TraceBuilder::new(0);
+    let mut t = eager_forward(&mut b, 0, 2, 200 * US);
+    for gap in [100, 3000, 150] {
+        t = eager_forward(&mut b, t + gap * US, 2, 20 * US);
+    }
+    let (trace, classes) = b.build();
+    let (run, classes) = run_of(vec![(trace, classes)]);
+    let opts = StepOptions {
+        warmup: 0,
+        step_gap: Some(MS),
+    };
+    let r = &find_steps_with(&run, &classes, &opts)[0];
+    let seg = &r.found.segmentation[0];
+    assert_eq!(seg.method, CutMethod::Given);
+    assert_eq!(seg.threshold_ns, Some(MS));
+    // Only the 3 ms gap is at least 1 ms: two segments of two forwards each.
+    assert_eq!(r.found.gap_segments, 2);
+    assert!(seg
+        .describe()
+        .starts_with("cut at the given gap threshold 1.00 ms"));
+    // Chosen from the run: four forwards.
+    let r = &find_steps(&run, &classes, 0)[0];
+    assert_eq!(r.found.gap_segments, 4);
+}
+
+#[test]
+fn the_threshold_sits_in_the_largest_jump_above_the_floor() {
+    use segment::{breaks, GAP_FLOOR_NS};
+    // Inside forwards 2-8 µs, between 0.1-4 ms: the break is 8 µs → 100 µs.
+    let gaps = [2, 5, 8, 3, 100, 180, 4000, 300, 700, 1200, 2500, 7].map(|g| g * US);
+    let b = breaks(&gaps);
+    assert_eq!((b[0].below, b[0].above), (8 * US, 100 * US));
+    assert_eq!(b[0].threshold(), GAP_FLOOR_NS);
+    // Jumps below the floor are no break: 1 µs → 40 µs, all below 50 µs.
+    assert!(breaks(&[US, 40 * US, 45 * US]).is_empty());
+    // A jump under 4x is no break.
+    assert!(breaks(&[100 * US, 300 * US]).is_empty());
+    // The geometric middle when it is above the floor: 1 ms → 100 ms gives 10 ms.
+    assert_eq!(breaks(&[MS, 100 * MS])[0].threshold(), 10 * MS);
+}
+
+#[test]
+fn step_gap_durations_parse_with_a_unit() {
+    use segment::parse_duration;
+    assert_eq!(parse_duration("500us"), Ok(500 * US));
+    assert_eq!(parse_duration("500µs"), Ok(500 * US));
+    assert_eq!(parse_duration("2ms"), Ok(2 * MS));
+    assert_eq!(parse_duration("0.25 ms"), Ok(250 * US));
+    assert_eq!(parse_duration("1s"), Ok(1000 * MS));
+    assert_eq!(parse_duration("80ns"), Ok(80));
+    for bad in ["5", "ms", "-1ms", "2 hours", "0us", "1e9s"] {
+        assert!(parse_duration(bad).is_err(), "{bad}");
+    }
+}
