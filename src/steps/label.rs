@@ -20,8 +20,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use crate::links::Links;
-use crate::reader::model::{NameId, RankTrace};
-use crate::shapes::gemm_shape_from_text;
+use crate::reader::model::{parse_input_dims, NameId, RankTrace};
 use crate::taxonomy::{Category, Class};
 
 use super::segment::MIN_JUMP;
@@ -127,10 +126,7 @@ pub fn facts(trace: &RankTrace, links: &Links<'_>, activities: &[u32], classes: 
             let m = links
                 .cpu_op_of(a)
                 .and_then(|op| trace.cpu_ops.get(op))
-                .and_then(|op| {
-                    let dims = trace.name(op.input_dims?);
-                    gemm_shape_from_text(trace.name(op.name), dims)?.m
-                });
+                .and_then(|op| op_gemm_m(trace.name(op.name), trace.name(op.input_dims?)));
             gemm_m = gemm_m.max(m);
         }
     }
@@ -142,6 +138,27 @@ pub fn facts(trace: &RankTrace, links: &Links<'_>, activities: &[u32], classes: 
         wall: end.saturating_sub(start).max(0),
         graph: false,
     }
+}
+
+/// The M of a GEMM op from its `Input Dims`: the rows of its activation (`addmm`: the second
+/// input; batched products: the middle dimension; else every dimension of the first matrix but
+/// the last). `None` when the dims say nothing.
+fn op_gemm_m(op_name: &str, raw_dims: &str) -> Option<i64> {
+    let inputs = parse_input_dims(raw_dims);
+    let name = op_name.to_ascii_lowercase();
+    let a = if name.contains("addmm") {
+        inputs.get(1)?
+    } else {
+        inputs.iter().find(|d| d.len() >= 2)?
+    };
+    let m = match a.len() {
+        3 if name.contains("bmm") => a[1],
+        n if n >= 2 => a[..n - 1]
+            .iter()
+            .try_fold(1i64, |acc, &d| acc.checked_mul(d))?,
+        _ => return None,
+    };
+    (m > 0).then_some(m)
 }
 
 /// The geometric middle of the largest jump (at least [`MIN_JUMP`]) in the sorted values.

@@ -26,7 +26,7 @@ use crate::taxonomy::{Category, Class, Collective};
 
 use annotations::{parse_step_annotation, AnnotationIndex, StepAnnotation};
 pub use label::{Evidence, EvidenceCounts, StepLabel};
-pub use segment::{CutMethod, Segmentation};
+pub use segment::Segmentation;
 
 /// Decode steps dropped at the start of each rank unless told otherwise.
 pub const DEFAULT_WARMUP_STEPS: usize = 2;
@@ -309,6 +309,7 @@ pub fn is_allreduce(activity: &GpuActivity, classes: &[Class]) -> bool {
 /// Finds the steps of every rank of a run and its steady decode state.
 ///
 /// `classes[i]` classifies the names of `run.traces[i]`; a missing entry classifies every name `other`.
+#[cfg(test)]
 pub fn find_steps(run: &Run, classes: &[Vec<Class>], warmup: usize) -> Vec<RankSteps> {
     let opts = StepOptions {
         warmup,

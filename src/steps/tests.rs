@@ -1,3 +1,4 @@
+use super::segment::CutMethod;
 use super::*;
 use crate::testing::{run_of, TraceBuilder, MS, TID, US};
 

@@ -1,0 +1,272 @@
+//! The extra tier: every real trace in `../shared/traces` (skipped, saying so, when absent).
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{
+    independent_counts, inspect_json, inspected_counts, load_json, shared_traces, tracegate,
+};
+
+fn all_trace_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().ends_with(".json")
+                || p.to_string_lossy().ends_with(".json.gz")
+            {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn inspect_reads_every_real_trace() {
+    let Some(dir) = shared_traces("inspect_reads_every_real_trace") else {
+        return;
+    };
+    let files = all_trace_files(&dir);
+    assert!(
+        files.len() >= 20,
+        "expected the 23 shared traces, found {}",
+        files.len()
+    );
+    for file in files {
+        let out = tracegate().arg("inspect").arg(&file).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn dlrm_set_is_one_run_of_eight_ranks() {
+    let Some(dir) = shared_traces("dlrm_set_is_one_run_of_eight_ranks") else {
+        return;
+    };
+    let json = inspect_json(&[&dir.join("param/dlrm_kineto")]);
+    let ranks = json["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 8);
+    for (r, rank) in ranks.iter().enumerate() {
+        assert_eq!(rank["rank"], r as u64);
+        assert_eq!(rank["rank_source"], "distributed_info");
+        assert_eq!(rank["world_size"], 8);
+    }
+}
+
+#[test]
+fn real_trace_counts_agree_with_an_independent_parse() {
+    let Some(dir) = shared_traces("real_trace_counts_agree_with_an_independent_parse") else {
+        return;
+    };
+    for rel in [
+        "tracelens/b200/eager_trace.json.gz",
+        "hta/trace_diff/control/control.json.gz",
+        "param/dlrm_kineto/worker3_step_12.1694128201557.pt.trace.json",
+        "tracelens/inference/vllm_prefilldecode_piecewise/graph_execution.json.gz",
+    ] {
+        let path = dir.join(rel);
+        let json = inspect_json(&[&path]);
+        assert_eq!(
+            inspected_counts(&json["ranks"][0]),
+            independent_counts(&load_json(&path)),
+            "{rel}"
+        );
+    }
+}
+
+#[test]
+fn python_function_events_are_counted_not_kept() {
+    let Some(dir) = shared_traces("python_function_events_are_counted_not_kept") else {
+        return;
+    };
+    let path = dir.join("tracelens/inference/xdit_flux.1_aiter_sage/profile_trace_rank_0.json.gz");
+    let json = inspect_json(&[&path]);
+    let expected = load_json(&path)["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "python_function")
+        .count() as u64;
+    assert!(expected > 200_000);
+    assert_eq!(
+        json["ranks"][0]["read"]["python_functions_skipped"],
+        expected
+    );
+}
+
+fn extract_status(path: &Path) -> (Option<i32>, String, String) {
+    let out = tracegate()
+        .arg("extract")
+        .arg(path)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn extract_gives_figures_for_decode_traces_and_exit_2_for_the_rest() {
+    let Some(dir) =
+        shared_traces("extract_gives_figures_for_decode_traces_and_exit_2_for_the_rest")
+    else {
+        return;
+    };
+    for rel in [
+        "tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+        "tracelens/inference/vllm_decode_full/graph_execution.json.gz",
+    ] {
+        let (code, stdout, stderr) = extract_status(&dir.join(rel));
+        assert_eq!(code, Some(0), "{rel}: {stderr}");
+        let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert!(
+            json["metrics"]["decode_step_ms"]["value"].as_f64().unwrap() > 1.0,
+            "{rel}"
+        );
+    }
+    // Training steps, a prefill-only split, eager single forwards, DLRM: no decode step.
+    for rel in [
+        "hta/trace_diff/test/test.json.gz",
+        "hta/df_index_resolver/df_index_resolver.json.gz",
+        "tracelens/inference/sglang_prefilldecode/sglang_Qwen3-8B_prefilldecode.json.gz",
+        "tracelens/inference/vllm_prefilldecode_piecewise/graph_execution.json.gz",
+        "tracelens/b200/eager_trace.json.gz",
+        "param/dlrm_kineto",
+    ] {
+        let (code, stdout, stderr) = extract_status(&dir.join(rel));
+        assert_eq!(code, Some(2), "{rel}: {stdout}");
+        assert!(stderr.contains("no decode step"), "{rel}: {stderr}");
+        // Which gap threshold was tried (or that none stood out) and what it gave.
+        assert!(stderr.contains("gap threshold"), "{rel}: {stderr}");
+        assert!(stdout.is_empty(), "{rel}: no table of zeros");
+    }
+}
+
+/// `extract --format json` of a run, or the failure's stderr.
+fn extract_json(path: &Path) -> serde_json::Value {
+    let (code, stdout, stderr) = extract_status(path);
+    assert_eq!(code, Some(0), "{}: {stderr}", path.display());
+    serde_json::from_str(&stdout).unwrap()
+}
+
+#[test]
+fn h200_runs_give_30_decode_and_1_prefill_with_the_cuda_event_wall() {
+    let Some(dir) =
+        shared_traces("h200_runs_give_30_decode_and_1_prefill_with_the_cuda_event_wall")
+    else {
+        return;
+    };
+    let dir = dir.join("h200-torch");
+    let facts: toml::Value =
+        toml::from_str(&std::fs::read_to_string(dir.join("facts.toml")).unwrap()).unwrap();
+    // (run, reference key, tolerance, how the steps must have been cut)
+    for (run, key, tol, method) in [
+        ("eager", "decode_wall_ms_median", 0.10, "host_sync"),
+        ("graph", "graph_span_ms_median", 0.02, "host_sync"),
+        ("stall", "decode_wall_ms_median", 0.10, "host_sync"),
+    ] {
+        let x = extract_json(&dir.join(format!("{run}.json.gz")));
+        let s = &x["steps"]["0"];
+        let found = s["decode_kept"].as_u64().unwrap() + s["decode_dropped"].as_u64().unwrap();
+        assert_eq!((found, s["prefill"].as_u64().unwrap()), (30, 1), "{run}");
+        assert_eq!(s["found"]["segmentation"][0]["method"], method, "{run}");
+        let got = x["metrics"]["decode_step_ms"]["value"].as_f64().unwrap();
+        let want = facts["runs"][run][key].as_float().unwrap();
+        assert!(
+            (got / want - 1.0).abs() <= tol,
+            "{run}: decode_step_ms {got:.4} against {key} {want:.4} (tolerance {tol})"
+        );
+    }
+}
+
+#[test]
+fn launch_bound_eager_gaps_inside_a_forward_outgrow_those_between_so_host_syncs_decide() {
+    let Some(dir) = shared_traces("launch_bound_eager_host_syncs_decide") else {
+        return;
+    };
+    let x = extract_json(&dir.join("h200-torch/eager.json.gz"));
+    let seg = &x["steps"]["0"]["found"]["segmentation"][0];
+    // The gap threshold alone would cut forwards at cuDNN's per-step plan builds (40 ms gaps
+    // inside a forward) and leave fragments; the host syncs separate the 31 forwards.
+    assert!(seg["fragments_by_gap"].as_u64().unwrap() > 0, "{seg}");
+    assert_eq!(seg["forwards_by_host"], 31);
+    assert_eq!(seg["attention_per_forward"], 6, "6 layers, one SDPA each");
+    assert_eq!(x["steps"]["0"]["found"]["labelled_by"]["gemm_m"], 31);
+}
+
+#[test]
+fn report_says_how_steps_were_found_on_every_real_trace_with_forward_passes() {
+    let Some(dir) = shared_traces("report_says_how_steps_were_found") else {
+        return;
+    };
+    let mut paths = all_trace_files(&dir);
+    paths.retain(|p| !p.to_string_lossy().contains("dlrm_kineto"));
+    paths.push(dir.join("param/dlrm_kineto"));
+    let mut with_forwards = 0;
+    for path in paths {
+        let out = tracegate()
+            .arg("report")
+            .arg(&path)
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", path.display());
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let phases = report["phases"].as_array().unwrap();
+        let forwards: u64 = phases
+            .iter()
+            .map(|p| {
+                let f = &p["found"];
+                let n = |k: &str| {
+                    ["annotation", "graph_launch", "gap"]
+                        .iter()
+                        .map(|m| f[k][m].as_u64().unwrap())
+                        .sum::<u64>()
+                };
+                n("decode") + n("prefill") + f["labelled_by"]["undecided"].as_u64().unwrap_or(0)
+            })
+            .sum();
+        let md = tracegate()
+            .arg("report")
+            .arg(&path)
+            .args(["--format", "markdown"])
+            .output()
+            .unwrap();
+        let md = String::from_utf8_lossy(&md.stdout);
+        let line = md
+            .lines()
+            .find(|l| l.starts_with("How steps were found"))
+            .unwrap_or_else(|| panic!("{}: no how-found line", path.display()));
+        if forwards > 0 {
+            with_forwards += 1;
+            assert!(
+                [
+                    "from step annotations",
+                    "from graph launches",
+                    "from segmentation",
+                    "undecided"
+                ]
+                .iter()
+                .any(|m| line.contains(m)),
+                "{}: {line}",
+                path.display()
+            );
+        }
+    }
+    assert!(
+        with_forwards >= 10,
+        "{with_forwards} traces with forward passes"
+    );
+}
