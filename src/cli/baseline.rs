@@ -44,16 +44,26 @@ fn finish_baseline_write(args: &BaselineWriteArgs, old: &str, new: &str) -> Resu
         None,
     )?;
     if !args.dry_run {
-        std::fs::write(&args.baseline, new)
+        // A baseline the gate cannot load is never written; the old one is replaced whole or not
+        // at all (temporary file and rename), so a crash or a full disk cannot leave half of it.
+        crate::baseline::Baseline::parse(new, &args.baseline)?;
+        super::write_atomically(&args.baseline, new.as_bytes())
             .with_context(|| format!("{shown}: cannot write baseline"))?;
-        // Read back what was written: a baseline the gate cannot load must not be left behind.
-        crate::baseline::Baseline::load(&args.baseline)?;
     }
     Ok(exit::PASS)
 }
 
+/// The baseline is read and written, `--rules` read: confined in a workflow.
+fn confine(w: &BaselineWriteArgs) -> Result<()> {
+    super::confine_paths(
+        &[("--rules", w.analysis.rules.as_ref())],
+        &[("--baseline", Some(&w.baseline))],
+    )
+}
+
 pub(super) fn new(args: BaselineNewArgs) -> Result<i32> {
     let w = &args.write;
+    confine(w)?;
     if w.baseline.exists() && !w.force && !w.dry_run {
         anyhow::bail!(
             "{}: already exists (use `baseline update`, or --force to overwrite)",
@@ -85,6 +95,7 @@ pub(super) fn new(args: BaselineNewArgs) -> Result<i32> {
 }
 
 pub(super) fn update(args: BaselineUpdateArgs) -> Result<i32> {
+    confine(&args.write)?;
     let w = &args.write;
     let identity = identity(w)?;
     let baseline = crate::baseline::Baseline::load(&w.baseline)?;

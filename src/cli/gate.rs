@@ -3,18 +3,21 @@
 use anyhow::Result;
 
 use super::args::{CheckArgs, SweepArgs};
-use super::{confine_inputs, read_run, write_output};
+use super::{confine_paths, read_run, write_output};
 use crate::pipeline;
 
 pub(super) fn check(args: CheckArgs) -> Result<i32> {
-    if args.github.enabled() {
-        confine_inputs(&[
+    confine_paths(
+        &[
             ("--baseline", args.baseline.as_ref()),
             ("--baselines", args.baselines.as_ref()),
+            ("--rules", args.analysis.rules.as_ref()),
+        ],
+        &[
             ("--output", args.output.as_ref()),
             ("--verdict-out", args.verdict_out.as_ref()),
-        ])?;
-    }
+        ],
+    )?;
     let identity = args.identity.resolve()?;
     let run = read_run(&args.paths)?;
     let baseline = match (&args.baseline, &args.baselines) {
@@ -58,9 +61,7 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
 }
 
 pub(super) fn sweep(args: SweepArgs) -> Result<i32> {
-    if args.github.enabled() {
-        confine_inputs(&[("--output", args.output.as_ref())])?;
-    }
+    confine_paths(&[], &[("--output", args.output.as_ref())])?;
     let expect: Vec<String> = args
         .expect
         .iter()
