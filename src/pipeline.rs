@@ -25,6 +25,8 @@ pub struct AnalysisConfig {
     pub warmup_steps: usize,
     /// Count only NCCL-named kernels as communication, as Holistic Trace Analysis does.
     pub hta_comm: bool,
+    /// The idle GPU time that separates forward passes, ns; chosen from the run when `None`.
+    pub step_gap: Option<i64>,
 }
 
 impl Default for AnalysisConfig {
@@ -34,6 +36,7 @@ impl Default for AnalysisConfig {
             moe_layers: None,
             warmup_steps: DEFAULT_WARMUP_STEPS,
             hta_comm: false,
+            step_gap: None,
         }
     }
 }
@@ -69,6 +72,7 @@ impl AnalysisConfig {
         ExtractOptions {
             warmup_steps: self.warmup_steps,
             moe_layers: self.moe_layers,
+            step_gap: self.step_gap,
         }
     }
 
@@ -121,6 +125,7 @@ pub fn analyse(run: &Run, config: &AnalysisConfig) -> Result<RunAnalysis, Pipeli
     let extraction = crate::metrics::extract(run, &classes, &config.extract_options()).ok();
     let options = AnalysisOptions {
         warmup_steps: config.warmup_steps,
+        step_gap: config.step_gap,
     };
     Ok(crate::analysis::analyse_run(
         run,

@@ -2,7 +2,7 @@
 //! analyses: breakdown by category, communication, overlap and streams, per-rank balance, the
 //! prefill phase, GEMM shapes and `Input Dims` coverage.
 //!
-//! It runs from the steps ([`crate::steps::find_steps`]) and the run directly, so a trace without a
+//! It runs from the steps ([`crate::steps::find_steps_with`]) and the run directly, so a trace without a
 //! decode step (an eager prefill, a training step) is still analysed over the whole trace. The gated
 //! figures of [`crate::metrics::extract`] are used where decode steps exist.
 //!
@@ -48,6 +48,8 @@ pub enum Scope {
 pub struct AnalysisOptions {
     /// Warm-up decode steps to drop, when steps are found here (without an extraction).
     pub warmup_steps: usize,
+    /// `--step-gap`, ns.
+    pub step_gap: Option<i64>,
 }
 
 /// The whole analysis of one run.
@@ -231,7 +233,11 @@ pub fn analyse_run(
     let rank_steps: &[RankSteps] = match extraction {
         Some(x) if !x.rank_steps.is_empty() => &x.rank_steps,
         _ => {
-            found = crate::steps::find_steps(run, classes, options.warmup_steps);
+            let opts = crate::steps::StepOptions {
+                warmup: options.warmup_steps,
+                step_gap: options.step_gap,
+            };
+            found = crate::steps::find_steps_with(run, classes, &opts);
             &found
         }
     };
@@ -402,7 +408,15 @@ mod tests {
 
     fn analyse(traces: Vec<(crate::reader::RankTrace, Vec<Class>)>) -> RunAnalysis {
         let (run, classes) = run_of(traces);
-        analyse_run(&run, &classes, None, &AnalysisOptions { warmup_steps: 0 })
+        analyse_run(
+            &run,
+            &classes,
+            None,
+            &AnalysisOptions {
+                warmup_steps: 0,
+                step_gap: None,
+            },
+        )
     }
 
     #[test]

@@ -287,6 +287,10 @@ pub struct AnalysisArgs {
     /// Count only NCCL-named kernels as communication, as Holistic Trace Analysis does.
     #[arg(long)]
     pub hta_comm: bool,
+    /// Idle GPU time that separates two forward passes (e.g. 500us, 2ms), instead of the
+    /// threshold chosen from the run's own gaps and host syncs.
+    #[arg(long, value_name = "DURATION", value_parser = crate::steps::segment::parse_duration)]
+    pub step_gap: Option<i64>,
 }
 
 impl AnalysisArgs {
@@ -297,6 +301,7 @@ impl AnalysisArgs {
             moe_layers: self.moe_layers,
             warmup_steps: self.warmup_steps,
             hta_comm: self.hta_comm,
+            step_gap: self.step_gap,
         }
     }
 }

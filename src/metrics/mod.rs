@@ -45,6 +45,8 @@ pub struct ExtractOptions {
     pub warmup_steps: usize,
     /// MoE layers of the model (`--moe-layers`, or the baseline's `meta.moe_layers`); counted when `None`.
     pub moe_layers: Option<u32>,
+    /// `--step-gap`: the gap threshold that cuts steps, ns (else chosen from the run).
+    pub step_gap: Option<i64>,
 }
 
 impl Default for ExtractOptions {
@@ -52,6 +54,7 @@ impl Default for ExtractOptions {
         ExtractOptions {
             warmup_steps: DEFAULT_WARMUP_STEPS,
             moe_layers: None,
+            step_gap: None,
         }
     }
 }
@@ -225,7 +228,11 @@ pub fn extract(
             got: classes.len(),
         });
     }
-    let rank_steps = steps::find_steps(run, classes, opts.warmup_steps);
+    let step_opts = steps::StepOptions {
+        warmup: opts.warmup_steps,
+        step_gap: opts.step_gap,
+    };
+    let rank_steps = steps::find_steps_with(run, classes, &step_opts);
     check_decode_steps(&rank_steps, opts.warmup_steps)?;
     check_same_step_counts(&rank_steps)?;
 
@@ -400,7 +407,10 @@ fn describe(found: &Detection, ranks: usize) -> String {
         thousands(found.gap_activities),
         count(found.gap_segments, "segment"),
         thousands(found.gap_segments_rejected),
-    )
+    ) + &found
+        .describe_segmentation()
+        .map(|s| format!("; {s}"))
+        .unwrap_or_default()
 }
 
 /// "1 rank", "1,204 GPU activities", "0 graph launches".

@@ -230,6 +230,7 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     let opts = ExtractOptions {
         warmup_steps: 1,
         moe_layers: None,
+        ..Default::default()
     };
     let x = extract(&run, &classes, &opts).unwrap();
     let m = |name: &str| {
@@ -370,6 +371,7 @@ fn given_moe_layers_override_the_count() {
     let opts = ExtractOptions {
         warmup_steps: 1,
         moe_layers: Some(4),
+        ..Default::default()
     };
     let x = extract(&run, &classes, &opts).unwrap();
     assert_close(x.metrics[MOE_US_PER_LAYER].value, 50.0);
@@ -385,6 +387,7 @@ fn json_has_the_documented_shape_without_samples() {
         &ExtractOptions {
             warmup_steps: 1,
             moe_layers: None,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -485,7 +488,8 @@ fn no_decode_step_says_what_was_found_instead() {
         "no decode step in any rank: 1 prefill step (1 from annotations, 0 from graph launches, \
          0 from gaps); 1 step annotation (0 not forward passes); 0 graph launches outside step \
          annotations (0 only pieces of a forward); 1,205 GPU activities in 1 rank, 1,204 left to gap segmentation in 1 segment, \
-         1 without both an attention kernel and a GEMM"
+         1 without both an attention kernel and a GEMM; not cut: no gap threshold (no gap above \
+         50 µs stands 4x above the one below); no host sync"
     );
 }
 

@@ -265,6 +265,41 @@ fn phases(d: &mut Doc, a: &RunAnalysis) {
         ]);
     }
     d.table(&t);
+    how_found(d, a);
+}
+
+/// How each rank's steps were found; ranks found the same way (thresholds aside) share one line.
+fn how_found(d: &mut Doc, a: &RunAnalysis) {
+    let mut groups: Vec<Vec<&crate::analysis::RankPhases>> = Vec::new();
+    for p in &a.phases {
+        match groups.iter_mut().find(|g| g[0].found.same_way(&p.found)) {
+            Some(g) => g.push(p),
+            None => groups.push(vec![p]),
+        }
+    }
+    for g in groups {
+        let who = match g.len() {
+            1 => g[0].label.clone(),
+            n => format!(
+                "{} and {} more rank{}",
+                g[0].label,
+                n - 1,
+                if n == 2 { "" } else { "s" }
+            ),
+        };
+        let mut line = format!("How steps were found ({who}): {}", g[0].found.how());
+        let t: Vec<i64> = g.iter().flat_map(|p| p.found.thresholds()).collect();
+        if let (Some(lo), Some(hi)) = (t.iter().min(), t.iter().max()) {
+            if lo != hi {
+                line.push_str(&format!(
+                    "; gap thresholds of these ranks from {} to {}",
+                    crate::steps::segment::duration(*lo),
+                    crate::steps::segment::duration(*hi)
+                ));
+            }
+        }
+        d.para(&format!("{line}."));
+    }
 }
 
 fn breakdown(d: &mut Doc, a: &RunAnalysis) {

@@ -9,6 +9,8 @@ use super::truth::{self, Activity, NameInfo, StepKind, StepSummary};
 use super::write::{json_str, Out, Us};
 use super::{InjectionKind, SynthError, SynthOptions};
 
+mod eager;
+
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
 /// Idle time between phases (prefill, set-up burst, decode).
@@ -192,6 +194,9 @@ impl Plan {
     }
 
     pub(crate) fn file_name(&self, rank: u32) -> String {
+        if self.sc.eager.is_some() {
+            return format!("rank-{rank}.json.gz");
+        }
         format!("{}-TP-{}.trace.json.gz", self.stamp, rank)
     }
 
@@ -827,6 +832,11 @@ impl Gen<'_> {
             self.eager(&burst, 64, 2)?;
             t = burst.last().map_or(t, |k| k.ts + k.dur) + PHASE_GAP;
         }
+        if let Some(e) = p.sc.eager {
+            let first_prefill = placed.clone();
+            self.eager_decode(e, t, &first_prefill, &mut steps)?;
+            return self.finish(steps);
+        }
 
         // ---- Decode steps (graph launches).
         let ops = &p.decode_ops;
@@ -922,9 +932,14 @@ impl Gen<'_> {
                 + self.rng.range(0, 150 * US);
         }
 
+        self.finish(steps)
+    }
+
+    /// Closes the trace.
+    fn finish(mut self, steps: Vec<StepSummary>) -> Result<RankOut, SynthError> {
         let tail = format!(
             "\n  ],\n  \"traceName\": \"/tmp/sglang_profile/{}\"\n}}\n",
-            p.file_name(rank)
+            self.plan.file_name(self.rank)
         );
         self.out.raw(&tail)?;
         let path = PathBuf::new();

@@ -129,6 +129,20 @@ pub(crate) struct Scenario {
     pub stall: Option<(u32, u64)>,
     /// The main allreduce spec and the name of the other implementation (`protocol=F`).
     pub protocol: (usize, &'static str),
+    /// Decode runs in an eager serving loop instead of graph launches.
+    pub eager: Option<EagerLoop>,
+}
+
+/// An eager serving loop: per-rank `rank-<r>.json.gz`, no annotations, no whole-forward graphs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EagerLoop {
+    /// A prefill forward before every this many decode steps (after the first prefill).
+    pub prefill_every: u32,
+    /// Idle GPU time between two forward passes, drawn per step (log-uniform), ns.
+    pub gap_min_ns: u64,
+    pub gap_max_ns: u64,
+    /// vLLM piecewise CUDA graphs: attention eager, the layers between replayed as graphs.
+    pub piecewise: bool,
 }
 
 pub(crate) const NAMES: &[&str] = &[
@@ -136,6 +150,8 @@ pub(crate) const NAMES: &[&str] = &[
     "b200-dsr1-fp4-tp4-ep4",
     "h200-dsr1-fp8-tp8",
     "mi325x-dsr1-fp8-tp8",
+    "vllm-eager",
+    "vllm-piecewise",
 ];
 
 pub(crate) fn by_name(name: &str) -> Option<Scenario> {
@@ -144,6 +160,8 @@ pub(crate) fn by_name(name: &str) -> Option<Scenario> {
         "b200-dsr1-fp4-tp4-ep4" => Some(b200()),
         "h200-dsr1-fp8-tp8" => Some(h200()),
         "mi325x-dsr1-fp8-tp8" => Some(mi325x()),
+        "vllm-eager" => Some(vllm(false)),
+        "vllm-piecewise" => Some(vllm(true)),
         _ => None,
     }
 }
@@ -451,7 +469,31 @@ fn mi355x() -> Scenario {
             cdr_attn,
             "void aiter::cross_device_reduce_1stage<__hip_bfloat16, 4>(aiter::RankData*, aiter::RankSignals, aiter::Signal*, __hip_bfloat16*, int)",
         ),
+        eager: None,
     }
+}
+
+/// An eager serving loop on the MI355X model (vLLM `--enforce-eager`, or its piecewise graphs):
+/// the decode layer tables of `mi355x-dsr1-fp4-tp4`, no annotations, no stall, a prefill every 8
+/// decode steps at 96% GPU utilisation (an eager prefill is GPU-bound), 0.1 to 4 ms between
+/// forward passes.
+fn vllm(piecewise: bool) -> Scenario {
+    let mut sc = mi355x();
+    sc.name = if piecewise {
+        "vllm-piecewise"
+    } else {
+        "vllm-eager"
+    };
+    sc.annotations = false;
+    sc.stall = None;
+    sc.prefill.wall_ns = ms(110.0);
+    sc.eager = Some(EagerLoop {
+        prefill_every: 8,
+        gap_min_ns: us(100.0),
+        gap_max_ns: ms(4.0),
+        piecewise,
+    });
+    sc
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -706,6 +748,7 @@ fn b200() -> Scenario {
             oneshot,
             "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_twoshot_sync<(flashinfer::trtllm_allreduce_fusion::AllReduceFusionPattern)1, __nv_bfloat16, 4, true, true>(flashinfer::trtllm_allreduce_fusion::AllReduceFusionParams<__nv_bfloat16>)",
         ),
+        eager: None,
     }
 }
 
@@ -914,6 +957,7 @@ fn h200() -> Scenario {
             twoshot,
             "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<(flashinfer::trtllm_allreduce_fusion::AllReduceFusionPattern)1, __nv_bfloat16, 8, true, true>(flashinfer::trtllm_allreduce_fusion::AllReduceFusionParams<__nv_bfloat16>)",
         ),
+        eager: None,
     }
 }
 
@@ -1190,5 +1234,6 @@ fn mi325x() -> Scenario {
             cdr_attn,
             "void aiter::cross_device_reduce_1stage<__hip_bfloat16, 8>(aiter::RankData*, aiter::RankSignals, aiter::Signal*, __hip_bfloat16*, int)",
         ),
+        eager: None,
     }
 }

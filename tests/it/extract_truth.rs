@@ -6,9 +6,14 @@ use std::path::PathBuf;
 use crate::common::{self, tracegate};
 use serde_json::Value;
 
-/// The shared run of a scenario at seed 7 with this injection (`common::synth_run`).
-fn synth(scenario: &str, inject: Option<&str>) -> PathBuf {
-    let mut args = vec!["--scenario", scenario, "--seed", "7"];
+/// The shared run of a scenario (seed 7 unless `extra` gives one) with this injection and more
+/// `synth` options (`common::synth_run`).
+fn synth(scenario: &str, inject: Option<&str>, extra: &[&str]) -> PathBuf {
+    let mut args = vec!["--scenario", scenario];
+    args.extend(extra);
+    if !extra.contains(&"--seed") {
+        args.extend(["--seed", "7"]);
+    }
     if let Some(spec) = inject {
         args.extend(["--inject", spec]);
     }
@@ -24,7 +29,12 @@ fn close(name: &str, got: f64, want: f64) -> bool {
 }
 
 fn assert_recovers_truth(scenario: &str, inject: Option<&str>) {
-    let dir = synth(scenario, inject);
+    assert_recovers_truth_with(scenario, inject, &[]);
+}
+
+/// As [`assert_recovers_truth`], with more `synth` options (`--ranks`, `--seed`).
+fn assert_recovers_truth_with(scenario: &str, inject: Option<&str>, extra: &[&str]) {
+    let dir = synth(scenario, inject, extra);
     let out = tracegate()
         .arg("extract")
         .arg(&dir)
@@ -85,7 +95,7 @@ fn assert_recovers_truth(scenario: &str, inject: Option<&str>) {
     }
     assert!(
         problems.is_empty(),
-        "{scenario} {inject:?}:\n{}",
+        "{scenario} {inject:?} {extra:?}:\n{}",
         problems.join("\n")
     );
 }
@@ -130,4 +140,34 @@ truth_tests! {
     mi325x_straggler: "mi325x-dsr1-fp8-tp8", Some("straggler=1.2");
     mi325x_protocol: "mi325x-dsr1-fp8-tp8", Some("protocol=2");
     mi325x_single_stream: "mi325x-dsr1-fp8-tp8", Some("single-stream=1");
+}
+
+// Eager serving loops: no annotation, no whole-forward graph, forward passes 0.1 to 4 ms apart,
+// a prefill every 8 decode steps; the steps come from the gaps and the kinds from GEMM M (eager)
+// or the walls (piecewise graphs, whose decode GEMMs have no op).
+truth_tests! {
+    vllm_eager_plain: "vllm-eager", None;
+    vllm_eager_allreduce: "vllm-eager", Some("allreduce=1.6");
+    vllm_eager_moe: "vllm-eager", Some("moe=1.3");
+    vllm_eager_attention: "vllm-eager", Some("attention=1.5");
+    vllm_eager_straggler: "vllm-eager", Some("straggler=1.2");
+    vllm_eager_protocol: "vllm-eager", Some("protocol=2");
+    vllm_piecewise_plain: "vllm-piecewise", None;
+    vllm_piecewise_allreduce: "vllm-piecewise", Some("allreduce=1.6");
+}
+
+#[test]
+fn vllm_eager_on_2_4_and_8_ranks_and_several_seeds() {
+    for ranks in ["2", "4", "8"] {
+        for seed in ["1", "2", "3"] {
+            assert_recovers_truth_with("vllm-eager", None, &["--ranks", ranks, "--seed", seed]);
+        }
+    }
+}
+
+#[test]
+fn vllm_piecewise_gives_one_step_per_forward_on_several_seeds() {
+    for (ranks, seed) in [("2", "11"), ("8", "12")] {
+        assert_recovers_truth_with("vllm-piecewise", None, &["--ranks", ranks, "--seed", seed]);
+    }
 }

@@ -148,6 +148,8 @@ fn extract_gives_figures_for_decode_traces_and_exit_2_for_the_rest() {
         let (code, stdout, stderr) = extract_status(&dir.join(rel));
         assert_eq!(code, Some(2), "{rel}: {stdout}");
         assert!(stderr.contains("no decode step"), "{rel}: {stderr}");
+        // Which gap threshold was tried (or that none stood out) and what it gave.
+        assert!(stderr.contains("gap threshold"), "{rel}: {stderr}");
         assert!(stdout.is_empty(), "{rel}: no table of zeros");
     }
 }
@@ -187,6 +189,43 @@ fn the_coverage_tests_name_every_shared_trace() {
             RUNS.iter()
                 .any(|run| rel == *run || rel.starts_with(&format!("{run}/"))),
             "{rel} has no `other` coverage test: add it to RUNS and other_at_most_5_pct!"
+        );
+    }
+}
+
+/// `extract --format json` of a run, or the failure's stderr.
+fn extract_json(path: &Path) -> serde_json::Value {
+    let (code, stdout, stderr) = extract_status(path);
+    assert_eq!(code, Some(0), "{}: {stderr}", path.display());
+    serde_json::from_str(&stdout).unwrap()
+}
+
+#[test]
+fn h200_runs_give_30_decode_and_1_prefill_with_the_cuda_event_wall() {
+    let Some(dir) =
+        shared_traces("h200_runs_give_30_decode_and_1_prefill_with_the_cuda_event_wall")
+    else {
+        return;
+    };
+    let dir = dir.join("h200-torch");
+    let facts: toml::Value =
+        toml::from_str(&std::fs::read_to_string(dir.join("facts.toml")).unwrap()).unwrap();
+    // (run, reference key, tolerance, how the steps must have been cut)
+    for (run, key, tol, method) in [
+        ("eager", "decode_wall_ms_median", 0.10, "host_sync"),
+        ("graph", "graph_span_ms_median", 0.02, "host_sync"),
+        ("stall", "decode_wall_ms_median", 0.10, "host_sync"),
+    ] {
+        let x = extract_json(&dir.join(format!("{run}.json.gz")));
+        let s = &x["steps"]["0"];
+        let found = s["decode_kept"].as_u64().unwrap() + s["decode_dropped"].as_u64().unwrap();
+        assert_eq!((found, s["prefill"].as_u64().unwrap()), (30, 1), "{run}");
+        assert_eq!(s["found"]["segmentation"][0]["method"], method, "{run}");
+        let got = x["metrics"]["decode_step_ms"]["value"].as_f64().unwrap();
+        let want = facts["runs"][run][key].as_float().unwrap();
+        assert!(
+            (got / want - 1.0).abs() <= tol,
+            "{run}: decode_step_ms {got:.4} against {key} {want:.4} (tolerance {tol})"
         );
     }
 }
@@ -276,5 +315,85 @@ fn cudnn_attention_gives_the_graph_run_its_decode_steps() {
         steps["decode_kept"].as_u64().unwrap() + steps["decode_dropped"].as_u64().unwrap(),
         30,
         "{steps}"
+    );
+}
+
+#[test]
+fn launch_bound_eager_gaps_inside_a_forward_outgrow_those_between_so_host_syncs_decide() {
+    let Some(dir) = shared_traces("launch_bound_eager_host_syncs_decide") else {
+        return;
+    };
+    let x = extract_json(&dir.join("h200-torch/eager.json.gz"));
+    let seg = &x["steps"]["0"]["found"]["segmentation"][0];
+    // The gap threshold alone would cut forwards at cuDNN's per-step plan builds (40 ms gaps
+    // inside a forward) and leave fragments; the host syncs separate the 31 forwards.
+    assert!(seg["fragments_by_gap"].as_u64().unwrap() > 0, "{seg}");
+    assert_eq!(seg["forwards_by_host"], 31);
+    assert_eq!(seg["attention_per_forward"], 6, "6 layers, one SDPA each");
+    assert_eq!(x["steps"]["0"]["found"]["labelled_by"]["gemm_m"], 31);
+}
+
+#[test]
+fn report_says_how_steps_were_found_on_every_real_trace_with_forward_passes() {
+    let Some(dir) = shared_traces("report_says_how_steps_were_found") else {
+        return;
+    };
+    let mut paths = all_trace_files(&dir);
+    paths.retain(|p| !p.to_string_lossy().contains("dlrm_kineto"));
+    paths.push(dir.join("param/dlrm_kineto"));
+    let mut with_forwards = 0;
+    for path in paths {
+        let out = tracegate()
+            .arg("report")
+            .arg(&path)
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", path.display());
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let phases = report["phases"].as_array().unwrap();
+        let forwards: u64 = phases
+            .iter()
+            .map(|p| {
+                let f = &p["found"];
+                let n = |k: &str| {
+                    ["annotation", "graph_launch", "gap"]
+                        .iter()
+                        .map(|m| f[k][m].as_u64().unwrap())
+                        .sum::<u64>()
+                };
+                n("decode") + n("prefill") + f["labelled_by"]["undecided"].as_u64().unwrap_or(0)
+            })
+            .sum();
+        let md = tracegate()
+            .arg("report")
+            .arg(&path)
+            .args(["--format", "markdown"])
+            .output()
+            .unwrap();
+        let md = String::from_utf8_lossy(&md.stdout);
+        let line = md
+            .lines()
+            .find(|l| l.starts_with("How steps were found"))
+            .unwrap_or_else(|| panic!("{}: no how-found line", path.display()));
+        if forwards > 0 {
+            with_forwards += 1;
+            assert!(
+                [
+                    "from step annotations",
+                    "from graph launches",
+                    "from segmentation",
+                    "undecided"
+                ]
+                .iter()
+                .any(|m| line.contains(m)),
+                "{}: {line}",
+                path.display()
+            );
+        }
+    }
+    assert!(
+        with_forwards >= 10,
+        "{with_forwards} traces with forward passes"
     );
 }

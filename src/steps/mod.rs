@@ -1,0 +1,787 @@
+//! Steps: cuts each rank's GPU timeline into forward passes (decode or prefill) and picks the
+//! steady decode steps, as defined in `docs/METRICS.md` ("Steps").
+//!
+//! Methods, in order of trust, each activity belonging to at most one step:
+//! 1. `step[MODE ...]` CPU annotations, linked to activities through the correlation of their launch;
+//! 2. graph launches outside step annotations, one decode step each;
+//! 3. segmentation of what is left ([`segment`]): at host syncs where they separate forward passes,
+//!    else at the largest jump in the run's own gaps, confirmed by the per-layer kernel period; a
+//!    segment is a step when it holds attention and a GEMM, labelled from the evidence ([`label`]).
+//!
+//! The classification of kernel names is an input (`&[Class]` indexed by `NameId`), so this module
+//! does not depend on how the taxonomy matches names.
+
+mod annotations;
+pub mod label;
+pub mod segment;
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::links::Links;
+use crate::reader::model::{AnnotationSide, GpuActivity, GpuKind, RankId, RankTrace, Run, Stage};
+use crate::taxonomy::{Category, Class, Collective};
+
+use annotations::{parse_step_annotation, AnnotationIndex, StepAnnotation};
+pub use label::{Evidence, EvidenceCounts, StepLabel};
+pub use segment::Segmentation;
+
+/// Decode steps dropped at the start of each rank unless told otherwise.
+pub const DEFAULT_WARMUP_STEPS: usize = 2;
+
+/// What a forward pass does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    Decode,
+    Prefill,
+}
+
+/// How a step was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepSource {
+    Annotation,
+    GraphLaunch,
+    Gap,
+}
+
+/// One forward pass on one rank: a set of GPU activities of one trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub kind: StepKind,
+    pub source: StepSource,
+    /// Index into [`Run::traces`] of the trace whose `gpu` the activities index.
+    pub trace: usize,
+    /// Indices into that trace's `gpu`, ascending.
+    pub activities: Vec<u32>,
+    /// First start of the activities, ns.
+    pub start: i64,
+    /// Last end of the activities, ns.
+    pub end: i64,
+    /// `bs=N` of a step annotation.
+    pub batch_size: Option<u32>,
+}
+
+impl Step {
+    /// Last end minus first start, ns.
+    pub fn wall(&self) -> i64 {
+        self.end - self.start
+    }
+}
+
+/// Why a decode step is not part of the steady state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    Warmup,
+    Outlier,
+}
+
+/// A decode step left out of the steady state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DroppedStep {
+    pub step: Step,
+    pub reason: DropReason,
+}
+
+/// Steps found per method.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SourceCounts {
+    pub annotation: u64,
+    pub graph_launch: u64,
+    pub gap: u64,
+}
+
+impl SourceCounts {
+    fn add(&mut self, source: StepSource) {
+        match source {
+            StepSource::Annotation => self.annotation += 1,
+            StepSource::GraphLaunch => self.graph_launch += 1,
+            StepSource::Gap => self.gap += 1,
+        }
+    }
+
+    fn merge(&mut self, other: &SourceCounts) {
+        self.annotation += other.annotation;
+        self.graph_launch += other.graph_launch;
+        self.gap += other.gap;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.annotation + self.graph_launch + self.gap
+    }
+}
+
+/// What step detection saw, for reports and for saying why no step was found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Detection {
+    /// GPU activities of the traces.
+    pub activities: u64,
+    /// CPU `step[...]` annotations.
+    pub step_annotations: u64,
+    /// Of which not forward passes (`IDLE`, `TARGET_VERIFY`, unknown modes): their kernels stay unassigned.
+    pub non_step_annotations: u64,
+    /// Graph launches whose kernels are not a whole forward (no attention kernel or no GEMM),
+    /// handed to gap segmentation.
+    pub graph_launches_partial: u64,
+    /// Graph launches (`cudaGraphLaunch` / `hipGraphLaunch`) outside step annotations.
+    pub graph_launches: u64,
+    /// Activities left to gap segmentation.
+    pub gap_activities: u64,
+    /// Segments the gap rule cut.
+    pub gap_segments: u64,
+    /// Segments without both an attention kernel and a GEMM, not steps.
+    pub gap_segments_rejected: u64,
+    /// Decode steps found, per method (before warm-up and outlier removal).
+    pub decode: SourceCounts,
+    /// Prefill steps found, per method.
+    pub prefill: SourceCounts,
+    /// How each trace's free activities were cut (traces that had any).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub segmentation: Vec<Segmentation>,
+    /// What decided the kind of each forward pass segmentation found.
+    #[serde(skip_serializing_if = "EvidenceCounts::is_empty")]
+    pub labelled_by: EvidenceCounts,
+}
+
+impl Detection {
+    pub fn merge(&mut self, other: &Detection) {
+        self.activities += other.activities;
+        self.step_annotations += other.step_annotations;
+        self.non_step_annotations += other.non_step_annotations;
+        self.graph_launches += other.graph_launches;
+        self.graph_launches_partial += other.graph_launches_partial;
+        self.gap_activities += other.gap_activities;
+        self.gap_segments += other.gap_segments;
+        self.gap_segments_rejected += other.gap_segments_rejected;
+        self.decode.merge(&other.decode);
+        self.prefill.merge(&other.prefill);
+        self.segmentation.extend(other.segmentation.iter().cloned());
+        self.labelled_by.merge(&other.labelled_by);
+    }
+
+    /// How the steps were found, in one line: per method the decode and prefill steps it gave, then
+    /// how segmentation cut (when any activity was left to it).
+    pub fn how(&self) -> String {
+        let (d, p) = (&self.decode, &self.prefill);
+        let methods = [
+            ("step annotations", d.annotation, p.annotation),
+            ("graph launches", d.graph_launch, p.graph_launch),
+            ("segmentation", d.gap, p.gap),
+        ];
+        let mut parts: Vec<String> = methods
+            .iter()
+            .filter(|(_, d, p)| d + p > 0)
+            .map(|(what, d, p)| format!("{d} decode and {p} prefill from {what}"))
+            .collect();
+        if parts.is_empty() {
+            parts.push("no step".to_string());
+        }
+        let mut line = parts.join(", ");
+        match self.describe_segmentation() {
+            Some(seg) => line.push_str(&format!("; segmentation {seg}")),
+            None => line.push_str("; nothing left to segmentation"),
+        }
+        line
+    }
+
+    /// Found the same way as `other`: the same counts per method and kind, and every trace cut
+    /// the same way (the exact thresholds may differ).
+    pub fn same_way(&self, other: &Detection) -> bool {
+        self.decode == other.decode
+            && self.prefill == other.prefill
+            && self.labelled_by == other.labelled_by
+            && self.segmentation.len() == other.segmentation.len()
+            && self
+                .segmentation
+                .iter()
+                .zip(&other.segmentation)
+                .all(|(a, b)| a.same_way(b))
+    }
+
+    /// The gap thresholds of the traces, ns.
+    pub fn thresholds(&self) -> impl Iterator<Item = i64> + '_ {
+        self.segmentation.iter().filter_map(|s| s.threshold_ns)
+    }
+
+    /// How the free activities were cut, in one line: the first trace's way, and how many traces
+    /// were cut the same way. `None` when no trace had free activities.
+    pub fn describe_segmentation(&self) -> Option<String> {
+        let first = self.segmentation.first()?;
+        let same = self
+            .segmentation
+            .iter()
+            .filter(|s| s.method == first.method)
+            .count();
+        let n = self.segmentation.len();
+        let mut line = first.describe();
+        if n > 1 {
+            line.push_str(&format!(" (first of {n} traces; {same} cut the same way)"));
+        }
+        let e = &self.labelled_by;
+        let kinds: Vec<String> = [
+            ("GEMM M", e.gemm_m),
+            ("attention kernels", e.attention_kernels),
+            ("eager among graph-launched decodes", e.eager_among_graphs),
+            ("wall", e.wall),
+            ("stage-split file", e.stage_file),
+        ]
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(what, n)| format!("{what} {n}"))
+        .collect();
+        if !kinds.is_empty() {
+            line.push_str(&format!("; kinds from {}", kinds.join(", ")));
+        }
+        if e.undecided > 0 {
+            line.push_str(&format!(
+                "; {} forward{} undecided (no evidence tells prefill from decode)",
+                e.undecided,
+                if e.undecided == 1 { "" } else { "s" }
+            ));
+        }
+        Some(line)
+    }
+}
+
+/// The steps of one rank, all its traces combined.
+#[derive(Debug, Clone)]
+pub struct RankSteps {
+    pub rank: RankId,
+    /// Indices into [`Run::traces`] of this rank's traces.
+    pub traces: Vec<usize>,
+    /// Steady decode steps, in start order.
+    pub decode: Vec<Step>,
+    /// All prefill steps, in start order.
+    pub prefill: Vec<Step>,
+    /// Decode steps left out of the steady state, in start order.
+    pub dropped: Vec<DroppedStep>,
+    pub dropped_warmup: usize,
+    pub dropped_outliers: usize,
+    /// Kernel time (sum of durations) of the activities in no step, ns.
+    pub unassigned_ns: i64,
+    pub found: Detection,
+    /// Forward passes found by segmentation, each with its kind (or undecided) and the evidence
+    /// that decided it, in start order.
+    pub labels: Vec<StepLabel>,
+}
+
+/// How steps are found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepOptions {
+    /// Decode steps dropped at the start of each rank.
+    pub warmup: usize,
+    /// `--step-gap`: the gap threshold, instead of the one the run's gaps and host syncs give, ns.
+    pub step_gap: Option<i64>,
+}
+
+impl Default for StepOptions {
+    fn default() -> Self {
+        StepOptions {
+            warmup: DEFAULT_WARMUP_STEPS,
+            step_gap: None,
+        }
+    }
+}
+
+/// The category of one activity: memcpy and memset are `memcpy` whatever their name; a name the
+/// classification does not cover is `other`.
+pub fn category_of(activity: &GpuActivity, classes: &[Class]) -> Category {
+    match activity.kind {
+        GpuKind::Memcpy | GpuKind::Memset => Category::Memcpy,
+        GpuKind::Kernel => classes
+            .get(activity.name as usize)
+            .map_or(Category::Other, |c| c.category),
+    }
+}
+
+/// True for a `comm` kernel whose collective is `allreduce`.
+pub fn is_allreduce(activity: &GpuActivity, classes: &[Class]) -> bool {
+    activity.kind == GpuKind::Kernel
+        && classes.get(activity.name as usize).is_some_and(|c| {
+            c.category == Category::Comm && c.collective == Some(Collective::Allreduce)
+        })
+}
+
+/// Finds the steps of every rank of a run and its steady decode state.
+///
+/// `classes[i]` classifies the names of `run.traces[i]`; a missing entry classifies every name `other`.
+#[cfg(test)]
+pub fn find_steps(run: &Run, classes: &[Vec<Class>], warmup: usize) -> Vec<RankSteps> {
+    let opts = StepOptions {
+        warmup,
+        step_gap: None,
+    };
+    find_steps_with(run, classes, &opts)
+}
+
+/// [`find_steps`] with every option.
+pub fn find_steps_with(run: &Run, classes: &[Vec<Class>], opts: &StepOptions) -> Vec<RankSteps> {
+    let warmup = opts.warmup;
+    let per_trace: Vec<TraceSteps> = run
+        .traces
+        .par_iter()
+        .enumerate()
+        .map(|(i, trace)| {
+            let cls = classes.get(i).map_or(&[][..], |c| c.as_slice());
+            trace_steps(trace, i, cls, opts.step_gap)
+        })
+        .collect();
+
+    // Group traces by rank index, keeping the order of first appearance (the run is sorted by rank).
+    let mut order: Vec<u32> = Vec::new();
+    let mut groups: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, trace) in run.traces.iter().enumerate() {
+        groups
+            .entry(trace.rank.index)
+            .or_insert_with(|| {
+                order.push(trace.rank.index);
+                Vec::new()
+            })
+            .push(i);
+    }
+    order.sort_unstable();
+
+    let mut per_trace: Vec<Option<TraceSteps>> = per_trace.into_iter().map(Some).collect();
+    order
+        .iter()
+        .map(|rank| {
+            let traces = groups.remove(rank).unwrap_or_default();
+            let mut decode = Vec::new();
+            let mut prefill = Vec::new();
+            let mut found = Detection::default();
+            let mut unassigned_ns = 0;
+            let mut labels = Vec::new();
+            for &t in &traces {
+                if let Some(ts) = per_trace[t].take() {
+                    found.merge(&ts.found);
+                    labels.extend(ts.labels);
+                    unassigned_ns += ts.unassigned_ns;
+                    for step in ts.steps {
+                        match step.kind {
+                            StepKind::Decode => decode.push(step),
+                            StepKind::Prefill => prefill.push(step),
+                        }
+                    }
+                }
+            }
+            let by_start =
+                |a: &Step, b: &Step| (a.start, a.trace, a.end).cmp(&(b.start, b.trace, b.end));
+            decode.sort_by(by_start);
+            prefill.sort_by(by_start);
+            labels.sort_by_key(|l: &StepLabel| (l.start, l.trace, l.end));
+            let (kept, dropped) = steady_state(decode, warmup);
+            let dropped_warmup = dropped
+                .iter()
+                .filter(|d| d.reason == DropReason::Warmup)
+                .count();
+            RankSteps {
+                rank: run.traces[traces[0]].rank.clone(),
+                dropped_outliers: dropped.len() - dropped_warmup,
+                dropped_warmup,
+                traces,
+                decode: kept,
+                prefill,
+                dropped,
+                unassigned_ns,
+                found,
+                labels,
+            }
+        })
+        .collect()
+}
+
+/// Splits decode steps (in start order) into the steady state and the dropped ones: the first
+/// `warmup` steps, then the steps whose wall is below 0.5× or above 2× the median wall of the rest.
+pub fn steady_state(decode: Vec<Step>, warmup: usize) -> (Vec<Step>, Vec<DroppedStep>) {
+    // A trace of one or two forward passes (a TraceLens split, a single profiled iteration) has
+    // no warm-up to drop: dropping it would leave nothing to measure.
+    let warmup = if decode.len() > warmup { warmup } else { 0 };
+    let mut dropped = Vec::new();
+    let mut rest = Vec::with_capacity(decode.len().saturating_sub(warmup));
+    for (i, step) in decode.into_iter().enumerate() {
+        if i < warmup {
+            dropped.push(DroppedStep {
+                step,
+                reason: DropReason::Warmup,
+            });
+        } else {
+            rest.push(step);
+        }
+    }
+    if rest.is_empty() {
+        return (rest, dropped);
+    }
+    // Twice the median, an exact integer: 2·m for odd n, the sum of the two middle values for even n.
+    let mut walls: Vec<i64> = rest.iter().map(Step::wall).collect();
+    walls.sort_unstable();
+    let n = walls.len();
+    let twice_median = if n % 2 == 1 {
+        2 * i128::from(walls[n / 2])
+    } else {
+        i128::from(walls[n / 2 - 1]) + i128::from(walls[n / 2])
+    };
+    let mut kept = Vec::with_capacity(rest.len());
+    for step in rest {
+        let wall = i128::from(step.wall());
+        // wall < 0.5·m  ⇔  4·wall < 2m;   wall > 2·m  ⇔  wall > 2m.
+        if 4 * wall < twice_median || wall > twice_median {
+            dropped.push(DroppedStep {
+                step,
+                reason: DropReason::Outlier,
+            });
+        } else {
+            kept.push(step);
+        }
+    }
+    (kept, dropped)
+}
+
+/// Steps of one trace, before steady-state selection.
+#[derive(Debug, Default)]
+struct TraceSteps {
+    steps: Vec<Step>,
+    found: Detection,
+    unassigned_ns: i64,
+    labels: Vec<StepLabel>,
+}
+
+/// Who claims the activities of one launch.
+#[derive(Clone, Copy)]
+enum Owner {
+    Annotation(usize),
+    Graph(usize),
+    Free,
+}
+
+fn forced_kind(stage: Option<Stage>, kind: StepKind) -> StepKind {
+    match stage {
+        Some(Stage::Decode) => StepKind::Decode,
+        Some(Stage::Extend) => StepKind::Prefill,
+        None => kind,
+    }
+}
+
+fn make_step(
+    trace: &RankTrace,
+    trace_index: usize,
+    kind: StepKind,
+    source: StepSource,
+    activities: Vec<u32>,
+    batch_size: Option<u32>,
+) -> Option<Step> {
+    let mut start = i64::MAX;
+    let mut end = i64::MIN;
+    for &i in &activities {
+        let a = &trace.gpu[i as usize];
+        start = start.min(a.ts);
+        end = end.max(a.end());
+    }
+    if activities.is_empty() {
+        return None;
+    }
+    Some(Step {
+        kind: forced_kind(trace.stage, kind),
+        source,
+        trace: trace_index,
+        activities,
+        start,
+        end,
+        batch_size,
+    })
+}
+
+fn trace_steps(
+    trace: &RankTrace,
+    trace_index: usize,
+    classes: &[Class],
+    step_gap: Option<i64>,
+) -> TraceSteps {
+    let mut found = Detection {
+        activities: trace.gpu.len() as u64,
+        ..Detection::default()
+    };
+    let annotations = step_annotations(trace);
+    found.step_annotations = annotations.len() as u64;
+    found.non_step_annotations =
+        annotations.iter().filter(|(_, a)| a.kind.is_none()).count() as u64;
+    let claims = claim(trace, &annotations);
+    found.graph_launches = claims.graph.len() as u64;
+
+    let mut out = TraceSteps {
+        found,
+        ..TraceSteps::default()
+    };
+    let mut pool = claims.free;
+    for ((_, ann), acts) in annotations.iter().zip(claims.annotation) {
+        match ann.kind {
+            Some(kind) => out.push(make_step(
+                trace,
+                trace_index,
+                kind,
+                StepSource::Annotation,
+                acts,
+                ann.batch_size,
+            )),
+            None => out.unassigned_ns += kernel_time(trace, &acts),
+        }
+    }
+    for acts in claims.graph {
+        // A graph without attention and GEMM is a piece of a forward (vLLM piecewise graphs replay
+        // the layers between eager attention calls) or no forward at all (a training graph): its
+        // kernels join the eager ones in segmentation.
+        if !is_forward_pass(trace, &acts, classes) {
+            out.found.graph_launches_partial += 1;
+            pool.extend(acts);
+            continue;
+        }
+        out.push(make_step(
+            trace,
+            trace_index,
+            StepKind::Decode,
+            StepSource::GraphLaunch,
+            acts,
+            None,
+        ));
+    }
+    segment_steps(trace, trace_index, classes, pool, step_gap, &mut out);
+    for step in &out.steps {
+        match step.kind {
+            StepKind::Decode => out.found.decode.add(step.source),
+            StepKind::Prefill => out.found.prefill.add(step.source),
+        }
+    }
+    out
+}
+
+impl TraceSteps {
+    fn push(&mut self, step: Option<Step>) {
+        self.steps.extend(step);
+    }
+}
+
+/// The `step[...]` annotations of a trace's host threads, with their thread.
+fn step_annotations(trace: &RankTrace) -> Vec<(u64, StepAnnotation)> {
+    trace
+        .annotations
+        .iter()
+        .filter(|a| a.side == AnnotationSide::Cpu)
+        .filter_map(|a| {
+            let (kind, batch_size) = parse_step_annotation(trace.name(a.name))?;
+            Some((
+                a.track,
+                StepAnnotation {
+                    ts: a.ts,
+                    end: a.ts.saturating_add(a.dur.max(0)),
+                    kind,
+                    batch_size,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The activities of a trace by who claims them.
+struct Claims {
+    /// Per annotation.
+    annotation: Vec<Vec<u32>>,
+    /// Per graph launch outside annotations.
+    graph: Vec<Vec<u32>>,
+    /// Claimed by nobody.
+    free: Vec<u32>,
+}
+
+fn claim(trace: &RankTrace, annotations: &[(u64, StepAnnotation)]) -> Claims {
+    let index = AnnotationIndex::new(annotations);
+    // A correlation links to its first launch; a later launch with the same id links nothing.
+    let mut by_correlation: HashMap<u64, usize> = HashMap::with_capacity(trace.launches.len());
+    for (i, l) in trace.launches.iter().enumerate() {
+        by_correlation.entry(l.correlation).or_insert(i);
+    }
+    // Who owns each launch: the annotation it starts in, else its own graph launch, else nobody.
+    let mut graph_slots = 0usize;
+    let owners: Vec<Owner> = trace
+        .launches
+        .iter()
+        .enumerate()
+        .map(|(i, l)| match index.containing(annotations, l.tid, l.ts) {
+            Some(a) => Owner::Annotation(a),
+            None if l.graph && by_correlation.get(&l.correlation) == Some(&i) => {
+                graph_slots += 1;
+                Owner::Graph(graph_slots - 1)
+            }
+            None => Owner::Free,
+        })
+        .collect();
+    let mut claims = Claims {
+        annotation: vec![Vec::new(); annotations.len()],
+        graph: vec![Vec::new(); graph_slots],
+        free: Vec::new(),
+    };
+    for (i, act) in trace.gpu.iter().enumerate() {
+        let owner = act
+            .correlation()
+            .and_then(|c| by_correlation.get(&c))
+            .map_or(Owner::Free, |&l| owners[l]);
+        match owner {
+            Owner::Annotation(a) => claims.annotation[a].push(i as u32),
+            Owner::Graph(g) => claims.graph[g].push(i as u32),
+            Owner::Free => claims.free.push(i as u32),
+        }
+    }
+    claims
+}
+
+/// Method 3: cuts the free activities into segments; a segment holding attention and a GEMM is a
+/// forward pass, labelled from the stage-split file name or the evidence; undecided and other
+/// segments are unassigned.
+fn segment_steps(
+    trace: &RankTrace,
+    trace_index: usize,
+    classes: &[Class],
+    pool: Vec<u32>,
+    step_gap: Option<i64>,
+    out: &mut TraceSteps,
+) {
+    out.found.gap_activities = pool.len() as u64;
+    if pool.is_empty() {
+        return;
+    }
+    let known = first_launches(trace, &out.steps);
+    let cut = segment::cut_pool(trace, pool, classes, step_gap, &known);
+    out.found.gap_segments = cut.segments.len() as u64;
+    out.found.segmentation.push(cut.report);
+    let (forwards, rest): (Vec<Vec<u32>>, Vec<Vec<u32>>) = cut
+        .segments
+        .into_iter()
+        .partition(|s| is_forward_pass(trace, s, classes));
+    out.found.gap_segments_rejected = rest.len() as u64;
+    out.unassigned_ns += rest.iter().map(|s| kernel_time(trace, s)).sum::<i64>();
+    if forwards.is_empty() {
+        return;
+    }
+    let links = Links::new(trace);
+    let graph_launched = graph_launched(trace);
+    let facts: Vec<label::Facts> = forwards
+        .iter()
+        .map(|s| {
+            let mut f = label::facts(trace, &links, s, classes);
+            f.graph = s.iter().any(|&i| {
+                trace.gpu[i as usize]
+                    .correlation()
+                    .is_some_and(|c| graph_launched.contains(&c))
+            });
+            f
+        })
+        .collect();
+    let kinds: Vec<(Option<StepKind>, Evidence)> = match trace.stage {
+        Some(_) => vec![(Some(StepKind::Prefill), Evidence::StageFile); forwards.len()],
+        None => {
+            let known: Vec<(StepKind, label::Facts)> = out
+                .steps
+                .iter()
+                .map(|s| {
+                    let mut f = label::facts(trace, &links, &s.activities, classes);
+                    f.graph = s.source == StepSource::GraphLaunch;
+                    (s.kind, f)
+                })
+                .collect();
+            label::label(&facts, &known)
+        }
+    };
+    for ((mut acts, f), (kind, evidence)) in forwards.into_iter().zip(facts).zip(kinds) {
+        acts.sort_unstable();
+        out.found.labelled_by.add(evidence);
+        let step = kind
+            .and_then(|k| make_step(trace, trace_index, k, StepSource::Gap, acts.clone(), None));
+        if step.is_none() {
+            out.unassigned_ns += kernel_time(trace, &acts);
+        }
+        let (start, end) = span(trace, &acts);
+        out.labels.push(StepLabel {
+            trace: trace_index,
+            start,
+            end,
+            kind: step.as_ref().map(|s| s.kind),
+            evidence,
+            gemm_m: f.gemm_m,
+        });
+        out.push(step);
+    }
+}
+
+/// Correlations of graph launches.
+fn graph_launched(trace: &RankTrace) -> std::collections::HashSet<u64> {
+    trace
+        .launches
+        .iter()
+        .filter(|l| l.graph)
+        .map(|l| l.correlation)
+        .collect()
+}
+
+/// The earliest launch time of each step's activities (steps with no linked launch give none).
+fn first_launches(trace: &RankTrace, steps: &[Step]) -> Vec<i64> {
+    let mut by_correlation: HashMap<u64, i64> = HashMap::new();
+    for l in trace.launches.iter().rev() {
+        by_correlation.insert(l.correlation, l.ts);
+    }
+    steps
+        .iter()
+        .filter_map(|s| {
+            s.activities
+                .iter()
+                .filter_map(|&i| by_correlation.get(&trace.gpu[i as usize].correlation()?))
+                .min()
+                .copied()
+        })
+        .collect()
+}
+
+fn span(trace: &RankTrace, activities: &[u32]) -> (i64, i64) {
+    activities.iter().fold((i64::MAX, i64::MIN), |(s, e), &i| {
+        let a = &trace.gpu[i as usize];
+        (s.min(a.ts), e.max(a.end()))
+    })
+}
+
+/// Rotary embedding, KV-cache writes: attention's helpers, not attention itself.
+fn is_helper(activity: &GpuActivity, classes: &[Class]) -> bool {
+    activity.kind == GpuKind::Kernel
+        && classes
+            .get(activity.name as usize)
+            .is_some_and(|c| c.helper)
+}
+
+/// An attention kernel that is not a helper.
+fn is_attention(activity: &GpuActivity, classes: &[Class]) -> bool {
+    category_of(activity, classes) == Category::Attention && !is_helper(activity, classes)
+}
+
+/// A forward pass holds at least one attention kernel (not a helper) and one GEMM.
+fn is_forward_pass(trace: &RankTrace, activities: &[u32], classes: &[Class]) -> bool {
+    let mut attention = false;
+    let mut gemm = false;
+    for &i in activities {
+        let activity = &trace.gpu[i as usize];
+        match category_of(activity, classes) {
+            Category::Attention if !is_helper(activity, classes) => attention = true,
+            Category::DenseGemm | Category::MoeGemm => gemm = true,
+            _ => {}
+        }
+        if attention && gemm {
+            return true;
+        }
+    }
+    false
+}
+
+fn kernel_time(trace: &RankTrace, activities: &[u32]) -> i64 {
+    activities.iter().map(|&i| trace.gpu[i as usize].dur).sum()
+}
+
+#[cfg(test)]
+mod tests;
