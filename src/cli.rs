@@ -106,7 +106,7 @@ pub struct SynthArgs {
     #[arg(long, default_value_t = 50)]
     pub python_functions_per_step: u32,
     /// A regression to inject, KIND=FACTOR (allreduce, moe, attention, straggler, protocol,
-    /// single-stream); repeatable.
+    /// single-stream; straggler=R:F picks the rank); repeatable.
     #[arg(long, value_name = "KIND=FACTOR")]
     pub inject: Vec<String>,
 }

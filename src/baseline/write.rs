@@ -6,7 +6,7 @@ use toml_edit::{value, ArrayOfTables, DocumentMut, Item, Table};
 
 use super::Meta;
 use crate::gate::stats::robust_spread;
-use crate::metrics::{Extraction, ALLREDUCE_RANK_RATIO, CATALOG, RANK_SKEW_MS};
+use crate::metrics::{Extraction, ALLREDUCE_RANK_RATIO, CATALOG};
 
 /// The tolerance a new baseline starts with, per metric: wide enough for step-to-step and
 /// run-to-run noise of a steady decode, tight enough to catch a slower kernel library.
@@ -16,22 +16,19 @@ pub fn default_tolerance(metric: &str) -> &'static str {
         "gpu_util_pct" => "1pp",
         "comm_pct" => "1.5pp",
         "allreduce_us" => "10%",
+        "allreduce_transfer_us" => "10%",
         "allreduce_rank_ratio" => "15%",
         "moe_us_per_layer" => "5%",
-        "rank_skew_ms" => "0.5ms",
+        "rank_skew_ms" => "0.25ms",
         "overlap_pct" => "5pp",
         "prefill_step_ms" => "10%",
         _ => "5pp",
     }
 }
 
-/// The tolerance a metric starts with for this run: rank skew scales with the decode step (1%,
-/// at least 0.5 ms), since run-to-run skew noise grows with the step; the rest are fixed.
-fn starting_tolerance(metric: &str, x: &Extraction) -> String {
-    match (metric, x.metrics.get(crate::metrics::DECODE_STEP_MS)) {
-        (RANK_SKEW_MS, Some(step)) => format!("{:.1}ms", (step.value * 0.01).max(0.5)),
-        _ => default_tolerance(metric).to_string(),
-    }
+/// The tolerance a metric starts with for this run.
+fn starting_tolerance(metric: &str, _x: &Extraction) -> String {
+    default_tolerance(metric).to_string()
 }
 
 /// Six significant digits: figures stay readable and diffs stay small.
@@ -125,8 +122,8 @@ fn write_metrics(doc: &mut DocumentMut, x: &Extraction) {
                 }
             }
         }
-        // Rank ratio and skew have one value per rank, not per-step samples: no spread.
-        let per_step = name != ALLREDUCE_RANK_RATIO && name != RANK_SKEW_MS;
+        // The rank ratio has one value per rank, not per-step samples: no spread.
+        let per_step = name != ALLREDUCE_RANK_RATIO;
         match robust_spread(&m.samples).filter(|_| per_step && m.samples.len() > 1) {
             Some(spread) => {
                 t["spread"] = value(round6(spread));

@@ -7,7 +7,9 @@ use super::stats::Statistic;
 use super::verdict::{judge, Observation, Verdict};
 use crate::baseline::{known_metrics, Baseline, Direction, Meta, Unit};
 use crate::exit;
-use crate::metrics::{Extraction, Metric, ALLREDUCE_RANK_RATIO, ALLREDUCE_US, RANK_SKEW_MS};
+use crate::metrics::{
+    Extraction, Metric, ALLREDUCE_RANK_RATIO, ALLREDUCE_TRANSFER_US, ALLREDUCE_US,
+};
 
 /// Version of the check JSON schema (`check --format json`, `--verdict-out`).
 pub const CHECK_SCHEMA_VERSION: u32 = 1;
@@ -90,14 +92,14 @@ pub struct RunSummary {
 }
 
 /// How the gate reads a metric's samples: the statistic its value is, and whether the samples
-/// are per-step draws at all (rank ratio and skew are one value per rank: judged on the value).
+/// are per-step draws at all (the rank ratio is one value per rank: judged on the value).
 fn observation(name: &str, m: &Metric) -> Observation {
-    let statistic = if name == ALLREDUCE_US {
+    let statistic = if name == ALLREDUCE_US || name == ALLREDUCE_TRANSFER_US {
         Statistic::Mean
     } else {
         Statistic::Median
     };
-    let samples = if name == ALLREDUCE_RANK_RATIO || name == RANK_SKEW_MS {
+    let samples = if name == ALLREDUCE_RANK_RATIO {
         Vec::new()
     } else {
         m.samples.clone()

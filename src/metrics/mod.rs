@@ -8,6 +8,7 @@
 pub mod breakdown;
 pub mod compute;
 pub mod stats;
+pub mod waits;
 
 #[cfg(test)]
 mod tests;
@@ -29,6 +30,7 @@ pub const DECODE_STEP_MS: &str = "decode_step_ms";
 pub const GPU_UTIL_PCT: &str = "gpu_util_pct";
 pub const COMM_PCT: &str = "comm_pct";
 pub const ALLREDUCE_US: &str = "allreduce_us";
+pub const ALLREDUCE_TRANSFER_US: &str = "allreduce_transfer_us";
 pub const ALLREDUCE_RANK_RATIO: &str = "allreduce_rank_ratio";
 pub const MOE_US_PER_LAYER: &str = "moe_us_per_layer";
 pub const RANK_SKEW_MS: &str = "rank_skew_ms";
@@ -38,11 +40,12 @@ pub const PREFILL_GPU_UTIL_PCT: &str = "prefill_gpu_util_pct";
 pub const PREFILL_COMM_PCT: &str = "prefill_comm_pct";
 
 /// Every metric with its unit and better direction, in the order reports list them.
-pub const CATALOG: [(&str, &str, Direction); 11] = [
+pub const CATALOG: [(&str, &str, Direction); 12] = [
     (DECODE_STEP_MS, "ms", Direction::Lower),
     (GPU_UTIL_PCT, "%", Direction::Higher),
     (COMM_PCT, "%", Direction::Lower),
     (ALLREDUCE_US, "us", Direction::Lower),
+    (ALLREDUCE_TRANSFER_US, "us", Direction::Lower),
     (ALLREDUCE_RANK_RATIO, "ratio", Direction::Lower),
     (MOE_US_PER_LAYER, "us", Direction::Lower),
     (RANK_SKEW_MS, "ms", Direction::Lower),
@@ -119,8 +122,9 @@ pub struct Metric {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub per_rank: BTreeMap<u32, f64>,
     /// The samples behind the value, in the metric's unit, not serialised: the per-step samples of
-    /// the rank that decided the value (in step order), the pooled calls for `allreduce_us`, one
-    /// value per rank for `allreduce_rank_ratio` and `rank_skew_ms`.
+    /// the rank that decided the value (in step order), the pooled calls for `allreduce_us` and
+    /// `allreduce_transfer_us`, the per-step skew for `rank_skew_ms`, one value per rank for
+    /// `allreduce_rank_ratio`.
     #[serde(skip)]
     pub samples: Vec<f64>,
     /// The rank whose samples `samples` are, when one rank decided the value.
@@ -179,6 +183,10 @@ pub struct Extraction {
     /// The steps behind the figures, for later stages (shapes, reports).
     #[serde(skip)]
     pub rank_steps: Vec<RankSteps>,
+    /// The collectives matched across ranks (wait and transfer), for reports and the gate's
+    /// explanation; `None` without a decode step.
+    #[serde(skip)]
+    pub waits: Option<waits::Waits>,
 }
 
 /// The figures of one rank.
@@ -267,24 +275,6 @@ pub fn extract(
         Direction::Lower,
         true,
     );
-    if let Some(m) = &decode_step {
-        let values: Vec<f64> = m.per_rank.values().copied().collect();
-        let (lo, hi) = min_max(&values);
-        metrics.insert(
-            RANK_SKEW_MS,
-            Metric {
-                value: hi - lo,
-                p50: None,
-                p90: None,
-                p99: None,
-                unit: "ms",
-                direction: Direction::Lower,
-                per_rank: m.per_rank.clone(),
-                samples: values,
-                decided_by: None,
-            },
-        );
-    }
     insert(&mut metrics, DECODE_STEP_MS, decode_step);
     insert(
         &mut metrics,
@@ -328,6 +318,11 @@ pub fn extract(
         ),
     );
     allreduce_metrics(&figures, &mut metrics);
+    let waits = waits::match_collectives(run, classes, &rank_steps);
+    if let Some(w) = &waits {
+        wait_metrics(w, &rank_steps, &mut metrics);
+        warnings.extend(w.warnings.iter().cloned());
+    }
 
     let moe_layers = moe_layers(&figures, opts.moe_layers);
     if let (Some(layers), true) = (&moe_layers, any_moe_gemm) {
@@ -451,7 +446,64 @@ pub fn extract(
         moe_layers,
         warnings,
         rank_steps,
+        waits,
     })
+}
+
+/// `rank_skew_ms` (per step, the wait of the rank that waits most minus the rank that waits
+/// least; per rank its median wait per step) and `allreduce_transfer_us` (allreduce-class calls
+/// net of waiting, pooled), from the matched collectives; absent when nothing matched.
+fn wait_metrics(
+    w: &waits::Waits,
+    rank_steps: &[RankSteps],
+    metrics: &mut BTreeMap<&'static str, Metric>,
+) {
+    let Some((_, _, samples)) = w.skew() else {
+        return;
+    };
+    let mut sorted = samples.clone();
+    metrics.insert(
+        RANK_SKEW_MS,
+        Metric {
+            value: stats::median(&mut sorted).unwrap_or(0.0),
+            p50: None,
+            p90: None,
+            p99: None,
+            unit: "ms",
+            direction: Direction::Lower,
+            per_rank: rank_steps
+                .iter()
+                .map(|r| r.rank.index)
+                .zip(w.median_wait_ms())
+                .collect(),
+            samples,
+            decided_by: None,
+        },
+    );
+    let pooled: Vec<f64> = w
+        .allreduce_transfer_ns
+        .iter()
+        .map(|&ns| ns as f64 / 1e3)
+        .collect();
+    let Some(mean) = stats::mean(&pooled) else {
+        return;
+    };
+    let mut sorted = pooled.clone();
+    sorted.sort_unstable_by(f64::total_cmp);
+    metrics.insert(
+        ALLREDUCE_TRANSFER_US,
+        Metric {
+            value: mean,
+            p50: stats::percentile_sorted(&sorted, 50.0),
+            p90: None,
+            p99: stats::percentile_sorted(&sorted, 99.0),
+            unit: "us",
+            direction: Direction::Lower,
+            per_rank: BTreeMap::new(),
+            samples: pooled,
+            decided_by: None,
+        },
+    );
 }
 
 fn insert(
