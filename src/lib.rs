@@ -13,13 +13,16 @@ pub mod github;
 pub mod inspect;
 pub mod links;
 pub mod metrics;
+pub mod pipeline;
 pub mod reader;
 pub mod report;
 pub mod shapes;
+pub mod stats;
 pub mod steps;
 pub mod sweep;
 pub mod synth;
 pub mod taxonomy;
+pub mod units;
 
 #[cfg(test)]
 mod testing;

@@ -6,16 +6,15 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::gate::{Status, Verdict};
+use crate::units::Unit;
 
-/// The metrics a sweep shows as columns, in order.
-pub const HEADLINE_METRICS: [&str; 6] = [
-    "decode_step_ms",
-    "gpu_util_pct",
-    "comm_pct",
-    "allreduce_us",
-    "moe_us_per_layer",
-    "rank_skew_ms",
-];
+/// The metrics a sweep shows as columns, in order: the registry's headline metrics.
+pub fn headline_metrics() -> impl Iterator<Item = &'static str> {
+    crate::metrics::METRICS
+        .iter()
+        .filter(|d| d.headline)
+        .map(|d| d.name)
+}
 
 /// The part of a `check` verdict (docs/JSON.md) a sweep reads.
 #[derive(Debug, Clone, Deserialize)]
@@ -43,7 +42,7 @@ struct MetaRef {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MetricRef {
     pub name: String,
-    pub unit: String,
+    pub unit: Unit,
     pub gated: bool,
     pub baseline: Option<f64>,
     pub current: Option<f64>,

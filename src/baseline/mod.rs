@@ -17,26 +17,6 @@ pub use tolerance::{Tolerance, ToleranceError, Unit};
 
 pub use crate::metrics::Direction;
 
-/// What the baseline needs to know about a metric to validate an entry.
-#[derive(Debug, Clone, Copy)]
-pub struct MetricSpec {
-    pub name: &'static str,
-    pub unit: Unit,
-    pub direction: Direction,
-}
-
-/// The specs of every metric tracegate computes.
-pub fn known_metrics() -> Vec<MetricSpec> {
-    crate::metrics::CATALOG
-        .iter()
-        .map(|&(name, unit, direction)| MetricSpec {
-            name,
-            unit: Unit::parse_metric_unit(unit).unwrap_or(Unit::Plain),
-            direction,
-        })
-        .collect()
-}
-
 /// The `[meta]` table: what configuration the figures belong to and where they came from.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -163,15 +143,17 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 impl Baseline {
-    pub fn load(path: &Path, known: &[MetricSpec]) -> Result<Baseline, BaselineError> {
+    /// Reads and validates a baseline file against the metric registry.
+    pub fn load(path: &Path) -> Result<Baseline, BaselineError> {
         let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        Baseline::parse(&text, path, known)
+        Baseline::parse(&text, path)
     }
 
-    pub fn parse(text: &str, path: &Path, known: &[MetricSpec]) -> Result<Baseline, BaselineError> {
+    /// Validates a baseline's text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Baseline, BaselineError> {
         let file: BaselineFile = toml::from_str(text).map_err(|e| {
             let line = e.span().map_or(0, |s| line_of(text, s.start));
             let source_line = text
@@ -197,8 +179,8 @@ impl Baseline {
             message,
         };
         for (name, m) in &file.metrics {
-            let Some(spec) = known.iter().find(|s| s.name == name) else {
-                let names: Vec<&str> = known.iter().map(|s| s.name).collect();
+            let Some(spec) = crate::metrics::catalog::def(name) else {
+                let names: Vec<&str> = crate::metrics::catalog::names().collect();
                 return Err(metric_error(
                     name,
                     format!("unknown metric; known metrics: {}", names.join(", ")),
@@ -228,21 +210,8 @@ impl Baseline {
 mod tests {
     use super::*;
 
-    const KNOWN: &[MetricSpec] = &[
-        MetricSpec {
-            name: "decode_step_ms",
-            unit: Unit::Ms,
-            direction: Direction::Lower,
-        },
-        MetricSpec {
-            name: "comm_pct",
-            unit: Unit::Pp,
-            direction: Direction::Lower,
-        },
-    ];
-
     fn parse(text: &str) -> Result<Baseline, BaselineError> {
-        Baseline::parse(text, Path::new("baselines/x.toml"), KNOWN)
+        Baseline::parse(text, Path::new("baselines/x.toml"))
     }
 
     const GOOD: &str = r#"

@@ -2,33 +2,24 @@
 //! `gate = false`, comments and key order survive (`toml_edit`). `[breakdown]` is the tool's own
 //! section and is rewritten whole.
 
-use toml_edit::{value, ArrayOfTables, DocumentMut, Item, Table};
+use toml_edit::{value, ArrayOfTables, DocumentMut, Item, Table, TableLike};
 
 use super::Meta;
-use crate::gate::stats::robust_spread;
-use crate::metrics::{Extraction, ALLREDUCE_RANK_RATIO, CATALOG};
+use crate::metrics::catalog::{MetricDef, Samples, StartTolerance, DECODE_STEP_MS, METRICS};
+use crate::metrics::Extraction;
+use crate::stats::robust_spread;
 
-/// The tolerance a new baseline starts with, per metric: wide enough for step-to-step and
-/// run-to-run noise of a steady decode, tight enough to catch a slower kernel library.
-pub fn default_tolerance(metric: &str) -> &'static str {
-    match metric {
-        "decode_step_ms" => "3%",
-        "gpu_util_pct" => "1pp",
-        "comm_pct" => "1.5pp",
-        "allreduce_us" => "10%",
-        "allreduce_transfer_us" => "10%",
-        "allreduce_rank_ratio" => "15%",
-        "moe_us_per_layer" => "5%",
-        "rank_skew_ms" => "0.25ms",
-        "overlap_pct" => "5pp",
-        "prefill_step_ms" => "10%",
-        _ => "5pp",
+/// The tolerance a metric starts with for this run (the registry's starting tolerance): wide
+/// enough for step-to-step and run-to-run noise of a steady decode, tight enough to catch a slower
+/// kernel library; a share of the decode step where the noise grows with it.
+fn starting_tolerance(def: &MetricDef, x: &Extraction) -> String {
+    match (def.tolerance, x.metrics.get(DECODE_STEP_MS)) {
+        (StartTolerance::Fixed(t), _) => t.to_string(),
+        (StartTolerance::ShareOfDecodeStep { pct, floor_ms }, Some(step)) => {
+            format!("{:.1}ms", (step.value * pct / 100.0).max(floor_ms))
+        }
+        (StartTolerance::ShareOfDecodeStep { floor_ms, .. }, None) => format!("{floor_ms}ms"),
     }
-}
-
-/// The tolerance a metric starts with for this run.
-fn starting_tolerance(metric: &str, _x: &Extraction) -> String {
-    default_tolerance(metric).to_string()
 }
 
 /// Six significant digits: figures stay readable and diffs stay small.
@@ -72,62 +63,78 @@ fn civil_date(days: i64) -> String {
     format!("{year:04}-{month:02}-{day:02}")
 }
 
-fn set_if_absent(table: &mut Table, key: &str, item: Item) {
+fn set_if_absent(table: &mut dyn TableLike, key: &str, item: Item) {
     if !table.contains_key(key) {
         table.insert(key, item);
     }
 }
 
-fn stamp_meta(doc: &mut DocumentMut, stamp: &Stamp) {
-    let meta = doc
-        .entry("meta")
+/// A section of the document as a table, standard (`[meta]`) or inline (`meta = { ... }`) alike,
+/// created when absent.
+fn section<'a>(doc: &'a mut DocumentMut, key: &str) -> Result<&'a mut dyn TableLike, String> {
+    doc.entry(key)
         .or_insert(Item::Table(Table::new()))
-        .as_table_mut()
-        .expect("meta is a table");
+        .as_table_like_mut()
+        .ok_or_else(|| format!("`{key}` is not a table"))
+}
+
+fn stamp_meta(doc: &mut DocumentMut, stamp: &Stamp) -> Result<(), String> {
+    let meta = section(doc, "meta")?;
     set_if_absent(
         meta,
         "hardware",
         value(stamp.device.clone().unwrap_or_default()),
     );
     set_if_absent(meta, "tp", value(stamp.ranks as i64));
-    meta["source"] = value(stamp.source.clone());
-    meta["date"] = value(stamp.date.clone());
-    meta["tracegate_version"] = value(env!("CARGO_PKG_VERSION"));
+    meta.insert("source", value(stamp.source.clone()));
+    meta.insert("date", value(stamp.date.clone()));
+    meta.insert("tracegate_version", value(env!("CARGO_PKG_VERSION")));
+    Ok(())
 }
 
-fn write_metrics(doc: &mut DocumentMut, x: &Extraction) {
-    let metrics = doc
-        .entry("metrics")
-        .or_insert(Item::Table(Table::new()))
-        .as_table_mut()
-        .expect("metrics is a table");
-    metrics.set_implicit(true);
-    for (name, _, _) in CATALOG {
+fn write_metrics(doc: &mut DocumentMut, x: &Extraction) -> Result<(), String> {
+    let item = doc.entry("metrics").or_insert(Item::Table(Table::new()));
+    if let Some(t) = item.as_table_mut() {
+        t.set_implicit(true);
+    }
+    let metrics = item
+        .as_table_like_mut()
+        .ok_or_else(|| "`metrics` is not a table".to_string())?;
+    for def in METRICS {
+        let name = def.name;
         let Some(m) = x.metrics.get(name) else {
             continue;
         };
         let entry = metrics.entry(name).or_insert_with(|| {
             let mut t = Table::new();
             t.insert("value", value(0.0));
-            t.insert("tolerance", value(starting_tolerance(name, x)));
+            t.insert("tolerance", value(starting_tolerance(def, x)));
+            if !def.gated {
+                t.insert("gate", value(false));
+            }
             Item::Table(t)
         });
-        let t = entry.as_table_mut().expect("a metric entry is a table");
-        t["value"] = value(round6(m.value));
+        // A metric written inline (`decode_step_ms = { value = 20.1, tolerance = "3%" }`) stays inline.
+        let t = entry
+            .as_table_like_mut()
+            .ok_or_else(|| format!("`metrics.{name}` is not a table"))?;
+        t.insert("value", value(round6(m.value)));
         for (key, v) in [("p50", m.p50), ("p90", m.p90), ("p99", m.p99)] {
             match v {
-                Some(v) => t[key] = value(round6(v)),
+                Some(v) => {
+                    t.insert(key, value(round6(v)));
+                }
                 None => {
                     t.remove(key);
                 }
             }
         }
-        // The rank ratio has one value per rank, not per-step samples: no spread.
-        let per_step = name != ALLREDUCE_RANK_RATIO;
+        // One value per rank is not a sample to take a spread of.
+        let per_step = def.samples != Samples::PerRank;
         match robust_spread(&m.samples).filter(|_| per_step && m.samples.len() > 1) {
             Some(spread) => {
-                t["spread"] = value(round6(spread));
-                t["samples"] = value(m.samples.len() as i64);
+                t.insert("spread", value(round6(spread)));
+                t.insert("samples", value(m.samples.len() as i64));
             }
             None => {
                 t.remove("spread");
@@ -135,6 +142,7 @@ fn write_metrics(doc: &mut DocumentMut, x: &Extraction) {
             }
         }
     }
+    Ok(())
 }
 
 fn write_breakdown(doc: &mut DocumentMut, x: &Extraction) {
@@ -196,14 +204,15 @@ pub fn new_baseline(x: &Extraction, meta: &Meta, stamp: &Stamp) -> String {
         }
     }
     doc.insert("meta", Item::Table(m));
-    update_document(&mut doc, x, stamp);
+    update_document(&mut doc, x, stamp).expect("a document built here has table sections");
     doc.to_string()
 }
 
-fn update_document(doc: &mut DocumentMut, x: &Extraction, stamp: &Stamp) {
-    stamp_meta(doc, stamp);
-    write_metrics(doc, x);
+fn update_document(doc: &mut DocumentMut, x: &Extraction, stamp: &Stamp) -> Result<(), String> {
+    stamp_meta(doc, stamp)?;
+    write_metrics(doc, x)?;
     write_breakdown(doc, x);
+    Ok(())
 }
 
 /// The baseline text with the run's figures written in; `Err` with the TOML parser's message.
@@ -211,7 +220,7 @@ pub fn update_baseline(old: &str, x: &Extraction, stamp: &Stamp) -> Result<Strin
     let mut doc: DocumentMut = old
         .parse()
         .map_err(|e: toml_edit::TomlError| e.to_string())?;
-    update_document(&mut doc, x, stamp);
+    update_document(&mut doc, x, stamp)?;
     Ok(doc.to_string())
 }
 

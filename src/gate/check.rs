@@ -3,13 +3,12 @@
 use serde::Serialize;
 
 use super::explain::{explain, Explanation};
-use super::stats::Statistic;
 use super::verdict::{judge, Observation, Verdict};
-use crate::baseline::{known_metrics, Baseline, Direction, Meta, Unit};
+use crate::baseline::{Baseline, Direction, Meta};
 use crate::exit;
-use crate::metrics::{
-    Extraction, Metric, ALLREDUCE_RANK_RATIO, ALLREDUCE_TRANSFER_US, ALLREDUCE_US,
-};
+use crate::metrics::catalog::{MetricDef, Samples, METRICS};
+use crate::metrics::{Extraction, Metric};
+use crate::units::Unit;
 
 /// Version of the check JSON schema (`check --format json`, `--verdict-out`).
 pub const CHECK_SCHEMA_VERSION: u32 = 1;
@@ -44,7 +43,7 @@ impl Status {
 #[derive(Debug, Clone, Serialize)]
 pub struct MetricCheck {
     pub name: String,
-    pub unit: String,
+    pub unit: Unit,
     pub direction: Direction,
     /// False for report-only metrics (`gate = false`) and metrics absent from the baseline.
     pub gated: bool,
@@ -92,22 +91,16 @@ pub struct RunSummary {
 }
 
 /// How the gate reads a metric's samples: the statistic its value is, and whether the samples
-/// are per-step draws at all (the rank ratio is one value per rank: judged on the value).
-fn observation(name: &str, m: &Metric) -> Observation {
-    let statistic = if name == ALLREDUCE_US || name == ALLREDUCE_TRANSFER_US {
-        Statistic::Mean
-    } else {
-        Statistic::Median
-    };
-    let samples = if name == ALLREDUCE_RANK_RATIO {
-        Vec::new()
-    } else {
-        m.samples.clone()
+/// are draws it can resample at all (one value per rank is not: judged on the value).
+fn observation(def: &MetricDef, m: &Metric) -> Observation {
+    let samples = match def.samples {
+        Samples::PerStep | Samples::PerCall => m.samples.clone(),
+        Samples::PerRank => Vec::new(),
     };
     Observation {
         value: m.value,
         samples,
-        statistic,
+        statistic: def.statistic,
     }
 }
 
@@ -120,7 +113,7 @@ fn seed_of(name: &str) -> u64 {
 
 pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
     let mut metrics = Vec::new();
-    for spec in known_metrics() {
+    for spec in METRICS {
         let current = x.metrics.get(spec.name);
         let Some(base) = b.metrics.get(spec.name) else {
             if let Some(m) = current {
@@ -129,7 +122,7 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
             continue;
         };
         let direction = base.direction.unwrap_or(spec.direction);
-        let observed = current.map(|m| observation(spec.name, m));
+        let observed = current.map(|m| observation(spec, m));
         let j = judge(
             base,
             direction,
@@ -139,7 +132,7 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
         );
         metrics.push(MetricCheck {
             name: spec.name.to_string(),
-            unit: unit_text(spec.unit).to_string(),
+            unit: spec.unit,
             direction,
             gated: base.gate,
             baseline: Some(base.value),
@@ -211,19 +204,10 @@ fn mismatches(x: &Extraction, b: &Baseline) -> Vec<String> {
     problems
 }
 
-fn unit_text(unit: Unit) -> &'static str {
-    match unit {
-        Unit::Ms => "ms",
-        Unit::Us => "us",
-        Unit::Pp => "%",
-        Unit::Plain => "ratio",
-    }
-}
-
 fn new_metric(name: &str, m: &Metric) -> MetricCheck {
     MetricCheck {
         name: name.to_string(),
-        unit: m.unit.to_string(),
+        unit: m.unit,
         direction: m.direction,
         gated: false,
         baseline: None,
@@ -238,16 +222,19 @@ fn new_metric(name: &str, m: &Metric) -> MetricCheck {
     }
 }
 
-/// Cannot-judge outranks regression: an unknown state is the worse news for a gate.
+/// Regression outranks cannot-judge: if any gated metric regressed, the run regressed.
 fn status_of(metrics: &[MetricCheck], opts: &CheckOptions) -> Status {
     let gated = || metrics.iter().filter(|m| m.gated);
-    if gated().any(|m| matches!(m.verdict, Verdict::Missing | Verdict::Noisy)) {
-        Status::CannotJudge
-    } else if gated().any(|m| {
+    if gated().any(|m| {
         m.verdict == Verdict::Regressed
             || (opts.fail_on_improvement && m.verdict == Verdict::Improved)
     }) {
+        // A regression beyond doubt is news whatever else could not be judged; the summary lists
+        // the noisy and missing metrics beside it.
         Status::Regression
+    } else if gated().any(|m| matches!(m.verdict, Verdict::Missing | Verdict::Noisy)) {
+        // Nothing regressed, but an unknown state is not a pass.
+        Status::CannotJudge
     } else {
         Status::Pass
     }
@@ -289,5 +276,61 @@ fn summary_line(status: Status, metrics: &[MetricCheck]) -> String {
         head
     } else {
         format!("{head}; {}", parts.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod precedence_tests {
+    use super::*;
+
+    fn metric(name: &str, verdict: Verdict, gated: bool) -> MetricCheck {
+        MetricCheck {
+            name: name.to_string(),
+            unit: Unit::Ms,
+            direction: Direction::Lower,
+            gated,
+            baseline: Some(1.0),
+            current: Some(1.0),
+            change: None,
+            change_pct: None,
+            tolerance: None,
+            allowance: None,
+            interval: None,
+            samples: 0,
+            verdict,
+        }
+    }
+
+    #[test]
+    fn a_regression_outranks_noisy_and_missing_metrics_and_they_are_listed_beside_it() {
+        let opts = CheckOptions::default();
+        let metrics = vec![
+            metric("decode_step_ms", Verdict::Noisy, true),
+            metric("rank_skew_ms", Verdict::Regressed, true),
+            metric("comm_pct", Verdict::Missing, true),
+        ];
+        let status = status_of(&metrics, &opts);
+        assert_eq!((status, status.exit_code()), (Status::Regression, 1));
+        assert_eq!(
+            summary_line(status, &metrics),
+            "REGRESSION; regressed: rank_skew_ms; missing from the run: comm_pct; \
+             too noisy to judge: decode_step_ms"
+        );
+    }
+
+    #[test]
+    fn without_a_regression_noisy_or_missing_cannot_be_judged_and_report_only_does_not_count() {
+        let opts = CheckOptions::default();
+        let noisy = vec![
+            metric("decode_step_ms", Verdict::Noisy, true),
+            metric("rank_skew_ms", Verdict::Regressed, false),
+        ];
+        assert_eq!(status_of(&noisy, &opts), Status::CannotJudge);
+        assert_eq!(status_of(&noisy, &opts).exit_code(), 2);
+        let ok = vec![
+            metric("decode_step_ms", Verdict::Ok, true),
+            metric("rank_skew_ms", Verdict::Noisy, false),
+        ];
+        assert_eq!(status_of(&ok, &opts), Status::Pass);
     }
 }

@@ -5,7 +5,6 @@
 
 pub mod check;
 pub mod explain;
-pub mod stats;
 pub mod verdict;
 
 pub use check::{check, CheckOptions, CheckResult, MetricCheck, Status};

@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
-use super::stats::{bootstrap_interval, Statistic};
 use crate::baseline::{Direction, MetricBaseline, Unit};
+use crate::stats::{bootstrap_interval, Statistic};
 
 /// The judgement of one metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -209,7 +209,7 @@ mod tests {
         let j = judge(
             &baseline(99.0, "1pp"),
             Direction::Higher,
-            Unit::Pp,
+            Unit::Pct,
             Some(&observed(90.0, 0.2, 30)),
             1,
         );
@@ -217,7 +217,7 @@ mod tests {
         let j = judge(
             &baseline(90.0, "1pp"),
             Direction::Higher,
-            Unit::Pp,
+            Unit::Pct,
             Some(&observed(99.0, 0.2, 30)),
             1,
         );
@@ -227,7 +227,7 @@ mod tests {
     #[test]
     fn missing_observation_is_missing_and_sampleless_values_decide_alone() {
         assert_eq!(
-            judge(&baseline(1.0, "5%"), Direction::Lower, Unit::Plain, None, 1).verdict,
+            judge(&baseline(1.0, "5%"), Direction::Lower, Unit::Ratio, None, 1).verdict,
             Verdict::Missing
         );
         let o = Observation {
@@ -239,7 +239,7 @@ mod tests {
             judge(
                 &baseline(1.0, "5%"),
                 Direction::Lower,
-                Unit::Plain,
+                Unit::Ratio,
                 Some(&o),
                 1
             )

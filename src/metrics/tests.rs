@@ -1,9 +1,11 @@
 //! Metrics on hand-built traces whose figures are computed by hand, to the nanosecond.
 
-use super::compute::{step_figures, Scratch};
+use super::compute::{step_figures, Scratch, StepFigures};
 use super::*;
 use crate::reader::model::{RankTrace, Stage};
+use crate::steps::Step;
 use crate::steps::{StepKind, StepSource};
+use crate::taxonomy::Category;
 use crate::testing::{run_of, TraceBuilder, MS, TID, US};
 
 fn close(a: f64, b: f64) -> bool {

@@ -23,7 +23,7 @@ use crate::reader::model::Run;
 use crate::steps::{category_of, RankSteps, Step};
 use crate::taxonomy::{Category, Class, Collective};
 
-use super::stats::median;
+use crate::stats::median;
 
 /// Matched steps used to estimate the clock offsets (enough for a median, bounded for huge runs).
 const OFFSET_STEPS: usize = 32;

@@ -3,11 +3,11 @@
 //! The markdown is made for a pull-request comment: a one-line verdict first, the table, the
 //! cause, and the long parts folded. It never exceeds GitHub's comment limit.
 
-use super::extract::format_value;
 use super::table::{escape_markdown, Align, Table};
 use super::Format;
 use crate::gate::explain::Delta;
 use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
+use crate::units::{Unit, MISSING};
 
 /// GitHub refuses comments longer than this many characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
@@ -18,7 +18,7 @@ const SHOWN_ROWS: usize = 6;
 
 pub fn render(result: &CheckResult, format: Format) -> String {
     match format {
-        Format::Json | Format::Toml => {
+        Format::Json => {
             serde_json::to_string_pretty(result).expect("check result serialises") + "\n"
         }
         Format::Markdown => markdown(result),
@@ -53,22 +53,14 @@ fn verdict_word(m: &MetricCheck) -> String {
     }
 }
 
-/// A metric value with its unit, or a dash when absent.
-pub fn value(v: Option<f64>, unit: &str) -> String {
-    match v {
-        Some(v) => format!("{} {unit}", format_value(v, unit)),
-        None => "—".into(),
-    }
+/// A metric value with its unit, or the missing mark.
+pub fn value(v: Option<f64>, unit: Unit) -> String {
+    unit.figure_or_missing(v)
 }
 
-/// A metric's change as shown in the table (pp for percentages, % otherwise).
+/// A metric's change as shown in the table.
 pub fn change(m: &MetricCheck) -> String {
-    match (m.change, m.change_pct) {
-        (Some(c), _) if m.unit == "%" => format!("{c:+.1} pp"),
-        (Some(_), Some(p)) => format!("{p:+.1}%"),
-        (Some(c), None) => format!("{c:+.3}"),
-        _ => "—".into(),
-    }
+    super::change_text(m.unit, m.change, m.change_pct)
 }
 
 fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
@@ -89,10 +81,10 @@ fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
     for m in &result.metrics {
         let mut row = vec![
             m.name.clone(),
-            value(m.baseline, &m.unit),
-            value(m.current, &m.unit),
+            value(m.baseline, m.unit),
+            value(m.current, m.unit),
             change(m),
-            m.tolerance.clone().unwrap_or_else(|| "—".into()),
+            m.tolerance.clone().unwrap_or_else(|| MISSING.into()),
             verdict_word(m),
         ];
         if with_marks {
@@ -220,8 +212,8 @@ pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
     parts.push(why);
     if let Some(s) = &e.straggler {
         parts.push(format!(
-            "**Straggling rank {}**: {:.3} ms per decode step, the other ranks {:.3} ms (median).\n\n",
-            s.rank, s.decode_step_ms, s.others_median_ms
+            "**Straggling rank {}**: arrived last at {:.0}% of the collectives; compute {:+.3} ms per decode step against the other ranks' median; the others wait {:+.3} ms more per step.\n\n",
+            s.rank, s.last_arrival_pct, s.compute_excess_ms, s.wait_change_ms
         ));
     }
     if !e.kernel_diff.is_empty() {

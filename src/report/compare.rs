@@ -20,7 +20,7 @@ pub fn render(c: &Comparison, format: Format) -> String {
             serde_json::to_string_pretty(&value).expect("comparison serialises") + "\n"
         }
         Format::Markdown => render_text(c, true),
-        Format::Table | Format::Toml => render_text(c, false),
+        Format::Table => render_text(c, false),
     }
 }
 

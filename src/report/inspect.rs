@@ -6,7 +6,7 @@ use crate::inspect::{RankInspection, RunInspection};
 
 pub fn render(inspection: &RunInspection, format: Format) -> String {
     match format {
-        Format::Json | Format::Toml => {
+        Format::Json => {
             serde_json::to_string_pretty(inspection).expect("inspection serialises") + "\n"
         }
         Format::Markdown => render_text(inspection, true),

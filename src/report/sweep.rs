@@ -1,20 +1,18 @@
 //! `tracegate sweep` output: one answer for a whole matrix of configurations.
 
 use super::check::{fit, mark, GITHUB_COMMENT_LIMIT};
-use super::extract::format_value;
 use super::table::{escape_markdown, Align, Table};
 use super::Format;
 use crate::gate::Status;
-use crate::sweep::{Configuration, Sweep, HEADLINE_METRICS};
+use crate::sweep::{headline_metrics, Configuration, Sweep};
+use crate::units::MISSING;
 
 /// Headroom kept below GitHub's comment limit for a marker added by the caller.
 const BUDGET: usize = GITHUB_COMMENT_LIMIT - 2_048;
 
 pub fn render(sweep: &Sweep, format: Format) -> String {
     match format {
-        Format::Json | Format::Toml => {
-            serde_json::to_string_pretty(sweep).expect("sweep serialises") + "\n"
-        }
+        Format::Json => serde_json::to_string_pretty(sweep).expect("sweep serialises") + "\n",
         Format::Markdown => markdown(sweep),
         Format::Table => terminal(sweep),
     }
@@ -31,25 +29,22 @@ fn status_mark(s: Status) -> &'static str {
 /// "+4.6% ❌" for a metric of a configuration, "—" when it has none.
 fn cell(c: &Configuration, metric: &str) -> String {
     let Some(m) = c.metrics.iter().find(|m| m.name == metric) else {
-        return "—".into();
+        return MISSING.into();
     };
-    let change = match (m.change, m.change_pct) {
-        (Some(d), _) if m.unit == "%" => format!("{d:+.1} pp"),
-        (Some(_), Some(p)) => format!("{p:+.1}%"),
-        _ => m
-            .current
-            .map_or_else(|| "—".into(), |v| format_value(v, &m.unit)),
+    let change = match m.change {
+        Some(_) => super::change_text(m.unit, m.change, m.change_pct),
+        None => m.unit.figure_or_missing(m.current),
     };
     format!("{change} {}", mark(m.verdict))
 }
 
 fn table(sweep: &Sweep) -> Table {
     let mut columns = vec![("", Align::Left), ("configuration", Align::Left)];
-    columns.extend(HEADLINE_METRICS.iter().map(|m| (*m, Align::Right)));
+    columns.extend(headline_metrics().map(|m| (m, Align::Right)));
     let mut t = Table::new(&columns);
     for c in &sweep.configurations {
         let mut row = vec![status_mark(c.status).to_string(), c.name.clone()];
-        row.extend(HEADLINE_METRICS.iter().map(|m| cell(c, m)));
+        row.extend(headline_metrics().map(|m| cell(c, m)));
         t.row(row);
     }
     t
@@ -73,12 +68,7 @@ fn details(c: &Configuration) -> String {
             ("current", Align::Right),
         ]);
         for m in failing {
-            let v = |x: Option<f64>| {
-                x.map_or_else(
-                    || "—".into(),
-                    |x| format!("{} {}", format_value(x, &m.unit), m.unit),
-                )
-            };
+            let v = |x: Option<f64>| m.unit.figure_or_missing(x);
             t.row(vec![
                 mark(m.verdict).to_string(),
                 m.name.clone(),

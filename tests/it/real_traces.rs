@@ -1,10 +1,8 @@
 //! The extra tier: every real trace in `../shared/traces` (skipped, saying so, when absent).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{
+use crate::common::{
     independent_counts, inspect_json, inspected_counts, load_json, shared_traces, tracegate,
 };
 

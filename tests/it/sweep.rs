@@ -1,10 +1,10 @@
 //! A sweep of configurations: baseline discovery, verdict files, one merged answer.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use common::tracegate;
+use crate::common::tracegate;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -2,13 +2,13 @@
 //! real traces (no decode step, graph-launched decode, no `Input Dims`), overlap of comm on its own
 //! stream computed independently from the full JSON, and snapshots of the markdown.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::{shared_traces, tracegate};
+use crate::common::{shared_traces, tracegate};
 use serde_json::Value;
 
 const SCENARIOS: [&str; 4] = [

@@ -1,8 +1,10 @@
 //! Helpers shared by the end-to-end tests.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use assert_cmd::Command;
 
@@ -33,9 +35,55 @@ pub const GITHUB_ENV: &[&str] = &[
     "TRACEGATE_MAX_MEMORY",
 ];
 
+/// A run written by `tracegate synth ARGS --out DIR`, generated once per test process for each
+/// distinct `args` and shared by every test that asks for it. Tests must not change it: copy it
+/// first. Runs of different arguments are generated in parallel.
+pub fn synth_run(args: &[&str]) -> PathBuf {
+    type Slot = Arc<OnceLock<PathBuf>>;
+    static RUNS: OnceLock<Mutex<HashMap<String, Slot>>> = OnceLock::new();
+    let key = args.join(" ");
+    let slot = RUNS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap()
+        .entry(key.clone())
+        .or_default()
+        .clone();
+    slot.get_or_init(|| {
+        let name: String = key
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("synth-{}", std::process::id()))
+            .join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = tracegate()
+            .arg("synth")
+            .args(args)
+            .arg("--out")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "synth {key}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dir
+    })
+    .clone()
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
+        .join("tests/it/fixtures")
         .join(name)
 }
 

@@ -1,10 +1,10 @@
 //! Every kind of bad input ends in exit status 2 with one line naming the file and the problem.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
-use common::{fixture, gzip, tracegate};
+use crate::common::{fixture, gzip, tracegate};
 use predicates::prelude::*;
 
 /// Runs `inspect` on `path` and asserts exit 2, a message naming the file, and `needle`.
@@ -244,7 +244,7 @@ fn an_event_of_the_wrong_shape_is_refused_with_its_offset() {
     );
 }
 
-/// Out-of-order events: the same figures as sorted. tests/properties.rs checks this on every
+/// Out-of-order events: the same figures as sorted. tests/it/properties.rs checks this on every
 /// metric (`permuting_event_order_changes_no_metric`); here the reader's own view of one file.
 #[test]
 fn timestamps_out_of_order_read_the_same_as_sorted() {

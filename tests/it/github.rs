@@ -1,12 +1,10 @@
 //! `check --github`: the job summary, step outputs and workflow commands, and the sticky
 //! pull-request comment against a local mock of GitHub's REST API (never api.github.com).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::tracegate;
+use crate::common::tracegate;
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path, query_param, query_param_is_missing};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};

@@ -5,7 +5,7 @@
 //! CI runs a bounded number of cases (seconds), and the `long_run_*` targets for one second each,
 //! so that the long-run harness itself is exercised. A long run, each target for a time budget
 //! with fresh random seeds, printing the cases run:
-//! `TRACEGATE_FUZZ_SECONDS=600 cargo test --release --test fuzz long_run -- --nocapture --test-threads 1`.
+//! `TRACEGATE_FUZZ_SECONDS=600 cargo test --release --test it fuzz::long_run -- --nocapture --test-threads 1`.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -13,14 +13,14 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use proptest::test_runner::{RngAlgorithm, TestCaseError, TestRng, TestRunner};
-use tracegate::baseline::{known_metrics, Baseline, Tolerance};
+use tracegate::baseline::{Baseline, Tolerance};
 
-/// A small real trace (MIT, see tests/fixtures/README.md), uncompressed.
+/// A small real trace (MIT, see tests/it/fixtures/README.md), uncompressed.
 fn seed_trace() -> &'static [u8] {
     static TRACE: OnceLock<Vec<u8>> = OnceLock::new();
     TRACE.get_or_init(|| {
         let gz = std::fs::read(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mi250_minitoy.json.gz"),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/mi250_minitoy.json.gz"),
         )
         .unwrap();
         std::io::read_to_string(flate2::read::MultiGzDecoder::new(&gz[..]))
@@ -140,7 +140,7 @@ fn mutated_trace(seed: &[u8], flips: &[(usize, u8)]) -> Result<(), TestCaseError
 }
 
 fn arbitrary_baseline(text: &str) -> Result<(), TestCaseError> {
-    let _ = Baseline::parse(text, Path::new("fuzz.toml"), &known_metrics());
+    let _ = Baseline::parse(text, Path::new("fuzz.toml"));
     Ok(())
 }
 
@@ -151,7 +151,7 @@ fn mutated_baseline(edits: &[(usize, String)]) -> Result<(), TestCaseError> {
         text.splice(at..at + 1, insert.chars());
     }
     let text: String = text.into_iter().collect();
-    if let Err(e) = Baseline::parse(&text, Path::new("fuzz.toml"), &known_metrics()) {
+    if let Err(e) = Baseline::parse(&text, Path::new("fuzz.toml")) {
         prop_assert!(e.to_string().starts_with("fuzz.toml"), "{}", e);
     }
     Ok(())

@@ -1,10 +1,12 @@
 //! `tracegate inspect` on real traces: counts agree with an independent full parse.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 
-use common::{fixture, independent_counts, inspect_json, inspected_counts, load_json, tracegate};
+use crate::common::{
+    fixture, independent_counts, inspect_json, inspected_counts, load_json, tracegate,
+};
 
 #[test]
 fn fixture_counts_agree_with_an_independent_parse() {

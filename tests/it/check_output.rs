@@ -1,31 +1,28 @@
 //! Snapshots of every `check` format for a passing and a failing run, bad baselines, and the
 //! `baseline update` round trip.
 
-mod common;
+use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use common::tracegate;
+use crate::common::tracegate;
 
 const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
 
-fn synth(dir: &Path, inject: Option<&str>) {
-    let mut cmd = tracegate();
-    cmd.args([
-        "synth",
+/// The shared MI355X run (seed 3) with this injection (`common::synth_run`).
+fn synth(inject: Option<&str>) -> PathBuf {
+    let mut args = vec![
         "--scenario",
         "mi355x-dsr1-fp4-tp4",
         "--seed",
         "3",
         "--python-functions-per-step",
         "0",
-        "--out",
-    ]);
-    cmd.arg(dir);
+    ];
     if let Some(spec) = inject {
-        cmd.args(["--inject", spec]);
+        args.extend(["--inject", spec]);
     }
-    assert!(cmd.output().unwrap().status.success());
+    common::synth_run(&args)
 }
 
 /// Runs `check` from the crate root so the baseline path in the output is relative and stable.
@@ -46,11 +43,8 @@ fn check_output(run: &Path, baseline: &str, format: &str) -> (i32, String, Strin
 
 #[test]
 fn passing_and_failing_checks_in_every_format() {
-    let dir = tempfile::tempdir().unwrap();
-    let pass = dir.path().join("pass");
-    let fail = dir.path().join("fail");
-    synth(&pass, None);
-    synth(&fail, Some("allreduce=1.5"));
+    let pass = synth(None);
+    let fail = synth(Some("allreduce=1.5"));
     for (run, name, code) in [(&pass, "pass", 0), (&fail, "fail", 1)] {
         for format in ["markdown", "table", "json"] {
             let (status, stdout, stderr) = check_output(run, BASELINE, format);
@@ -64,8 +58,7 @@ fn passing_and_failing_checks_in_every_format() {
 fn the_markdown_stays_under_the_comment_limit_for_a_huge_run() {
     // A baseline listing thousands of kernels that all vanished: the diff and tables are huge.
     let dir = tempfile::tempdir().unwrap();
-    let run = dir.path().join("run");
-    synth(&run, Some("protocol=2"));
+    let run = synth(Some("protocol=2"));
     let mut text =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE)).unwrap();
     for i in 0..5000 {
@@ -88,8 +81,7 @@ fn the_markdown_stays_under_the_comment_limit_for_a_huge_run() {
 
 fn assert_bad_baseline(text: Option<&str>, needle: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let run = dir.path().join("run");
-    synth(&run, None);
+    let run = synth(None);
     let baseline = dir.path().join("bad.toml");
     if let Some(text) = text {
         std::fs::write(&baseline, text).unwrap();
@@ -165,8 +157,7 @@ fn a_bad_trace_is_exit_2_whatever_the_baseline() {
 #[test]
 fn baseline_update_round_trips_and_keeps_hand_edits() {
     let dir = tempfile::tempdir().unwrap();
-    let run = dir.path().join("run");
-    synth(&run, Some("moe=1.2"));
+    let run = synth(Some("moe=1.2"));
     let baseline = dir.path().join("edited.toml");
     let edited = shipped_with(
         "[metrics.comm_pct]",
@@ -220,8 +211,7 @@ fn baseline_update_round_trips_and_keeps_hand_edits() {
 #[test]
 fn baseline_update_refuses_other_hardware_unless_forced() {
     let dir = tempfile::tempdir().unwrap();
-    let run = dir.path().join("run");
-    synth(&run, None);
+    let run = synth(None);
     let baseline = dir.path().join("other.toml");
     std::fs::write(
         &baseline,
@@ -251,9 +241,7 @@ fn baseline_update_refuses_other_hardware_unless_forced() {
 
 #[test]
 fn a_baseline_for_other_hardware_cannot_judge_the_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let run = dir.path().join("run");
-    synth(&run, None);
+    let run = synth(None);
     let other = "baselines/dsr1-fp4-b200-sglang-tp4-ep4-conc64.toml";
     let (status, stdout, _) = check_output(&run, other, "markdown");
     assert_eq!(status, 2, "{stdout}");

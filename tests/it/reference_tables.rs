@@ -3,25 +3,15 @@
 //! within 1 point. The reference splits some of tracegate's categories; the mapping is stated
 //! with each table.
 
-mod common;
-
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use common::tracegate;
+use crate::common::{self, tracegate};
 use serde_json::Value;
 
-fn synth(dir: &Path, scenario: &str) {
-    let out = tracegate()
-        .args(["synth", "--scenario", scenario, "--out"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// The shared run of a scenario at the default seed (`common::synth_run`).
+fn synth(scenario: &str) -> PathBuf {
+    common::synth_run(&["--scenario", scenario])
 }
 
 /// The "Decode step breakdown" table of `extract --format markdown`: label → (calls, ms, %).
@@ -94,13 +84,12 @@ fn assert_table(ours: &BTreeMap<String, (f64, f64, f64)>, reference: &[(&str, f6
 
 #[test]
 fn mi355x_breakdown_matches_the_reference_table() {
-    let dir = tempfile::tempdir().unwrap();
-    synth(dir.path(), "mi355x-dsr1-fp4-tp4");
+    let dir = synth("mi355x-dsr1-fp4-tp4");
     // Reference rows folded: Dense GEMM = hipBLASLt 184 + batched A16W-FP4 122 + router 58 +
     // shared expert 6; Attention = MLA 61 + misc (rope/cache/reduce) 123; MoE routing =
     // routing/sorting 232 + top-k 58 + shared-expert append 58; Elementwise = "Other (copy/elem)".
     assert_table(
-        &markdown_breakdown(dir.path()),
+        &markdown_breakdown(&dir),
         &[
             ("MoE GEMM", 116.0, 7.41, 0.0),
             ("Dense GEMM", 370.0, 3.29 + 0.64 + 0.36 + 0.26, 0.0),
@@ -112,7 +101,7 @@ fn mi355x_breakdown_matches_the_reference_table() {
             ("Quantization", 6.0, 0.04, 0.0),
         ],
     );
-    let x = extract_json(dir.path());
+    let x = extract_json(&dir);
     assert!(
         (x["metrics"]["gpu_util_pct"]["per_rank"]["0"]
             .as_f64()
@@ -133,13 +122,12 @@ fn mi355x_breakdown_matches_the_reference_table() {
 
 #[test]
 fn mi325x_breakdown_matches_the_reference_table() {
-    let dir = tempfile::tempdir().unwrap();
-    synth(dir.path(), "mi325x-dsr1-fp8-tp8");
+    let dir = synth("mi325x-dsr1-fp8-tp8");
     // Folded: Dense GEMM = aiter A8W8 189 + hipBLASLt 181; Attention = MLA 61 + MLA reduce 61 +
     // KV cache 61; Elementwise = elementwise 493 + cat/copy 122 + "Other ~10" (hence the slack);
     // MoE routing = sorting 116 + top-k 58 + shared-expert append 58.
     assert_table(
-        &markdown_breakdown(dir.path()),
+        &markdown_breakdown(&dir),
         &[
             ("Dense GEMM", 370.0, 11.89 + 1.30, 0.0),
             ("MoE GEMM", 58.0, 9.28, 0.0),
@@ -181,9 +169,8 @@ fn category_calls(x: &Value, category: &str) -> f64 {
 
 #[test]
 fn b200_comm_and_gemm_tables_match_the_reference() {
-    let dir = tempfile::tempdir().unwrap();
-    synth(dir.path(), "b200-dsr1-fp4-tp4-ep4");
-    let x = extract_json(dir.path());
+    let dir = synth("b200-dsr1-fp4-tp4-ep4");
+    let x = extract_json(&dir);
     // Comm table: 121 oneshot lamport at 21.5 µs, 2 SymK at 1.04 ms, 1 all-gather; 124 in all,
     // 23.8% of kernel time.
     assert_eq!(category_calls(&x, "comm"), 124.0);
@@ -211,9 +198,8 @@ fn b200_comm_and_gemm_tables_match_the_reference() {
 
 #[test]
 fn h200_comm_and_gemm_tables_match_the_reference() {
-    let dir = tempfile::tempdir().unwrap();
-    synth(dir.path(), "h200-dsr1-fp8-tp8");
-    let x = extract_json(dir.path());
+    let dir = synth("h200-dsr1-fp8-tp8");
+    let x = extract_json(&dir);
     assert_eq!(category_calls(&x, "comm"), 124.0);
     assert_eq!(kernel(&x, "twoshot_sync").0, 121.0);
     assert_eq!(kernel(&x, "ncclDevKernel_AllReduce_Sum").0, 2.0);

@@ -1,0 +1,229 @@
+//! Run figures from every rank's figures: the generic per-step metric (a statistic per rank, the
+//! ranks combined) and the metrics that take all ranks at once (pooled allreduce calls, the rank
+//! ratio, rank skew), plus the MoE layer count they divide by.
+
+use std::collections::BTreeMap;
+
+use super::catalog::{Across, Compute, MetricDef, Phase, ALLREDUCE_US};
+use super::figures::RankFigures;
+use super::{Metric, MetricMap, MoeLayers};
+use crate::stats::{self, Statistic};
+
+/// What a per-step figure may depend on beyond its own step.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Context {
+    /// Some kept decode step of some rank holds a `comm` activity.
+    pub decode_comm: bool,
+    /// Some prefill step of some rank holds a `comm` activity.
+    pub prefill_comm: bool,
+    /// The MoE layer count, when known and some kept decode step holds a `moe_gemm` kernel.
+    pub moe_layers: Option<f64>,
+}
+
+/// Every rank's figures, with the context the per-step figures need.
+pub struct RunFigures<'a> {
+    pub(crate) ranks: &'a [RankFigures<'a>],
+    pub context: Context,
+    /// The collectives matched across ranks (`super::waits`).
+    pub waits: Option<&'a super::waits::Waits>,
+}
+
+/// Computes every metric of the registry, in its order; metrics without inputs are absent.
+pub(crate) fn all_metrics(figures: &RunFigures<'_>, defs: &[MetricDef]) -> MetricMap {
+    let mut metrics = MetricMap::new();
+    for def in defs {
+        let metric = match def.compute {
+            Compute::PerStep { sample, across } => per_step_metric(figures, def, sample, across),
+            Compute::Run(f) => f(figures, &metrics),
+        };
+        if let Some(m) = metric {
+            metrics.insert(def.name, m);
+        }
+    }
+    metrics
+}
+
+/// A metric whose per-rank value is its statistic of per-step samples and whose run value is the
+/// max or min over ranks; ranks without a sample do not take part; `None` when no rank has one.
+/// With `with_p90`, each rank also has a p90 and the run's p90 is the max of them.
+fn per_step_metric(
+    figures: &RunFigures<'_>,
+    def: &MetricDef,
+    sample: fn(&super::compute::StepFigures, &Context) -> Option<f64>,
+    across: Across,
+) -> Option<Metric> {
+    let mut best: Option<(u32, f64, Vec<f64>)> = None;
+    let mut per_rank = BTreeMap::new();
+    let mut run_p90: Option<f64> = None;
+    for f in figures.ranks {
+        let steps = match def.phase {
+            Phase::Decode => &f.decode,
+            Phase::Prefill => &f.prefill,
+        };
+        let samples: Vec<f64> = steps
+            .iter()
+            .filter_map(|s| sample(s, &figures.context))
+            .collect();
+        if samples.is_empty() {
+            continue;
+        }
+        let value = def.statistic.of(&samples);
+        if def.with_p90 {
+            let q = Statistic::P90.of(&samples);
+            run_p90 = Some(run_p90.map_or(q, |r| r.max(q)));
+        }
+        per_rank.insert(f.rank, value);
+        let better = match (&best, across) {
+            (None, _) => true,
+            (Some((_, v, _)), Across::Max) => value > *v,
+            (Some((_, v, _)), Across::Min) => value < *v,
+        };
+        if better {
+            best = Some((f.rank, value, samples));
+        }
+    }
+    let (rank, value, samples) = best?;
+    Some(Metric {
+        p90: run_p90,
+        per_rank,
+        samples,
+        decided_by: Some(rank),
+        ..Metric::new(def, value)
+    })
+}
+
+fn min_max(values: &[f64]) -> (f64, f64) {
+    values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        })
+}
+
+fn def_of(name: &str) -> &'static MetricDef {
+    super::catalog::def(name).expect("the registry defines every metric its functions compute")
+}
+
+/// `rank_skew_ms`: per matched step, the wait of the rank that waits most minus that of the rank
+/// that waits least (by their median wait per step); the median over steps. Per rank: its median
+/// wait per step. Absent when no step's collectives could be matched.
+pub(crate) fn rank_skew_ms(figures: &RunFigures<'_>, _: &MetricMap) -> Option<Metric> {
+    let w = figures.waits.filter(|w| !w.steps.is_empty())?;
+    let (_, _, samples) = w.skew()?;
+    let def = def_of(super::catalog::RANK_SKEW_MS);
+    Some(
+        Metric {
+            per_rank: figures
+                .ranks
+                .iter()
+                .map(|f| f.rank)
+                .zip(w.median_wait_ms())
+                .collect(),
+            ..Metric::new(def, def.statistic.of(&samples))
+        }
+        .sampled(samples),
+    )
+}
+
+/// `allreduce_transfer_us`: every allreduce-class call of the matched steps net of its wait, all
+/// ranks pooled.
+pub(crate) fn allreduce_transfer_us(figures: &RunFigures<'_>, _: &MetricMap) -> Option<Metric> {
+    let pooled: Vec<f64> = figures
+        .waits?
+        .allreduce_transfer_ns
+        .iter()
+        .map(|&ns| ns as f64 / 1e3)
+        .collect();
+    let mean = stats::mean(&pooled)?;
+    let mut sorted = pooled.clone();
+    sorted.sort_unstable_by(f64::total_cmp);
+    Some(Metric {
+        p50: stats::percentile_sorted(&sorted, 50.0),
+        p99: stats::percentile_sorted(&sorted, 99.0),
+        samples: pooled,
+        ..Metric::new(def_of(super::catalog::ALLREDUCE_TRANSFER_US), mean)
+    })
+}
+
+/// `allreduce_us`: every allreduce-class call of the kept decode steps, all ranks pooled.
+pub(crate) fn allreduce_us(figures: &RunFigures<'_>, _: &MetricMap) -> Option<Metric> {
+    let pooled: Vec<f64> = figures
+        .ranks
+        .iter()
+        .flat_map(|f| f.allreduce_ns.iter().map(|&ns| ns as f64 / 1e3))
+        .collect();
+    let mean = stats::mean(&pooled)?;
+    let mut sorted = pooled.clone();
+    sorted.sort_unstable_by(f64::total_cmp);
+    Some(Metric {
+        p50: stats::percentile_sorted(&sorted, 50.0),
+        p99: stats::percentile_sorted(&sorted, 99.0),
+        samples: pooled,
+        ..Metric::new(def_of(ALLREDUCE_US), mean)
+    })
+}
+
+/// `allreduce_rank_ratio`: max / min over ranks of the rank's mean allreduce call.
+pub(crate) fn allreduce_rank_ratio(figures: &RunFigures<'_>, _: &MetricMap) -> Option<Metric> {
+    let per_rank: BTreeMap<u32, f64> = figures
+        .ranks
+        .iter()
+        .filter_map(|f| {
+            let calls: Vec<f64> = f.allreduce_ns.iter().map(|&ns| ns as f64 / 1e3).collect();
+            stats::mean(&calls).map(|m| (f.rank, m))
+        })
+        .collect();
+    if per_rank.len() < 2 {
+        return None;
+    }
+    let means: Vec<f64> = per_rank.values().copied().collect();
+    let (lo, hi) = min_max(&means);
+    if lo <= 0.0 {
+        return None;
+    }
+    Some(Metric {
+        per_rank,
+        samples: means,
+        ..Metric::new(def_of(super::catalog::ALLREDUCE_RANK_RATIO), hi / lo)
+    })
+}
+
+/// The MoE layer count: given, else for each `moe_routing` kernel name its median calls per kept
+/// decode step over all ranks' kept decode steps, the smallest of those medians that is at least 1.
+pub(crate) fn moe_layers(figures: &[RankFigures<'_>], given: Option<u32>) -> Option<MoeLayers> {
+    if let Some(n) = given.filter(|&n| n > 0) {
+        return Some(MoeLayers {
+            value: f64::from(n),
+            source: "given",
+            kernel: None,
+        });
+    }
+    let total_steps: usize = figures.iter().map(|f| f.decode.len()).sum();
+    let mut names: Vec<&str> = figures
+        .iter()
+        .flat_map(|f| f.routing_calls.keys().copied())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut best: Option<(f64, &str)> = None;
+    for name in names {
+        let mut calls: Vec<f64> = Vec::with_capacity(total_steps);
+        for f in figures {
+            match f.routing_calls.get(name) {
+                Some(c) => calls.extend(c.iter().map(|&n| f64::from(n))),
+                None => calls.extend(std::iter::repeat_n(0.0, f.decode.len())),
+            }
+        }
+        let Some(m) = stats::median(&mut calls) else {
+            continue;
+        };
+        if m >= 1.0 && best.is_none_or(|(b, _)| m < b) {
+            best = Some((m, name));
+        }
+    }
+    best.map(|(value, name)| MoeLayers {
+        value,
+        source: "counted",
+        kernel: Some(name.to_string()),
+    })
+}
