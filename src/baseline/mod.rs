@@ -27,6 +27,8 @@ pub struct Meta {
     pub precision: Option<String>,
     pub framework: Option<String>,
     pub image: Option<String>,
+    /// The image of the baseline before `baseline update --image` recorded a new one.
+    pub previous_image: Option<String>,
     pub tp: Option<u32>,
     pub ep: Option<u32>,
     pub concurrency: Option<u32>,
@@ -36,6 +38,33 @@ pub struct Meta {
     pub source: Option<String>,
     pub date: Option<String>,
     pub tracegate_version: Option<String>,
+    /// Free pairs of the run's identity (`--meta sglang=0.5.3`), an inline table of strings.
+    #[serde(default)]
+    pub extra: BTreeMap<String, String>,
+}
+
+impl Meta {
+    /// The value of `key` as text: a `[meta]` field, else an `extra` pair.
+    pub fn get(&self, key: &str) -> Option<String> {
+        let text = |v: &Option<String>| v.clone();
+        let num = |v: Option<u32>| v.map(|v| v.to_string());
+        match key {
+            "hardware" => Some(self.hardware.clone()).filter(|h| !h.is_empty()),
+            "model" => text(&self.model),
+            "precision" => text(&self.precision),
+            "framework" => text(&self.framework),
+            "image" => text(&self.image),
+            "previous_image" => text(&self.previous_image),
+            "tp" => num(self.tp),
+            "ep" => num(self.ep),
+            "concurrency" => num(self.concurrency),
+            "moe_layers" => num(self.moe_layers),
+            "source" => text(&self.source),
+            "date" => text(&self.date),
+            "tracegate_version" => text(&self.tracegate_version),
+            _ => self.extra.get(key).cloned(),
+        }
+    }
 }
 
 /// One gated (or report-only) metric.

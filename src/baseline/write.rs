@@ -39,6 +39,69 @@ pub struct Stamp {
     pub date: String,
     pub device: Option<String>,
     pub ranks: usize,
+    /// `--image` and `--meta` of the run, checked by [`check_identity`].
+    pub identity: crate::identity::Identity,
+}
+
+/// Where a `--meta` pair goes in `[meta]`.
+enum MetaSlot {
+    /// A `[meta]` field of its own (model, tp...).
+    Field(toml_edit::Value),
+    /// The `extra` inline table.
+    Extra,
+}
+
+fn meta_slot(key: &str, text: &str) -> Result<MetaSlot, String> {
+    Ok(match key {
+        "model" | "precision" | "framework" => MetaSlot::Field(text.into()),
+        "tp" | "ep" | "concurrency" | "moe_layers" => match text.parse::<u32>() {
+            Ok(n) => MetaSlot::Field(i64::from(n).into()),
+            Err(_) => return Err(format!("--meta {key}={text}: {key} is a whole number")),
+        },
+        "hardware" => return Err("--meta hardware: use --hardware (baseline new)".into()),
+        "source" => return Err("--meta source: use --source".into()),
+        "date" | "tracegate_version" => return Err(format!("--meta {key}: written by tracegate")),
+        _ => MetaSlot::Extra,
+    })
+}
+
+/// Refuses `--meta` pairs a baseline cannot hold: a number field that is not a number, or a
+/// field tracegate or another option writes.
+pub fn check_identity(identity: &crate::identity::Identity) -> Result<(), String> {
+    for (key, text) in &identity.meta {
+        meta_slot(key, text)?;
+    }
+    Ok(())
+}
+
+/// Writes the run's image and pairs into `[meta]`: a new image moves the old one to
+/// `previous_image`; pairs set their own field or go into `extra`.
+fn stamp_identity(meta: &mut dyn TableLike, identity: &crate::identity::Identity) {
+    if let Some(image) = &identity.image {
+        let old = meta.get("image").and_then(Item::as_str).map(str::to_string);
+        if let Some(old) = old.filter(|old| old != image) {
+            meta.insert("previous_image", value(old));
+        }
+        meta.insert("image", value(image.clone()));
+    }
+    for (key, text) in &identity.meta {
+        match meta_slot(key, text) {
+            Ok(MetaSlot::Field(v)) => {
+                meta.insert(key, Item::Value(v));
+            }
+            Ok(MetaSlot::Extra) => {
+                let extra = meta
+                    .entry("extra")
+                    .or_insert(Item::Value(toml_edit::InlineTable::new().into()));
+                if let Some(extra) = extra.as_table_like_mut() {
+                    extra.insert(key, value(text.clone()));
+                    extra.fmt();
+                }
+            }
+            // Refused by check_identity before any work.
+            Err(_) => {}
+        }
+    }
 }
 
 /// Today's date, `YYYY-MM-DD`, in UTC.
@@ -89,6 +152,7 @@ fn stamp_meta(doc: &mut DocumentMut, stamp: &Stamp) -> Result<(), String> {
     meta.insert("source", value(stamp.source.clone()));
     meta.insert("date", value(stamp.date.clone()));
     meta.insert("tracegate_version", value(env!("CARGO_PKG_VERSION")));
+    stamp_identity(meta, &stamp.identity);
     Ok(())
 }
 
@@ -242,6 +306,83 @@ mod tests {
         assert_eq!(civil_date(0), "1970-01-01");
         assert_eq!(civil_date(20_425), "2025-12-03");
         assert_eq!(civil_date(11_016), "2000-02-29");
+    }
+
+    fn stamped(text: &str, image: Option<&str>, pairs: &[(&str, &str)]) -> String {
+        let mut doc: DocumentMut = text.parse().unwrap();
+        let identity = crate::identity::Identity {
+            image: image.map(str::to_string),
+            meta: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        stamp_identity(doc["meta"].as_table_like_mut().unwrap(), &identity);
+        doc.to_string()
+    }
+
+    #[test]
+    fn a_new_image_keeps_the_old_one_as_previous_image() {
+        let text = "[meta]\nhardware = \"B200\"\nimage = \"sglang:v0.5.3\"\n";
+        let out = stamped(text, Some("sglang:v0.5.4"), &[]);
+        assert_eq!(
+            out,
+            "[meta]\nhardware = \"B200\"\nimage = \"sglang:v0.5.4\"\nprevious_image = \"sglang:v0.5.3\"\n"
+        );
+        // The same image again keeps the previous one; no image leaves both alone.
+        assert_eq!(stamped(&out, Some("sglang:v0.5.4"), &[]), out);
+        assert_eq!(stamped(&out, None, &[]), out);
+        // A first image has no previous one.
+        let first = stamped("[meta]\nhardware = \"B200\"\n", Some("sglang:v0.5.4"), &[]);
+        assert!(!first.contains("previous_image"), "{first}");
+        let parsed: super::super::Meta = toml::from_str::<toml::Table>(&out).unwrap()["meta"]
+            .clone()
+            .try_into()
+            .unwrap();
+        assert_eq!(parsed.previous_image.as_deref(), Some("sglang:v0.5.3"));
+    }
+
+    #[test]
+    fn meta_pairs_set_their_field_or_go_into_extra() {
+        let out = stamped(
+            "[meta]\nhardware = \"B200\"\nmodel = \"old\"\n",
+            None,
+            &[
+                ("model", "DeepSeek-R1"),
+                ("concurrency", "64"),
+                ("sglang", "0.5.4"),
+            ],
+        );
+        let meta: super::super::Meta = toml::from_str::<toml::Table>(&out).unwrap()["meta"]
+            .clone()
+            .try_into()
+            .unwrap();
+        assert_eq!(meta.model.as_deref(), Some("DeepSeek-R1"));
+        assert_eq!(meta.concurrency, Some(64));
+        assert_eq!(meta.get("sglang").as_deref(), Some("0.5.4"));
+        assert!(out.contains("extra = { sglang = \"0.5.4\" }"), "{out}");
+        // Later pairs join the same inline table.
+        let again = stamped(&out, None, &[("commit", "abc")]);
+        assert!(
+            again.contains("extra = { sglang = \"0.5.4\", commit = \"abc\" }"),
+            "{again}"
+        );
+    }
+
+    #[test]
+    fn pairs_a_baseline_cannot_hold_are_refused() {
+        let id = |k: &str, v: &str| crate::identity::Identity {
+            image: None,
+            meta: [(k.to_string(), v.to_string())].into(),
+        };
+        assert!(check_identity(&id("tp", "four"))
+            .unwrap_err()
+            .contains("whole number"));
+        assert!(check_identity(&id("hardware", "x"))
+            .unwrap_err()
+            .contains("--hardware"));
+        assert!(check_identity(&id("date", "x")).is_err());
+        assert!(check_identity(&id("sglang", "0.5.4")).is_ok());
     }
 
     #[test]

@@ -5,11 +5,12 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use super::args::{CompareArgs, ExtractArgs, InspectArgs, ReportArgs};
-use super::{read_run, write_output};
+use super::{confine_paths, read_run, write_output};
 use crate::exit;
 use crate::pipeline::{self, AnalysisConfig};
 
 pub(super) fn inspect(args: InspectArgs) -> Result<i32> {
+    confine_paths(&[], &[("--output", args.output.as_ref())])?;
     let run = read_run(&args.paths)?;
     let inspection = crate::inspect::inspect(&run);
     write_output(
@@ -20,6 +21,10 @@ pub(super) fn inspect(args: InspectArgs) -> Result<i32> {
 }
 
 pub(super) fn extract(args: ExtractArgs) -> Result<i32> {
+    confine_paths(
+        &[("--rules", args.analysis.rules.as_ref())],
+        &[("--output", args.output.as_ref())],
+    )?;
     let run = read_run(&args.paths)?;
     let extraction = pipeline::extract(&run, &args.paths, &args.analysis.config(), None)?;
     write_output(
@@ -39,6 +44,10 @@ fn analyse_report(
 }
 
 pub(super) fn report(args: ReportArgs) -> Result<i32> {
+    confine_paths(
+        &[("--rules", args.analysis.rules.as_ref())],
+        &[("--output", args.output.as_ref())],
+    )?;
     let analysis = analyse_report(&args.paths, &args.analysis.config())?;
     write_output(
         &crate::report::analysis::render(&analysis, args.format),
@@ -89,6 +98,10 @@ fn compare_runs(args: &CompareArgs) -> Result<Vec<(String, PathBuf)>> {
 }
 
 pub(super) fn compare(args: CompareArgs) -> Result<i32> {
+    confine_paths(
+        &[("--rules", args.analysis.rules.as_ref())],
+        &[("--output", args.output.as_ref())],
+    )?;
     let runs = compare_runs(&args)?;
     let config = args.analysis.config();
     let mut analyses = Vec::with_capacity(runs.len());

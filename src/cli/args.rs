@@ -111,6 +111,8 @@ pub struct CheckArgs {
     #[arg(long)]
     pub allow_other_hardware: bool,
     #[command(flatten)]
+    pub identity: IdentityArgs,
+    #[command(flatten)]
     pub github: GithubArgs,
 }
 
@@ -131,6 +133,8 @@ pub struct SweepArgs {
     /// The sweep's name, which identifies its sticky pull-request comment (one per name).
     #[arg(long, default_value = "sweep")]
     pub name: String,
+    #[command(flatten)]
+    pub identity: IdentityArgs,
     #[command(flatten)]
     pub github: GithubArgs,
 }
@@ -162,6 +166,10 @@ pub struct BaselineWriteArgs {
     /// new: overwrite an existing file; update: accept a run on other hardware.
     #[arg(long)]
     pub force: bool,
+    // The run's image is written as `image` (update: the old one kept as `previous_image`);
+    // `--meta` pairs set their [meta] key or go into `extra`.
+    #[command(flatten)]
+    pub identity: IdentityArgs,
 }
 
 #[derive(Debug, Args)]
@@ -177,8 +185,6 @@ pub struct BaselineNewArgs {
     pub precision: Option<String>,
     #[arg(long)]
     pub framework: Option<String>,
-    #[arg(long)]
-    pub image: Option<String>,
     #[arg(long)]
     pub tp: Option<u32>,
     #[arg(long)]
@@ -326,6 +332,27 @@ pub struct GithubArgs {
     /// Timeout of each GitHub API request, in seconds; a timeout is a warning.
     #[arg(long, value_name = "SECS", default_value_t = 20.0)]
     pub github_timeout: f64,
+}
+
+/// `--image` and `--meta`: the run's identity, for `check`, `sweep` and `baseline new|update`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct IdentityArgs {
+    /// The image the run used (lmsysorg/sglang:v0.5.4-rocm700), shown beside the baseline's;
+    /// default: $TRACEGATE_IMAGE.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// More of the run's identity: sglang=0.5.4, commit=..., driver=...; repeatable. Also from
+    /// TRACEGATE_META_<KEY>=VALUE (the key lowercased); the command line wins.
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    pub meta: Vec<String>,
+}
+
+impl IdentityArgs {
+    /// The identity from the command line and this process's environment.
+    pub fn resolve(&self) -> anyhow::Result<crate::identity::Identity> {
+        crate::identity::resolve(self.image.as_deref(), &self.meta, std::env::vars())
+            .map_err(anyhow::Error::msg)
+    }
 }
 
 impl GithubArgs {

@@ -7,9 +7,17 @@ use super::{read_run, write_output};
 use crate::exit;
 use crate::pipeline;
 
+/// `--image` and `--meta`, refused before any trace is read when a baseline cannot hold them.
+fn identity(args: &BaselineWriteArgs) -> Result<crate::identity::Identity> {
+    let identity = args.identity.resolve()?;
+    crate::baseline::write::check_identity(&identity).map_err(anyhow::Error::msg)?;
+    Ok(identity)
+}
+
 fn stamp_for(
     args: &BaselineWriteArgs,
     x: &crate::metrics::Extraction,
+    identity: crate::identity::Identity,
 ) -> crate::baseline::write::Stamp {
     crate::baseline::write::Stamp {
         source: args
@@ -19,6 +27,7 @@ fn stamp_for(
         date: crate::baseline::write::today(),
         device: x.run.device.clone(),
         ranks: x.run.ranks.len(),
+        identity,
     }
 }
 
@@ -35,24 +44,36 @@ fn finish_baseline_write(args: &BaselineWriteArgs, old: &str, new: &str) -> Resu
         None,
     )?;
     if !args.dry_run {
-        std::fs::write(&args.baseline, new)
+        // A baseline the gate cannot load is never written; the old one is replaced whole or not
+        // at all (temporary file and rename), so a crash or a full disk cannot leave half of it.
+        crate::baseline::Baseline::parse(new, &args.baseline)?;
+        super::write_atomically(&args.baseline, new.as_bytes())
             .with_context(|| format!("{shown}: cannot write baseline"))?;
-        // Read back what was written: a baseline the gate cannot load must not be left behind.
-        crate::baseline::Baseline::load(&args.baseline)?;
     }
     Ok(exit::PASS)
 }
 
+/// The baseline is read and written, `--rules` read: confined in a workflow.
+fn confine(w: &BaselineWriteArgs) -> Result<()> {
+    super::confine_paths(
+        &[("--rules", w.analysis.rules.as_ref())],
+        &[("--baseline", Some(&w.baseline))],
+    )
+}
+
 pub(super) fn new(args: BaselineNewArgs) -> Result<i32> {
     let w = &args.write;
+    confine(w)?;
     if w.baseline.exists() && !w.force && !w.dry_run {
         anyhow::bail!(
             "{}: already exists (use `baseline update`, or --force to overwrite)",
             w.baseline.display()
         );
     }
+    let identity = identity(w)?;
     let run = read_run(&w.paths)?;
     let x = pipeline::extract(&run, &w.paths, &w.analysis.config(), None)?;
+    let stamp = stamp_for(w, &x, identity);
     let meta = crate::baseline::Meta {
         hardware: args
             .hardware
@@ -62,19 +83,21 @@ pub(super) fn new(args: BaselineNewArgs) -> Result<i32> {
         model: args.model.clone(),
         precision: args.precision.clone(),
         framework: args.framework.clone(),
-        image: args.image.clone(),
+        image: stamp.identity.image.clone(),
         tp: args.tp.or(Some(x.run.ranks.len() as u32)),
         ep: args.ep,
         concurrency: args.concurrency,
         moe_layers: w.analysis.moe_layers,
         ..Default::default()
     };
-    let text = crate::baseline::write::new_baseline(&x, &meta, &stamp_for(w, &x));
+    let text = crate::baseline::write::new_baseline(&x, &meta, &stamp);
     finish_baseline_write(w, "", &text)
 }
 
 pub(super) fn update(args: BaselineUpdateArgs) -> Result<i32> {
+    confine(&args.write)?;
     let w = &args.write;
+    let identity = identity(w)?;
     let baseline = crate::baseline::Baseline::load(&w.baseline)?;
     let run = read_run(&w.paths)?;
     let x = pipeline::extract(&run, &w.paths, &w.analysis.config(), Some(&baseline))?;
@@ -89,7 +112,7 @@ pub(super) fn update(args: BaselineUpdateArgs) -> Result<i32> {
     }
     let old = std::fs::read_to_string(&w.baseline)
         .with_context(|| format!("{}: cannot read", w.baseline.display()))?;
-    let new = crate::baseline::write::update_baseline(&old, &x, &stamp_for(w, &x))
+    let new = crate::baseline::write::update_baseline(&old, &x, &stamp_for(w, &x, identity))
         .map_err(|e| anyhow::anyhow!("{}: {e}", w.baseline.display()))?;
     finish_baseline_write(w, &old, &new)
 }

@@ -3,18 +3,22 @@
 use anyhow::Result;
 
 use super::args::{CheckArgs, SweepArgs};
-use super::{confine_inputs, read_run, write_output};
+use super::{confine_paths, read_run, write_output};
 use crate::pipeline;
 
 pub(super) fn check(args: CheckArgs) -> Result<i32> {
-    if args.github.enabled() {
-        confine_inputs(&[
+    confine_paths(
+        &[
             ("--baseline", args.baseline.as_ref()),
             ("--baselines", args.baselines.as_ref()),
+            ("--rules", args.analysis.rules.as_ref()),
+        ],
+        &[
             ("--output", args.output.as_ref()),
             ("--verdict-out", args.verdict_out.as_ref()),
-        ])?;
-    }
+        ],
+    )?;
+    let identity = args.identity.resolve()?;
     let run = read_run(&args.paths)?;
     let baseline = match (&args.baseline, &args.baselines) {
         (Some(file), _) => crate::baseline::Baseline::load(file)?,
@@ -33,7 +37,8 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
         allow_other_hardware: args.allow_other_hardware,
     };
     let config = args.analysis.config();
-    let result = pipeline::check(&run, &args.paths, &config, &baseline, &options)?;
+    let mut result = pipeline::check(&run, &args.paths, &config, &baseline, &options)?;
+    result.run.identity = identity;
     if let Some(path) = &args.verdict_out {
         write_output(
             &crate::report::check::render(&result, crate::report::Format::Json),
@@ -56,16 +61,14 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
 }
 
 pub(super) fn sweep(args: SweepArgs) -> Result<i32> {
-    if args.github.enabled() {
-        confine_inputs(&[("--output", args.output.as_ref())])?;
-    }
+    confine_paths(&[], &[("--output", args.output.as_ref())])?;
     let expect: Vec<String> = args
         .expect
         .iter()
         .map(|e| e.trim().to_string())
         .filter(|e| !e.is_empty())
         .collect();
-    let merged = crate::sweep::merge(&args.paths, &expect);
+    let merged = crate::sweep::merge(&args.paths, &expect).with_run(args.identity.resolve()?);
     write_output(
         &crate::report::sweep::render(&merged, args.format),
         args.output.as_ref(),

@@ -44,9 +44,8 @@ pub fn run(cli: Cli) -> Result<i32> {
 
 pub(crate) fn write_output(text: &str, output: Option<&PathBuf>) -> Result<()> {
     match output {
-        Some(path) => {
-            std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))
-        }
+        Some(path) => write_atomically(path, text.as_bytes())
+            .with_context(|| format!("{}: cannot write", path.display())),
         None => {
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`| head`) is not an error worth a message.
@@ -74,13 +73,73 @@ pub(crate) fn read_run(paths: &[PathBuf]) -> Result<crate::reader::Run> {
     Ok(run?)
 }
 
-/// In GitHub mode, the paths a workflow input may carry must stay in the job's directories.
-pub(crate) fn confine_inputs(paths: &[(&'static str, Option<&PathBuf>)]) -> Result<()> {
+/// Whenever `GITHUB_WORKSPACE` is set (a workflow step, `--github` or not), the paths a workflow
+/// input may carry stay in the job's directories, and an output is never a symlink.
+pub(crate) fn confine_paths(
+    inputs: &[(&'static str, Option<&PathBuf>)],
+    outputs: &[(&'static str, Option<&PathBuf>)],
+) -> Result<()> {
     let env = |name: &str| std::env::var(name).ok();
-    for (flag, path) in paths {
+    for (flag, path) in inputs {
         if let Some(path) = path {
             crate::github::confine(flag, path, &env)?;
         }
     }
+    for (flag, path) in outputs {
+        if let Some(path) = path {
+            crate::github::confine_output(flag, path, &env)?;
+        }
+    }
     Ok(())
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so that
+/// a crash, a kill or a full disk never leaves half a file where a whole one was.
+pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    // A device or a pipe (`/dev/null`, `/dev/stdout`) is written to, never replaced.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return std::fs::write(path, bytes);
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    let temp = dir.join(format!(".{name}.tracegate-{}.tmp", std::process::id()));
+    let result = std::fs::File::create(&temp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&temp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_atomically;
+
+    #[cfg(unix)]
+    #[test]
+    fn an_atomic_write_replaces_the_file_whole_and_leaves_no_temporary() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baseline.toml");
+        std::fs::write(&path, "old").unwrap();
+        let before = std::fs::metadata(&path).unwrap().ino();
+        write_atomically(&path, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        // A new file renamed over the old one: a reader sees one or the other, never a mix.
+        assert_ne!(std::fs::metadata(&path).unwrap().ino(), before);
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+        // A write that cannot happen leaves nothing behind.
+        assert!(write_atomically(&dir.path().join("missing/x.toml"), b"x").is_err());
+        assert!(!dir.path().join("missing").exists());
+        // A device is written to, never replaced.
+        write_atomically(std::path::Path::new("/dev/null"), b"x").unwrap();
+        assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
+    }
 }

@@ -3,12 +3,11 @@
 use serde::Serialize;
 
 use super::explain::{explain, Explanation};
-use super::verdict::{judge, Observation, Verdict};
-use crate::baseline::{Baseline, Direction, Meta};
+use super::verdict::{judge, MetricCheck, Observation, Verdict};
+use crate::baseline::{Baseline, Meta};
 use crate::exit;
 use crate::metrics::catalog::{MetricDef, Samples, METRICS};
 use crate::metrics::{Extraction, Metric};
-use crate::units::Unit;
 
 /// Version of the check JSON schema (`check --format json`, `--verdict-out`).
 pub const CHECK_SCHEMA_VERSION: u32 = 1;
@@ -41,26 +40,6 @@ impl Status {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct MetricCheck {
-    pub name: String,
-    pub unit: Unit,
-    pub direction: Direction,
-    /// False for report-only metrics (`gate = false`) and metrics absent from the baseline.
-    pub gated: bool,
-    pub baseline: Option<f64>,
-    pub current: Option<f64>,
-    pub change: Option<f64>,
-    pub change_pct: Option<f64>,
-    pub tolerance: Option<String>,
-    /// The tolerance in the metric's unit.
-    pub allowance: Option<f64>,
-    pub interval: Option<(f64, f64)>,
-    /// Per-step samples the judgement rested on (0: the value alone decided).
-    pub samples: usize,
-    pub verdict: Verdict,
-}
-
-#[derive(Debug, Clone, Serialize)]
 pub struct CheckResult {
     pub schema_version: u32,
     pub status: Status,
@@ -88,6 +67,9 @@ pub struct RunSummary {
     pub ranks: Vec<u32>,
     pub decode_steps_kept: usize,
     pub warnings: Vec<String>,
+    /// `image` and `meta`: what the run was made with (`--image`, `--meta`), as given.
+    #[serde(flatten)]
+    pub identity: crate::identity::Identity,
 }
 
 /// How the gate reads a metric's samples: the statistic its value is, and whether the samples
@@ -162,6 +144,7 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
         ranks: x.run.ranks.clone(),
         decode_steps_kept: x.steps.values().map(|s| s.decode_kept).min().unwrap_or(0),
         warnings: x.warnings.clone(),
+        identity: Default::default(),
     };
     CheckResult {
         schema_version: CHECK_SCHEMA_VERSION,
@@ -282,6 +265,8 @@ fn summary_line(status: Status, metrics: &[MetricCheck]) -> String {
 #[cfg(test)]
 mod precedence_tests {
     use super::*;
+    use crate::metrics::Direction;
+    use crate::units::Unit;
 
     fn metric(name: &str, verdict: Verdict, gated: bool) -> MetricCheck {
         MetricCheck {

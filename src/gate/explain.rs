@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::check::MetricCheck;
+use super::verdict::MetricCheck;
 use super::verdict::Verdict;
 use crate::baseline::Baseline;
 use crate::metrics::breakdown::Breakdown;

@@ -24,6 +24,27 @@ pub enum Verdict {
     New,
 }
 
+/// One metric of a check: its figures, the tolerance and the verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricCheck {
+    pub name: String,
+    pub unit: Unit,
+    pub direction: Direction,
+    /// False for report-only metrics (`gate = false`) and metrics absent from the baseline.
+    pub gated: bool,
+    pub baseline: Option<f64>,
+    pub current: Option<f64>,
+    pub change: Option<f64>,
+    pub change_pct: Option<f64>,
+    pub tolerance: Option<String>,
+    /// The tolerance in the metric's unit.
+    pub allowance: Option<f64>,
+    pub interval: Option<(f64, f64)>,
+    /// Per-step samples the judgement rested on (0: the value alone decided).
+    pub samples: usize,
+    pub verdict: Verdict,
+}
+
 /// A metric as the run measured it.
 #[derive(Debug, Clone)]
 pub struct Observation {

@@ -269,6 +269,7 @@ mod tests {
                 ranks: vec![0],
                 decode_steps_kept: 1,
                 warnings: vec![],
+                identity: Default::default(),
             },
             metrics,
             explanation: Explanation {

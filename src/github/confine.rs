@@ -53,6 +53,26 @@ pub fn confine(
     })
 }
 
+/// [`confine`] for a path tracegate writes: also refuses a symlink (dangling or not) in its place,
+/// since writing through it would land wherever it points.
+pub fn confine_output(
+    flag: &'static str,
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), OutsideWorkspace> {
+    confine(flag, path, env)?;
+    let in_actions = env("GITHUB_WORKSPACE").is_some_and(|w| !w.is_empty());
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if in_actions && is_link && path != Path::new("/dev/null") {
+        return Err(OutsideWorkspace {
+            flag,
+            path: path.to_path_buf(),
+            roots: "a symlink is never written through".into(),
+        });
+    }
+    Ok(())
+}
+
 /// `.` and `..` resolved without looking at the file system.
 fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -135,6 +155,21 @@ mod tests {
             std::os::unix::fs::symlink(ws.join("baselines"), ws.join("b")).unwrap();
             assert!(confine("--output", &ws.join("b/new.md"), &env).is_ok());
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_output_that_is_a_symlink_is_refused_even_dangling() {
+        let root = tempfile::tempdir().unwrap();
+        let ws = root.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let env = env_of(&ws, &ws);
+        let outside = root.path().join("outside.md");
+        std::os::unix::fs::symlink(&outside, ws.join("report.md")).unwrap();
+        assert!(!outside.exists());
+        assert!(confine_output("--output", &ws.join("report.md"), &env).is_err());
+        assert!(confine_output("--output", &ws.join("plain.md"), &env).is_ok());
+        assert!(confine_output("--output", &ws.join("report.md"), &|_| None).is_ok());
     }
 
     #[test]

@@ -23,6 +23,25 @@ pub(crate) struct RankFigures<'a> {
     pub totals: RankTotals<'a>,
 }
 
+/// What a per-step figure may depend on beyond its own step.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Context {
+    /// Some kept decode step of some rank holds a `comm` activity.
+    pub decode_comm: bool,
+    /// Some prefill step of some rank holds a `comm` activity.
+    pub prefill_comm: bool,
+    /// The MoE layer count, when known and some kept decode step holds a `moe_gemm` kernel.
+    pub moe_layers: Option<f64>,
+}
+
+/// Every rank's figures, with the context the per-step figures need.
+pub struct RunFigures<'a> {
+    pub(crate) ranks: &'a [RankFigures<'a>],
+    pub context: Context,
+    /// The collectives matched across ranks (`super::waits`).
+    pub waits: Option<&'a super::waits::Waits>,
+}
+
 pub(crate) fn rank_figures<'a>(
     run: &'a Run,
     classes: &[Vec<Class>],

@@ -8,7 +8,8 @@
 pub mod breakdown;
 pub mod catalog;
 pub mod compute;
-mod figures;
+mod def;
+pub mod figures;
 pub mod intervals;
 pub mod run;
 pub mod waits;
@@ -33,7 +34,7 @@ pub use catalog::{
     PREFILL_STEP_MS, RANK_SKEW_MS,
 };
 use figures::{rank_figures, RankFigures};
-use run::{Context, RunFigures};
+use figures::{Context, RunFigures};
 
 /// The metrics of a run by name.
 pub type MetricMap = BTreeMap<&'static str, Metric>;

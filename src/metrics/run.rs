@@ -4,29 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use super::catalog::{Across, Compute, MetricDef, Phase, ALLREDUCE_US};
-use super::figures::RankFigures;
+use super::def::{Across, Compute, MetricDef, Phase};
+use super::figures::{Context, RankFigures, RunFigures};
 use super::{Metric, MetricMap, MoeLayers};
 use crate::stats::{self, Statistic};
-
-/// What a per-step figure may depend on beyond its own step.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Context {
-    /// Some kept decode step of some rank holds a `comm` activity.
-    pub decode_comm: bool,
-    /// Some prefill step of some rank holds a `comm` activity.
-    pub prefill_comm: bool,
-    /// The MoE layer count, when known and some kept decode step holds a `moe_gemm` kernel.
-    pub moe_layers: Option<f64>,
-}
-
-/// Every rank's figures, with the context the per-step figures need.
-pub struct RunFigures<'a> {
-    pub(crate) ranks: &'a [RankFigures<'a>],
-    pub context: Context,
-    /// The collectives matched across ranks (`super::waits`).
-    pub waits: Option<&'a super::waits::Waits>,
-}
 
 /// Computes every metric of the registry, in its order; metrics without inputs are absent.
 pub(crate) fn all_metrics(figures: &RunFigures<'_>, defs: &[MetricDef]) -> MetricMap {
@@ -34,7 +15,7 @@ pub(crate) fn all_metrics(figures: &RunFigures<'_>, defs: &[MetricDef]) -> Metri
     for def in defs {
         let metric = match def.compute {
             Compute::PerStep { sample, across } => per_step_metric(figures, def, sample, across),
-            Compute::Run(f) => f(figures, &metrics),
+            Compute::Run(f) => f(def, figures, &metrics),
         };
         if let Some(m) = metric {
             metrics.insert(def.name, m);
@@ -100,17 +81,16 @@ fn min_max(values: &[f64]) -> (f64, f64) {
         })
 }
 
-fn def_of(name: &str) -> &'static MetricDef {
-    super::catalog::def(name).expect("the registry defines every metric its functions compute")
-}
-
 /// `rank_skew_ms`: per matched step, the wait of the rank that waits most minus that of the rank
 /// that waits least (by their median wait per step); the median over steps. Per rank: its median
 /// wait per step. Absent when no step's collectives could be matched.
-pub(crate) fn rank_skew_ms(figures: &RunFigures<'_>, _: &MetricMap) -> Option<Metric> {
+pub(crate) fn rank_skew_ms(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
     let w = figures.waits.filter(|w| !w.steps.is_empty())?;
     let (_, _, samples) = w.skew()?;
-    let def = def_of(super::catalog::RANK_SKEW_MS);
     Some(
         Metric {
             per_rank: figures
@@ -127,7 +107,11 @@ pub(crate) fn rank_skew_ms(figures: &RunFigures<'_>, _: &MetricMap) -> Option<Me
 
 /// `allreduce_transfer_us`: every allreduce-class call of the matched steps net of its wait, all
 /// ranks pooled.
-pub(crate) fn allreduce_transfer_us(figures: &RunFigures<'_>, _: &MetricMap) -> Option<Metric> {
+pub(crate) fn allreduce_transfer_us(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
     let pooled: Vec<f64> = figures
         .waits?
         .allreduce_transfer_ns
@@ -141,12 +125,16 @@ pub(crate) fn allreduce_transfer_us(figures: &RunFigures<'_>, _: &MetricMap) -> 
         p50: stats::percentile_sorted(&sorted, 50.0),
         p99: stats::percentile_sorted(&sorted, 99.0),
         samples: pooled,
-        ..Metric::new(def_of(super::catalog::ALLREDUCE_TRANSFER_US), mean)
+        ..Metric::new(def, mean)
     })
 }
 
 /// `allreduce_us`: every allreduce-class call of the kept decode steps, all ranks pooled.
-pub(crate) fn allreduce_us(figures: &RunFigures<'_>, _: &MetricMap) -> Option<Metric> {
+pub(crate) fn allreduce_us(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
     let pooled: Vec<f64> = figures
         .ranks
         .iter()
@@ -159,12 +147,16 @@ pub(crate) fn allreduce_us(figures: &RunFigures<'_>, _: &MetricMap) -> Option<Me
         p50: stats::percentile_sorted(&sorted, 50.0),
         p99: stats::percentile_sorted(&sorted, 99.0),
         samples: pooled,
-        ..Metric::new(def_of(ALLREDUCE_US), mean)
+        ..Metric::new(def, mean)
     })
 }
 
 /// `allreduce_rank_ratio`: max / min over ranks of the rank's mean allreduce call.
-pub(crate) fn allreduce_rank_ratio(figures: &RunFigures<'_>, _: &MetricMap) -> Option<Metric> {
+pub(crate) fn allreduce_rank_ratio(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
     let per_rank: BTreeMap<u32, f64> = figures
         .ranks
         .iter()
@@ -184,7 +176,7 @@ pub(crate) fn allreduce_rank_ratio(figures: &RunFigures<'_>, _: &MetricMap) -> O
     Some(Metric {
         per_rank,
         samples: means,
-        ..Metric::new(def_of(super::catalog::ALLREDUCE_RANK_RATIO), hi / lo)
+        ..Metric::new(def, hi / lo)
     })
 }
 

@@ -274,6 +274,13 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     assert_eq!(d.decided_by, Some(1));
     assert_eq!(d.samples, vec![0.4, 0.45, 0.5]);
 
+    // decode_step_p90_ms: rank 1's p90 of (0.4, 0.45, 0.5) is 0.49, its samples the gate resamples.
+    let p90 = m(catalog::DECODE_STEP_P90_MS);
+    assert_close(p90.value, 0.49);
+    assert_close(p90.per_rank[&1], 0.49);
+    assert_eq!(p90.decided_by, Some(1));
+    assert_eq!(p90.samples, vec![0.4, 0.45, 0.5]);
+
     // Waits. The fixture's collective ends are not aligned (rank 1's calls last 10 µs longer),
     // which reads as a clock offset: rank 1's ends are 10 and 20 µs after rank 0's, median 15 µs.
     // Corrected, rank 1 arrives 15 µs before rank 0 at the first allreduce (waits 15, transfer 5)
@@ -341,7 +348,7 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     assert_close(m(PREFILL_GPU_UTIL_PCT).value, 4.0 / 4.5 * 100.0);
     assert_close(m(PREFILL_COMM_PCT).value, 20.0);
     assert_close(m(PREFILL_COMM_PCT).per_rank[&0], 12.5);
-    assert_eq!(x.metrics.len(), 12);
+    assert_eq!(x.metrics.len(), 13);
 
     // Breakdown: per-step means over ranks. Kernel time per step 0.350 and 0.370 ms → 0.360.
     let cat = |c: Category| &x.breakdown.categories[&c];
@@ -433,7 +440,10 @@ fn absent_inputs_give_absent_metrics() {
     let (run, classes) = run_of(vec![b.build()]);
     let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
     let names: Vec<&str> = x.metrics.keys().copied().collect();
-    assert_eq!(names, vec![DECODE_STEP_MS, GPU_UTIL_PCT]);
+    assert_eq!(
+        names,
+        vec![DECODE_STEP_MS, catalog::DECODE_STEP_P90_MS, GPU_UTIL_PCT]
+    );
     assert_close(x.metrics[DECODE_STEP_MS].value, 0.2);
     assert_close(x.metrics[GPU_UTIL_PCT].value, 100.0);
     assert!(x.moe_layers.is_none());

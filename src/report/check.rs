@@ -3,7 +3,7 @@
 //! The markdown is made for a pull-request comment: a one-line verdict first, the table, the
 //! cause, and the long parts folded. It never exceeds GitHub's comment limit.
 
-use super::table::{escape_markdown, Align, Table};
+use super::table::{code_span, escape_markdown, Align, Table};
 use super::Format;
 use crate::gate::explain::Delta;
 use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
@@ -108,6 +108,41 @@ fn headline(result: &CheckResult) -> String {
     )
 }
 
+/// The run's image and `--meta` pairs beside the baseline's: "image `v0.5.3` → `v0.5.4` ·
+/// sglang `0.5.3` → `0.5.4`" in markdown (values in code spans), the same without backticks
+/// for a terminal; `None` when neither side has any. Pairs only the baseline has are shown
+/// too, so a run that does not say is visible.
+pub fn identity_line(result: &CheckResult, markdown: bool) -> Option<String> {
+    let (base, run) = (&result.baseline.meta, &result.run.identity);
+    let show = |v: &str| {
+        if markdown {
+            code_span(v)
+        } else {
+            v.to_string()
+        }
+    };
+    let mut parts = Vec::new();
+    if let Some(t) = crate::identity::transition(base.image.as_deref(), run.image.as_deref(), show)
+    {
+        parts.push(format!("image {t}"));
+    }
+    let keys: std::collections::BTreeSet<&String> =
+        run.meta.keys().chain(base.extra.keys()).collect();
+    for key in keys {
+        let before = base.get(key);
+        let after = run.meta.get(key).map(String::as_str);
+        if let Some(t) = crate::identity::transition(before.as_deref(), after, show) {
+            let key = if markdown {
+                escape_markdown(key)
+            } else {
+                key.clone()
+            };
+            parts.push(format!("{key} {t}"));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(" · "))
+}
+
 fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
     let mut columns = vec![(if kernels { "kernel" } else { "category" }, Align::Left)];
     if kernels {
@@ -158,12 +193,14 @@ fn details(summary: &str, body: &str) -> String {
 
 fn meta_table(result: &CheckResult) -> Table {
     let m = &result.baseline.meta;
+    let id = &result.run.identity;
     let mut t = Table::new(&[
         ("", Align::Left),
         ("baseline", Align::Left),
         ("run", Align::Left),
     ]);
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".into());
+    let given = |key: &str| opt(&id.meta.get(key).cloned());
     let num = |v: Option<u32>| v.map_or_else(|| "—".into(), |v| v.to_string());
     t.row(vec![
         "hardware".into(),
@@ -175,9 +212,27 @@ fn meta_table(result: &CheckResult) -> Table {
         num(m.tp),
         result.run.ranks.len().to_string(),
     ]);
-    t.row(vec!["model".into(), opt(&m.model), "—".into()]);
-    t.row(vec!["precision".into(), opt(&m.precision), "—".into()]);
-    t.row(vec!["image".into(), opt(&m.image), "—".into()]);
+    t.row(vec!["model".into(), opt(&m.model), given("model")]);
+    t.row(vec![
+        "precision".into(),
+        opt(&m.precision),
+        given("precision"),
+    ]);
+    t.row(vec!["image".into(), opt(&m.image), opt(&id.image)]);
+    if m.previous_image.is_some() {
+        t.row(vec![
+            "previous image".into(),
+            opt(&m.previous_image),
+            "—".into(),
+        ]);
+    }
+    let keys: std::collections::BTreeSet<&String> = id.meta.keys().chain(m.extra.keys()).collect();
+    for key in keys
+        .into_iter()
+        .filter(|k| !["model", "precision"].contains(&k.as_str()))
+    {
+        t.row(vec![key.clone(), opt(&m.get(key)), given(key)]);
+    }
     t.row(vec![
         "steady decode steps".into(),
         "—".into(),
@@ -197,6 +252,10 @@ fn meta_table(result: &CheckResult) -> Table {
 pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
     let e = &result.explanation;
     let mut parts = vec![format!("{}\n\n", headline(result))];
+    if let Some(line) = identity_line(result, true) {
+        parts[0].push_str(&line);
+        parts[0].push_str("\n\n");
+    }
     for p in &result.problems {
         parts.push(format!("> **Cannot judge:** {}\n\n", escape_markdown(p)));
     }
@@ -275,6 +334,10 @@ pub fn markdown(result: &CheckResult) -> String {
 fn terminal(result: &CheckResult) -> String {
     let e = &result.explanation;
     let mut out = format!("{}\n\n", result.summary);
+    if let Some(line) = identity_line(result, false) {
+        out.push_str(&line);
+        out.push_str("\n\n");
+    }
     out.push_str(&metric_table(result, false).to_terminal());
     out.push('\n');
     out.push_str(&e.lead);

@@ -52,7 +52,10 @@ fn to_toml(x: &Extraction) -> String {
 
 fn metric_row(name: &str, m: &Metric) -> Vec<String> {
     let opt = |v: Option<f64>| m.unit.number_or_missing(v);
-    let ranks = if m.per_rank.len() > 1 {
+    // A metric of one value per rank (ratio, skew) keeps its inputs in per_rank, in another unit.
+    let of_ranks = crate::metrics::catalog::def(name)
+        .is_some_and(|d| d.samples == crate::metrics::catalog::Samples::PerRank);
+    let ranks = if m.per_rank.len() > 1 && !of_ranks {
         let (lo, hi) = m
             .per_rank
             .values()

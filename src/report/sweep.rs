@@ -1,7 +1,7 @@
 //! `tracegate sweep` output: one answer for a whole matrix of configurations.
 
 use super::check::{fit, mark, GITHUB_COMMENT_LIMIT};
-use super::table::{escape_markdown, Align, Table};
+use super::table::{code_span, escape_markdown, Align, Table};
 use super::Format;
 use crate::gate::Status;
 use crate::sweep::{headline_metrics, Configuration, Sweep};
@@ -38,16 +38,64 @@ fn cell(c: &Configuration, metric: &str) -> String {
     format!("{change} {}", mark(m.verdict))
 }
 
+/// The configuration's image, baseline → run, plain (the table escapes it).
+fn image_cell(c: &Configuration) -> String {
+    crate::identity::transition(
+        c.baseline_image.as_deref(),
+        c.run.image.as_deref(),
+        str::to_string,
+    )
+    .unwrap_or_else(|| MISSING.into())
+}
+
 fn table(sweep: &Sweep) -> Table {
+    // The image column only when some configuration says which image it ran or was baselined in.
+    let images = !sweep.image_bumps().is_empty();
     let mut columns = vec![("", Align::Left), ("configuration", Align::Left)];
+    if images {
+        columns.push(("image", Align::Left));
+    }
     columns.extend(headline_metrics().map(|m| (m, Align::Right)));
     let mut t = Table::new(&columns);
     for c in &sweep.configurations {
         let mut row = vec![status_mark(c.status).to_string(), c.name.clone()];
+        if images {
+            row.push(image_cell(c));
+        }
         row.extend(headline_metrics().map(|m| cell(c, m)));
         t.row(row);
     }
     t
+}
+
+/// "image `a` → `b`" per distinct bump (with its count when there are several), then the pairs
+/// every run shares: "commit `abc`". `None` when there is nothing to say.
+pub fn identity_line(sweep: &Sweep, markdown: bool) -> Option<String> {
+    let show = |v: &str| {
+        if markdown {
+            code_span(v)
+        } else {
+            v.to_string()
+        }
+    };
+    let bumps = sweep.image_bumps();
+    let mut parts: Vec<String> = bumps
+        .iter()
+        .filter_map(|&(before, after, n)| {
+            let t = crate::identity::transition(before, after, show)?;
+            Some(if bumps.len() > 1 {
+                let s = if n == 1 { "" } else { "s" };
+                format!("image {t} ({n} configuration{s})")
+            } else {
+                format!("image {t}")
+            })
+        })
+        .collect();
+    for (key, value) in sweep.common_meta() {
+        let key = if markdown { escape_markdown(&key) } else { key };
+        parts.push(format!("{key} {}", show(&value)));
+    }
+    (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
 fn details(c: &Configuration) -> String {
@@ -88,14 +136,16 @@ fn details(c: &Configuration) -> String {
 /// The sweep markdown in parts, for [`markdown`] and for the job summary and comment, which fit
 /// the parts to their own limits.
 pub fn markdown_parts(sweep: &Sweep) -> Vec<String> {
-    let mut parts = vec![
-        format!(
-            "{} **tracegate sweep**: {}\n\n",
-            status_mark(sweep.status),
-            escape_markdown(&sweep.summary)
-        ),
-        table(sweep).to_markdown() + "\n",
-    ];
+    let mut head = format!(
+        "{} **tracegate sweep**: {}\n\n",
+        status_mark(sweep.status),
+        escape_markdown(&sweep.summary)
+    );
+    if let Some(line) = identity_line(sweep, true) {
+        head.push_str(&line);
+        head.push_str("\n\n");
+    }
+    let mut parts = vec![head, table(sweep).to_markdown() + "\n"];
     parts.extend(
         sweep
             .configurations
@@ -111,7 +161,12 @@ pub fn markdown(sweep: &Sweep) -> String {
 }
 
 fn terminal(sweep: &Sweep) -> String {
-    let mut out = format!("{}\n\n{}", sweep.summary, table(sweep).to_terminal());
+    let mut out = format!("{}\n\n", sweep.summary);
+    if let Some(line) = identity_line(sweep, false) {
+        out.push_str(&line);
+        out.push_str("\n\n");
+    }
+    out.push_str(&table(sweep).to_terminal());
     for c in sweep
         .configurations
         .iter()

@@ -280,3 +280,95 @@ fn a_baseline_for_other_hardware_cannot_judge_the_run() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// A metric written as an inline table is a valid baseline: `check` reads it, and `baseline
+/// update` (dry run and for real) rewrites its figures in place, still inline.
+#[test]
+fn an_inline_table_metric_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = synth(Some("moe=1.2"));
+    let baseline = dir.path().join("inline.toml");
+    // The shipped table of decode_step_ms, whatever its figures, written as an inline table.
+    let shipped =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE)).unwrap();
+    let start = shipped.find("[metrics.decode_step_ms]\n").unwrap();
+    let end = start + shipped[start..].find("\n\n").unwrap() + 1;
+    let value = shipped[start..end]
+        .lines()
+        .find_map(|l| l.strip_prefix("value = "))
+        .unwrap();
+    let inline = shipped_with(
+        &shipped[start..end],
+        &format!("[metrics]\ndecode_step_ms = {{ value = {value}, tolerance = \"3%\" }}\n"),
+    );
+    std::fs::write(&baseline, &inline).unwrap();
+    let b = baseline.to_str().unwrap();
+    assert_eq!(check_output(&run, b, "markdown").0, 1);
+    for dry_run in [true, false] {
+        let mut cmd = tracegate();
+        cmd.args(["baseline", "update"])
+            .arg(&run)
+            .args(["--baseline", b]);
+        if dry_run {
+            cmd.arg("--dry-run");
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "dry run {dry_run}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let updated = std::fs::read_to_string(&baseline).unwrap();
+    let line = updated
+        .lines()
+        .find(|l| l.starts_with("decode_step_ms = {"))
+        .unwrap_or_else(|| panic!("not inline any more: {updated}"));
+    assert!(
+        line.contains("tolerance = \"3%\"") && !line.contains("20.1206"),
+        "{line}"
+    );
+    assert_eq!(check_output(&run, b, "markdown").0, 0);
+}
+
+/// `baseline new` records `decode_step_p90_ms` gated with its registry tolerance, and the gate
+/// judges it like any other metric.
+#[test]
+fn the_decode_step_p90_is_recorded_and_gated() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = synth(None);
+    let baseline = dir.path().join("new.toml");
+    let out = tracegate()
+        .args(["baseline", "new"])
+        .arg(&run)
+        .arg("--baseline")
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    let entry = text
+        .split("[metrics.decode_step_p90_ms]")
+        .nth(1)
+        .expect("decode_step_p90_ms recorded");
+    assert!(entry.contains("tolerance = \"5%\"") && !entry.starts_with("\ngate = false"));
+    let (status, json, _) = check_output(&run, baseline.to_str().unwrap(), "json");
+    assert_eq!(status, 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let p90 = v["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "decode_step_p90_ms")
+        .unwrap();
+    assert_eq!(
+        (p90["gated"].as_bool(), p90["verdict"].as_str()),
+        (Some(true), Some("ok"))
+    );
+    assert!(p90["samples"].as_u64().unwrap() > 10, "{p90}");
+}

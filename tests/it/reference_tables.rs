@@ -1,5 +1,5 @@
-//! The markdown breakdown of each synth scenario reproduces the tables of the matching reference
-//! analysis (`../shared/docs/REFERENCE-ANALYSES.md`): same categories, calls per step, shares
+//! The markdown breakdown of each synth scenario reproduces the published analysis it is modelled
+//! on (the tables are written out below, and `docs/SYNTH.md` gives their targets): same categories, calls per step, shares
 //! within 1 point. The reference splits some of tracegate's categories; the mapping is stated
 //! with each table.
 
