@@ -20,6 +20,7 @@ pub mod analysis;
 pub mod baseline;
 pub mod cli;
 pub mod exit;
+pub(crate) mod files;
 pub mod gate;
 pub(crate) mod github;
 pub mod identity;

@@ -23,6 +23,8 @@ pub fn headline_metrics() -> impl Iterator<Item = &'static str> {
 struct VerdictFile {
     schema_version: u32,
     status: Status,
+    /// Must be `status`'s exit code: a file where they disagree was edited or corrupted.
+    exit_code: i32,
     summary: String,
     baseline: BaselineRef,
     #[serde(default)]
@@ -151,13 +153,21 @@ fn read_verdict(path: &Path) -> Configuration {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let parsed = std::fs::read_to_string(path)
+    let parsed = crate::files::read_text_capped(path, crate::files::TEXT_CAP)
         .map_err(|e| format!("cannot read the verdict: {e}"))
         .and_then(|text| {
             serde_json::from_str::<VerdictFile>(&text)
                 .map_err(|e| format!("not a tracegate verdict: {e}"))
         });
     match parsed {
+        Ok(v) if v.exit_code != v.status.exit_code() => failed(
+            fallback,
+            format!(
+                "the verdict says status {:?} but exit code {}: not a verdict tracegate wrote",
+                v.status, v.exit_code
+            ),
+            Some(path.into()),
+        ),
         Ok(v) if v.schema_version == crate::gate::check::CHECK_SCHEMA_VERSION => Configuration {
             name: config_name(&v.baseline.path),
             status: v.status,

@@ -174,10 +174,13 @@ fn line_of(text: &str, offset: usize) -> usize {
 impl Baseline {
     /// Reads and validates a baseline file against the metric registry.
     pub fn load(path: &Path) -> Result<Baseline, BaselineError> {
-        let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text =
+            crate::files::read_text_capped(path, crate::files::TEXT_CAP).map_err(|source| {
+                BaselineError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
         Baseline::parse(&text, path)
     }
 

@@ -109,9 +109,13 @@ impl Context {
             None => {
                 let from_event = match env("GITHUB_EVENT_PATH") {
                     Some(path) => {
-                        let text = std::fs::read_to_string(&path).map_err(|e| {
-                            GithubError::Context(format!("{path}: cannot read the event: {e}"))
-                        })?;
+                        let text =
+                            crate::files::read_text_capped(path.as_ref(), crate::files::EVENT_CAP)
+                                .map_err(|e| {
+                                    GithubError::Context(format!(
+                                        "{path}: cannot read the event: {e}"
+                                    ))
+                                })?;
                         let event: serde_json::Value =
                             serde_json::from_str(&text).map_err(|e| {
                                 GithubError::Context(format!("{path}: not an event payload: {e}"))

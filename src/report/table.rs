@@ -17,17 +17,26 @@ pub struct Table {
 /// Escapes text for a markdown table cell: no cell can break the table or inject markup.
 pub fn escape_markdown(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    for (i, c) in text.char_indices() {
         match c {
             '|' | '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '!' | '~' | '(' | ')' => {
                 out.push('\\');
                 out.push(c);
             }
             '\n' | '\r' => out.push(' '),
+            // A word joiner after `@` and inside `://`: GitHub neither mentions a user nor links a
+            // URL named in a kernel name, and the text reads the same.
+            '@' => out.push_str("@\u{2060}"),
+            ':' if rest_starts_with_slashes(text, i) => out.push_str(":\u{2060}"),
             _ => out.push(c),
         }
     }
     out
+}
+
+/// Whether `://` starts at byte `i` of `text`.
+fn rest_starts_with_slashes(text: &str, i: usize) -> bool {
+    text[i..].starts_with("://")
 }
 
 /// `text` as an inline code span outside a table: a fence longer than any run of backticks in
@@ -145,6 +154,16 @@ mod tests {
         assert_eq!(md.lines().count(), 3);
         assert!(md.contains(r"evil\|\[x\]\(http://e\)\<img\> next"), "{md}");
         assert!(md.lines().nth(1).unwrap().contains("---:"));
+    }
+
+    #[test]
+    fn names_cannot_mention_a_user_or_link_a_url() {
+        let e = escape_markdown("kernel@octocat https://evil.example/x");
+        assert!(!e.contains("@o") && !e.contains("://"), "{e}");
+        assert_eq!(
+            e.replace('\u{2060}', ""),
+            "kernel@octocat https://evil.example/x"
+        );
     }
 
     #[test]

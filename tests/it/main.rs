@@ -10,6 +10,7 @@ mod confinement;
 mod extract_truth;
 mod fuzz;
 mod github;
+mod hostile;
 mod identity;
 mod inspect;
 mod install;
