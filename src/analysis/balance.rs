@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::{ns_to_ms, Context};
+use crate::metrics::waits::{RankWait, Waits};
 use crate::stats::{mean, median};
 use crate::steps::is_allreduce;
 
@@ -16,7 +17,18 @@ pub const ALLREDUCE_OUTLIER_FACTOR: f64 = 1.5;
 #[derive(Debug, Clone, Serialize)]
 pub struct BalanceSection {
     pub ranks: Vec<RankBalance>,
-    /// Max − min of the per-rank decode wall (`rank_skew_ms`).
+    /// Decode steps kept on every rank whose collectives were matched across ranks (wait and
+    /// transfer are measured on these), and those left out because the sequences differed.
+    pub matched_steps: usize,
+    pub mismatched_steps: usize,
+    /// `rank_skew_ms`: per matched step, the wait of the rank that waits most minus the rank that
+    /// waits least; the median. And those two ranks.
+    pub rank_skew_ms: Option<f64>,
+    pub waits_most_rank: Option<u32>,
+    pub waits_least_rank: Option<u32>,
+    /// The rank that arrived last at most matched collectives.
+    pub last_arrival_rank: Option<u32>,
+    /// Max − min of the per-rank decode wall (near 0 when collectives synchronise the ranks).
     pub wall_skew_ms: Option<f64>,
     /// Max − min of the per-rank comm time per step, and the ranks that have them.
     pub comm_skew_ms: Option<f64>,
@@ -47,6 +59,16 @@ pub struct RankBalance {
     pub allreduce_mean_us: Option<f64>,
     /// Mean call of the main allreduce kernel, µs.
     pub main_allreduce_mean_us: Option<f64>,
+    /// Medians per matched step (`docs/METRICS.md`, "Waiting in collectives"): compute
+    /// (non-comm kernel time), and the collectives' time split into waiting for the last rank and
+    /// transfer, ms.
+    pub compute_ms: Option<f64>,
+    pub wait_ms: Option<f64>,
+    pub transfer_ms: Option<f64>,
+    /// Share of the matched collectives this rank arrived at last, %.
+    pub last_arrival_pct: Option<f64>,
+    /// Estimated clock offset against the first rank, µs (about 0 on one host).
+    pub clock_offset_us: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -92,10 +114,20 @@ fn kernel_mean_us(ctx: &Context<'_>, rs: &crate::steps::RankSteps, name: &str) -
     mean(&durations)
 }
 
-pub(crate) fn balance_section(ctx: &Context<'_>) -> BalanceSection {
+pub(crate) fn balance_section(ctx: &Context<'_>, waits: Option<&Waits>) -> BalanceSection {
     let main_allreduce_kernel = main_allreduce(ctx);
+    let waits = waits.filter(|w| !w.steps.is_empty());
     let mut ranks = Vec::new();
-    for rs in ctx.rank_steps {
+    for (i, rs) in ctx.rank_steps.iter().enumerate() {
+        let wait_median = |f: fn(&RankWait) -> i64| waits.and_then(|w| median(&mut w.series(i, f)));
+        let (collectives, last): (u64, u64) = waits.map_or((0, 0), |w| {
+            w.steps.iter().fold((0, 0), |(c, l), s| {
+                (
+                    c + u64::from(s[i].collectives),
+                    l + u64::from(s[i].last_arrivals),
+                )
+            })
+        });
         let (figures, allreduce) = ctx.decode_figures(rs);
         let med = |f: &dyn Fn(&crate::metrics::compute::StepFigures) -> Option<f64>| {
             let mut v: Vec<f64> = figures.iter().filter_map(f).collect();
@@ -116,8 +148,27 @@ pub(crate) fn balance_section(ctx: &Context<'_>) -> BalanceSection {
             main_allreduce_mean_us: main_allreduce_kernel
                 .as_deref()
                 .and_then(|k| kernel_mean_us(ctx, rs, k)),
+            compute_ms: wait_median(|w| w.compute_ns),
+            wait_ms: wait_median(|w| w.wait_ns),
+            transfer_ms: wait_median(|w| w.transfer_ns),
+            last_arrival_pct: (collectives > 0).then(|| last as f64 / collectives as f64 * 100.0),
+            clock_offset_us: waits
+                .and_then(|w| w.clock_offsets_ns.get(i))
+                .map(|&ns| ns as f64 / 1e3),
         });
     }
+    let skew = waits.and_then(Waits::skew);
+    let rank_of = |i: usize| ranks.get(i).map(|r: &RankBalance| r.rank);
+    let last_arrival_rank = ranks
+        .iter()
+        .filter(|r| r.last_arrival_pct.is_some())
+        .max_by(|a, b| {
+            a.last_arrival_pct
+                .unwrap_or(0.0)
+                .total_cmp(&b.last_arrival_pct.unwrap_or(0.0))
+                .then(b.rank.cmp(&a.rank))
+        })
+        .map(|r| r.rank);
     let spread = |values: Vec<(u32, f64)>| -> Option<(f64, u32, u32)> {
         let max = values.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
         let min = values.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1))?;
@@ -179,6 +230,14 @@ pub(crate) fn balance_section(ctx: &Context<'_>) -> BalanceSection {
         }
     }
     BalanceSection {
+        matched_steps: waits.map_or(0, |w| w.steps.len()),
+        mismatched_steps: waits.map_or(0, |w| w.mismatched_steps),
+        rank_skew_ms: skew
+            .as_ref()
+            .and_then(|(_, _, samples)| median(&mut samples.clone())),
+        waits_most_rank: skew.as_ref().and_then(|s| rank_of(s.0)),
+        waits_least_rank: skew.as_ref().and_then(|s| rank_of(s.1)),
+        last_arrival_rank,
         wall_skew_ms: spread(walls).map(|s| s.0),
         comm_skew_ms: comm_spread.map(|s| s.0),
         comm_max_rank: comm_spread.map(|s| s.1),

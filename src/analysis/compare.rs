@@ -94,22 +94,27 @@ fn top_kernel(a: &RunAnalysis, c: Category) -> Option<String> {
         .map(|k| k.name.clone())
 }
 
+/// The rank of the decode head-to-head: the one with the highest comm share (the rank
+/// `comm_pct` reports).
+fn decisive_rank(a: &RunAnalysis) -> Option<&super::balance::RankBalance> {
+    let b = a.balance.as_ref()?;
+    b.ranks
+        .iter()
+        .filter(|r| r.comm_pct.is_some())
+        .max_by(|x, y| {
+            x.comm_pct
+                .unwrap_or(0.0)
+                .total_cmp(&y.comm_pct.unwrap_or(0.0))
+                .then(y.rank.cmp(&x.rank))
+        })
+        .or_else(|| b.ranks.first())
+}
+
 /// Kernel and comm time (ms) as the head-to-head shows them: per decode step of the rank with
 /// the highest comm share (the rank `comm_pct` reports), else per rank over the whole trace.
 fn decisive(a: &RunAnalysis) -> Option<(f64, f64)> {
-    if let Some(b) = &a.balance {
-        return b
-            .ranks
-            .iter()
-            .filter(|r| r.comm_pct.is_some())
-            .max_by(|x, y| {
-                x.comm_pct
-                    .unwrap_or(0.0)
-                    .total_cmp(&y.comm_pct.unwrap_or(0.0))
-                    .then(y.rank.cmp(&x.rank))
-            })
-            .or_else(|| b.ranks.first())
-            .and_then(|r| Some((r.kernel_ms?, r.comm_ms.unwrap_or(0.0))));
+    if a.balance.is_some() {
+        return decisive_rank(a).and_then(|r| Some((r.kernel_ms?, r.comm_ms.unwrap_or(0.0))));
     }
     Some((a.breakdown.total_ms, a.comm.ms))
 }
@@ -154,6 +159,24 @@ pub fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
                     .map(|f| f.1)
                     .filter(|_| !a.comm.kernels.is_empty())
             }),
+        ),
+        metric_row(
+            "wait_ms",
+            "of which waiting for the last rank (same rank)",
+            "ms",
+            values(&|a| decisive_rank(a).and_then(|r| r.wait_ms)),
+        ),
+        metric_row(
+            "transfer_ms",
+            "of which transfer (same rank)",
+            "ms",
+            values(&|a| decisive_rank(a).and_then(|r| r.transfer_ms)),
+        ),
+        metric_row(
+            "rank_skew_ms",
+            "Rank skew: time per step lost waiting for the slowest rank",
+            "ms",
+            values(&|a| a.balance.as_ref().and_then(|b| b.rank_skew_ms)),
         ),
         metric_row(
             "comm_pct",

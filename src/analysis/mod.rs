@@ -284,7 +284,17 @@ pub fn analyse_run(
         comm: comm::comm_section(&ctx),
         overlap: overlap::overlap_section(&ctx),
         whole_trace: overlap::whole_trace(&ctx),
-        balance: has_decode.then(|| balance::balance_section(&ctx)),
+        balance: has_decode.then(|| {
+            let found;
+            let waits = match extraction.and_then(|x| x.waits.as_ref()) {
+                Some(w) => Some(w),
+                None => {
+                    found = crate::metrics::waits::match_collectives(run, classes, rank_steps);
+                    found.as_ref()
+                }
+            };
+            balance::balance_section(&ctx, waits)
+        }),
         prefill: prefill::prefill_section(&ctx),
         shapes: crate::analysis::shapes::shape_section(run, classes, rank_steps, scope),
         coverage: coverage::coverage(run),

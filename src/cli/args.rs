@@ -252,8 +252,9 @@ pub struct SynthArgs {
     #[arg(long, default_value_t = 50)]
     pub python_functions_per_step: u32,
     /// A regression to inject, KIND=FACTOR (allreduce, moe, attention, straggler, protocol,
-    /// single-stream), or a renamed build (rename: every kernel renamed as a fork would;
-    /// unknown-moe: the main MoE GEMM under a name no rule knows); repeatable.
+    /// single-stream; straggler=R:F picks the rank), or a renamed build (rename: every kernel
+    /// renamed as a fork would; unknown-moe: the main MoE GEMM under a name no rule knows);
+    /// repeatable.
     #[arg(long, value_name = "KIND=FACTOR")]
     pub inject: Vec<String>,
 }

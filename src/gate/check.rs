@@ -205,16 +205,19 @@ fn new_metric(name: &str, m: &Metric) -> MetricCheck {
     }
 }
 
-/// Cannot-judge outranks regression: an unknown state is the worse news for a gate.
+/// Regression outranks cannot-judge: if any gated metric regressed, the run regressed.
 fn status_of(metrics: &[MetricCheck], opts: &CheckOptions) -> Status {
     let gated = || metrics.iter().filter(|m| m.gated);
-    if gated().any(|m| matches!(m.verdict, Verdict::Missing | Verdict::Noisy)) {
-        Status::CannotJudge
-    } else if gated().any(|m| {
+    if gated().any(|m| {
         m.verdict == Verdict::Regressed
             || (opts.fail_on_improvement && m.verdict == Verdict::Improved)
     }) {
+        // A regression beyond doubt is news whatever else could not be judged; the summary lists
+        // the noisy and missing metrics beside it.
         Status::Regression
+    } else if gated().any(|m| matches!(m.verdict, Verdict::Missing | Verdict::Noisy)) {
+        // Nothing regressed, but an unknown state is not a pass.
+        Status::CannotJudge
     } else {
         Status::Pass
     }
@@ -256,5 +259,63 @@ fn summary_line(status: Status, metrics: &[MetricCheck]) -> String {
         head
     } else {
         format!("{head}; {}", parts.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod precedence_tests {
+    use super::*;
+    use crate::metrics::Direction;
+    use crate::units::Unit;
+
+    fn metric(name: &str, verdict: Verdict, gated: bool) -> MetricCheck {
+        MetricCheck {
+            name: name.to_string(),
+            unit: Unit::Ms,
+            direction: Direction::Lower,
+            gated,
+            baseline: Some(1.0),
+            current: Some(1.0),
+            change: None,
+            change_pct: None,
+            tolerance: None,
+            allowance: None,
+            interval: None,
+            samples: 0,
+            verdict,
+        }
+    }
+
+    #[test]
+    fn a_regression_outranks_noisy_and_missing_metrics_and_they_are_listed_beside_it() {
+        let opts = CheckOptions::default();
+        let metrics = vec![
+            metric("decode_step_ms", Verdict::Noisy, true),
+            metric("rank_skew_ms", Verdict::Regressed, true),
+            metric("comm_pct", Verdict::Missing, true),
+        ];
+        let status = status_of(&metrics, &opts);
+        assert_eq!((status, status.exit_code()), (Status::Regression, 1));
+        assert_eq!(
+            summary_line(status, &metrics),
+            "REGRESSION; regressed: rank_skew_ms; missing from the run: comm_pct; \
+             too noisy to judge: decode_step_ms"
+        );
+    }
+
+    #[test]
+    fn without_a_regression_noisy_or_missing_cannot_be_judged_and_report_only_does_not_count() {
+        let opts = CheckOptions::default();
+        let noisy = vec![
+            metric("decode_step_ms", Verdict::Noisy, true),
+            metric("rank_skew_ms", Verdict::Regressed, false),
+        ];
+        assert_eq!(status_of(&noisy, &opts), Status::CannotJudge);
+        assert_eq!(status_of(&noisy, &opts).exit_code(), 2);
+        let ok = vec![
+            metric("decode_step_ms", Verdict::Ok, true),
+            metric("rank_skew_ms", Verdict::Noisy, false),
+        ];
+        assert_eq!(status_of(&ok, &opts), Status::Pass);
     }
 }

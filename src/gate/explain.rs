@@ -1,5 +1,11 @@
 //! Why a run moved: the decode step's change decomposed into categories and kernels, kernels that
 //! appeared or vanished, and the straggling rank. One cause, not five alarms.
+//!
+//! Ranks wait for each other in every collective, so a rank with more compute makes the *others*'
+//! allreduce calls longer: when the waiting grew (`rank_skew_ms` beyond its tolerance) and the
+//! transfer did not (`allreduce_transfer_us` within it), the explanation leads with the straggler,
+//! the rank that arrived last most often, and what it slowed in; when the transfer grew, it names
+//! the collective and no rank.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,13 +14,14 @@ use serde::Serialize;
 use super::verdict::MetricCheck;
 use super::verdict::Verdict;
 use crate::baseline::Baseline;
-use crate::metrics::{Extraction, DECODE_STEP_MS, OTHER_PCT, RANK_SKEW_MS};
+use crate::metrics::breakdown::Breakdown;
+use crate::metrics::{
+    Extraction, ALLREDUCE_TRANSFER_US, ALLREDUCE_US, DECODE_STEP_MS, OTHER_PCT, RANK_SKEW_MS,
+};
 use crate::taxonomy::{readable, short_name, Category, OTHER_LIMIT_PCT};
 
 /// Kernels kept in the explanation's delta list.
 const TOP_KERNEL_DELTAS: usize = 10;
-/// A rank this much slower than the median of the others straggles.
-const STRAGGLER_MARGIN: f64 = 1.03;
 /// Changes smaller than this (ms per step) are rounding, not movement: a microsecond.
 const NOISE_FLOOR_MS: f64 = 0.001;
 
@@ -33,12 +40,33 @@ pub struct Delta {
     pub share_of_change_pct: Option<f64>,
 }
 
+/// The rank the others wait for.
 #[derive(Debug, Clone, Serialize)]
 pub struct Straggler {
     pub rank: u32,
-    pub decode_step_ms: f64,
-    /// Median of the other ranks' decode step.
-    pub others_median_ms: f64,
+    /// Share of the matched collectives it arrived at last, %.
+    pub last_arrival_pct: f64,
+    /// Its compute (non-comm kernel time) per decode step minus the median of the other ranks', ms.
+    pub compute_excess_ms: f64,
+    /// The compute category whose time per step exceeds the others' median most, and its excess.
+    pub category: Option<String>,
+    pub category_excess_ms: f64,
+    /// The kernel of that category that exceeds most.
+    pub kernel: Option<String>,
+    /// Change of `rank_skew_ms` against the baseline: the extra waiting per step, ms.
+    pub wait_change_ms: f64,
+    /// What the others wait in: `allreduce` or `collectives`.
+    pub waits_in: String,
+}
+
+/// The collective whose calls got slower net of waiting.
+#[derive(Debug, Clone, Serialize)]
+pub struct SlowerTransfer {
+    /// `allreduce_transfer_us` change, µs and %.
+    pub change_us: f64,
+    pub change_pct: Option<f64>,
+    /// The comm kernel whose time per step grew most.
+    pub kernel: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -60,6 +88,8 @@ pub struct Explanation {
     /// baseline's share (a finding in its own right: that time counts in no category).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unclassified: Option<Unclassified>,
+    /// Set when the collectives themselves got slower (transfer, not waiting).
+    pub slower_transfer: Option<SlowerTransfer>,
 }
 
 /// Kernels no rule classifies, as the gate saw them.
@@ -295,8 +325,25 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
     };
 
     let decode_step_change_ms = metric_change(metrics, DECODE_STEP_MS);
-    let straggler = straggler(x, metrics);
     let unclassified = unclassified(x, b, metrics);
+    let transfer_grew = beyond_tolerance(metrics, ALLREDUCE_TRANSFER_US);
+    let straggler = if transfer_grew {
+        None
+    } else {
+        straggler(x, metrics)
+    };
+    let slower_transfer = transfer_grew.then(|| {
+        let m = metrics.iter().find(|m| m.name == ALLREDUCE_TRANSFER_US);
+        SlowerTransfer {
+            change_us: m.and_then(|m| m.change).unwrap_or(0.0),
+            change_pct: m.and_then(|m| m.change_pct),
+            kernel: kernel_deltas
+                .iter()
+                .filter(|k| k.category.as_deref() == Some(Category::Comm.key()))
+                .max_by(|a, b| a.delta_ms_per_step.total_cmp(&b.delta_ms_per_step))
+                .map(|k| k.name.clone()),
+        }
+    });
     let mut lead = lead_sentence(
         decode_step_change_ms,
         total,
@@ -305,6 +352,7 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         &appeared,
         &vanished,
         straggler.as_ref(),
+        slower_transfer.as_ref(),
     );
     // Unclassified time first: it says which of the figures that follow miss time.
     if let Some(u) = &unclassified {
@@ -321,7 +369,15 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         kernel_diff,
         straggler,
         unclassified,
+        slower_transfer,
     }
+}
+
+/// The metric moved beyond its tolerance in its bad direction (regressed, or too noisy to say).
+fn beyond_tolerance(metrics: &[MetricCheck], name: &str) -> bool {
+    metrics
+        .iter()
+        .any(|m| m.name == name && matches!(m.verdict, Verdict::Regressed | Verdict::Noisy))
 }
 
 fn metric_change(metrics: &[MetricCheck], name: &str) -> Option<f64> {
@@ -349,30 +405,95 @@ fn name_diff(base: &BTreeSet<&str>, cur: &BTreeSet<&str>) -> String {
         .to_string()
 }
 
-/// The rank whose decode step is slowest, when rank skew regressed or it is clearly slower.
+/// The rank the others wait for, when the waiting grew beyond tolerance: the rank that arrived
+/// last at most matched collectives (ties: the one that waits least), with its compute against the
+/// median of the other ranks', per category and kernel.
 fn straggler(x: &Extraction, metrics: &[MetricCheck]) -> Option<Straggler> {
-    let per_rank = &x.metrics.get(DECODE_STEP_MS)?.per_rank;
-    if per_rank.len() < 2 {
+    if !beyond_tolerance(metrics, RANK_SKEW_MS) {
         return None;
     }
-    let (&rank, &slowest) = per_rank.iter().max_by(|a, b| a.1.total_cmp(b.1))?;
-    let mut others: Vec<f64> = per_rank
-        .iter()
-        .filter(|(r, _)| **r != rank)
-        .map(|(_, v)| *v)
+    let w = x.waits.as_ref().filter(|w| !w.steps.is_empty())?;
+    let ranks = &x.run.ranks;
+    if ranks.len() < 2 {
+        return None;
+    }
+    let collectives: u64 = w.steps.iter().map(|s| u64::from(s[0].collectives)).sum();
+    let last: Vec<u64> = (0..ranks.len())
+        .map(|i| w.steps.iter().map(|s| u64::from(s[i].last_arrivals)).sum())
         .collect();
-    let others_median = crate::stats::median(&mut others)?;
-    // Without a skew regression, only a rank clearly slower than the rest is worth naming.
-    let skew_regressed = metrics
-        .iter()
-        .any(|m| m.name == RANK_SKEW_MS && m.verdict == Verdict::Regressed);
-    (skew_regressed || slowest > others_median * STRAGGLER_MARGIN).then_some(Straggler {
+    let waits = w.median_wait_ms();
+    let i = (0..ranks.len()).fold(0, |a, i| {
+        if last[i] > last[a] || (last[i] == last[a] && waits[i] < waits[a]) {
+            i
+        } else {
+            a
+        }
+    });
+    let compute: Vec<f64> = (0..ranks.len())
+        .map(|r| crate::stats::median(&mut w.series(r, |s| s.compute_ns)).unwrap_or(0.0))
+        .collect();
+    let others_median = |v: &dyn Fn(usize) -> f64| {
+        let mut o: Vec<f64> = (0..ranks.len()).filter(|&r| r != i).map(v).collect();
+        crate::stats::median(&mut o).unwrap_or(0.0)
+    };
+    let compute_excess_ms = compute[i] - others_median(&|r| compute[r]);
+    let rank = ranks[i];
+    let breakdowns: Vec<Option<&Breakdown>> =
+        ranks.iter().map(|r| x.rank_breakdowns.get(r)).collect();
+    let cat_ms = |r: usize, c: Category| {
+        breakdowns[r]
+            .and_then(|b| b.categories.get(&c))
+            .map_or(0.0, |s| s.ms_per_step)
+    };
+    let (category, category_excess_ms) = breakdowns[i]
+        .and_then(|b| {
+            b.categories
+                .keys()
+                .filter(|c| !matches!(c, Category::Comm | Category::Memcpy))
+                .map(|&c| (c, cat_ms(i, c) - others_median(&|r| cat_ms(r, c))))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+        })
+        .map_or((None, 0.0), |(c, d)| (Some(c), d));
+    let kernel = category.and_then(|c| {
+        let kernel_ms = |r: usize, name: &str| {
+            breakdowns[r]
+                .and_then(|b| b.kernels.iter().find(|k| k.name == name))
+                .map_or(0.0, |k| k.ms_per_step)
+        };
+        breakdowns[i]?
+            .kernels
+            .iter()
+            .filter(|k| k.category == c)
+            .map(|k| {
+                (
+                    k.name.as_str(),
+                    k.ms_per_step - others_median(&|r| kernel_ms(r, &k.name)),
+                )
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(n, _)| n.to_string())
+    });
+    Some(Straggler {
         rank,
-        decode_step_ms: slowest,
-        others_median_ms: others_median,
+        last_arrival_pct: if collectives > 0 {
+            last[i] as f64 / collectives as f64 * 100.0
+        } else {
+            0.0
+        },
+        compute_excess_ms,
+        category: category.map(|c| c.key().to_string()),
+        category_excess_ms,
+        kernel,
+        wait_change_ms: metric_change(metrics, RANK_SKEW_MS).unwrap_or(0.0),
+        waits_in: if x.metrics.contains_key(ALLREDUCE_US) {
+            "allreduce".into()
+        } else {
+            "collectives".into()
+        },
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn lead_sentence(
     decode_change: Option<f64>,
     total: f64,
@@ -381,8 +502,22 @@ fn lead_sentence(
     appeared: &[String],
     vanished: &[String],
     straggler: Option<&Straggler>,
+    slower_transfer: Option<&SlowerTransfer>,
 ) -> String {
     let mut sentences = Vec::new();
+    // A straggler is the one cause behind the others' longer allreduce calls, the rank skew and
+    // a longer step: it comes first.
+    if let Some(s) = straggler {
+        let what = match (&s.category, &s.kernel) {
+            (Some(c), Some(k)) => format!(" ({c}, led by `{}`)", short_name(k)),
+            (Some(c), None) => format!(" ({c})"),
+            _ => String::new(),
+        };
+        sentences.push(format!(
+            "Rank {} is the straggler: its compute per step is {:+.3} ms{what}; the other ranks wait for it in {} ({:+.3} ms per step).",
+            s.rank, s.compute_excess_ms, s.waits_in, s.wait_change_ms
+        ));
+    }
     match decode_change {
         Some(change) if change.abs() >= NOISE_FLOOR_MS => {
             sentences.push(format!("The decode step moved by {change:+.3} ms."))
@@ -390,17 +525,27 @@ fn lead_sentence(
         Some(_) => sentences.push("The decode step did not move.".into()),
         None => {}
     }
-    // A straggler is the one cause behind skew, slower allreduces on the others and a longer step.
-    if let Some(s) = straggler {
+    if let Some(t) = slower_transfer {
+        let pct = t
+            .change_pct
+            .map(|p| format!(" ({p:+.1}%)"))
+            .unwrap_or_default();
+        let kernel = t
+            .kernel
+            .as_deref()
+            .map(|k| format!(", led by `{}`", short_name(k)))
+            .unwrap_or_default();
         sentences.push(format!(
-            "Rank {} straggles: {:.3} ms per decode step against {:.3} ms for the other ranks.",
-            s.rank, s.decode_step_ms, s.others_median_ms
+            "The allreduce itself is slower: {:+.2} us per call net of waiting{pct}{kernel}.",
+            t.change_us
         ));
     }
     let change = decode_change.unwrap_or(total).abs();
+    // With a straggler named, the comm time that grew is the others' waiting: not a lead.
     let top = categories
         .first()
-        .filter(|d| d.delta_ms_per_step.abs() >= NOISE_FLOOR_MS);
+        .filter(|d| d.delta_ms_per_step.abs() >= NOISE_FLOOR_MS)
+        .filter(|d| straggler.is_none() || d.name != Category::Comm.key());
     match top {
         // Kernel time explains the change only when it moved by a fair part of it.
         Some(top) if total.abs() >= NOISE_FLOOR_MS && total.abs() >= 0.25 * change => {

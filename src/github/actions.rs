@@ -296,6 +296,7 @@ mod tests {
                 kernel_diff: String::new(),
                 straggler: None,
                 unclassified: None,
+                slower_transfer: None,
             },
         }
     }

@@ -86,6 +86,16 @@ pub const METRICS: &[MetricDef] = &[
         ..BASE
     },
     MetricDef {
+        name: ALLREDUCE_TRANSFER_US,
+        unit: Unit::Us,
+        statistic: Statistic::Mean,
+        samples: Samples::PerCall,
+        tolerance: StartTolerance::Fixed("10%"),
+        meaning: "mean allreduce-class call net of waiting for the last rank (matched steps), all ranks pooled",
+        compute: Compute::Run(run::allreduce_transfer_us),
+        ..BASE
+    },
+    MetricDef {
         name: ALLREDUCE_RANK_RATIO,
         unit: Unit::Ratio,
         statistic: Statistic::Mean,
@@ -109,13 +119,10 @@ pub const METRICS: &[MetricDef] = &[
     },
     MetricDef {
         name: RANK_SKEW_MS,
-        samples: Samples::PerRank,
-        tolerance: StartTolerance::ShareOfDecodeStep {
-            pct: 1.0,
-            floor_ms: 0.5,
-        },
+        samples: Samples::PerStep,
+        tolerance: StartTolerance::Fixed("0.25ms"),
         headline: true,
-        meaning: "max − min over ranks of the rank's decode_step_ms",
+        meaning: "time per decode step ranks lose waiting for the slowest: per step, the wait in collectives of the rank that waits most minus the rank that waits least",
         compute: Compute::Run(run::rank_skew_ms),
         ..BASE
     },

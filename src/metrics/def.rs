@@ -94,6 +94,7 @@ pub const DECODE_STEP_P90_MS: &str = "decode_step_p90_ms";
 pub const GPU_UTIL_PCT: &str = "gpu_util_pct";
 pub const COMM_PCT: &str = "comm_pct";
 pub const ALLREDUCE_US: &str = "allreduce_us";
+pub const ALLREDUCE_TRANSFER_US: &str = "allreduce_transfer_us";
 pub const ALLREDUCE_RANK_RATIO: &str = "allreduce_rank_ratio";
 pub const MOE_US_PER_LAYER: &str = "moe_us_per_layer";
 pub const RANK_SKEW_MS: &str = "rank_skew_ms";

@@ -38,6 +38,8 @@ pub struct Context {
 pub struct RunFigures<'a> {
     pub(crate) ranks: &'a [RankFigures<'a>],
     pub context: Context,
+    /// The collectives matched across ranks (`super::waits`).
+    pub waits: Option<&'a super::waits::Waits>,
 }
 
 pub(crate) fn rank_figures<'a>(

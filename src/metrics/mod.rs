@@ -12,6 +12,7 @@ mod def;
 pub mod figures;
 pub mod intervals;
 pub mod run;
+pub mod waits;
 
 #[cfg(test)]
 mod tests;
@@ -28,9 +29,9 @@ use crate::units::Unit;
 
 use breakdown::{Breakdown, RankTotals};
 pub use catalog::{
-    MetricDef, ALLREDUCE_RANK_RATIO, ALLREDUCE_US, COMM_PCT, DECODE_STEP_MS, GPU_UTIL_PCT, METRICS,
-    MOE_US_PER_LAYER, OTHER_PCT, OVERLAP_PCT, PREFILL_COMM_PCT, PREFILL_GPU_UTIL_PCT,
-    PREFILL_STEP_MS, RANK_SKEW_MS,
+    MetricDef, ALLREDUCE_RANK_RATIO, ALLREDUCE_TRANSFER_US, ALLREDUCE_US, COMM_PCT, DECODE_STEP_MS,
+    GPU_UTIL_PCT, METRICS, MOE_US_PER_LAYER, OTHER_PCT, OVERLAP_PCT, PREFILL_COMM_PCT,
+    PREFILL_GPU_UTIL_PCT, PREFILL_STEP_MS, RANK_SKEW_MS,
 };
 use figures::{rank_figures, RankFigures};
 use figures::{Context, RunFigures};
@@ -108,8 +109,9 @@ pub struct Metric {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub per_rank: BTreeMap<u32, f64>,
     /// The samples behind the value, in the metric's unit, not serialised: the per-step samples of
-    /// the rank that decided the value (in step order), the pooled calls for `allreduce_us`, one
-    /// value per rank for `allreduce_rank_ratio` and `rank_skew_ms`.
+    /// the rank that decided the value (in step order), the pooled calls for `allreduce_us` and
+    /// `allreduce_transfer_us`, the per-step skew for `rank_skew_ms`, one value per rank for
+    /// `allreduce_rank_ratio`.
     #[serde(skip)]
     pub samples: Vec<f64>,
     /// The rank whose samples `samples` are, when one rank decided the value.
@@ -131,6 +133,11 @@ impl Metric {
             samples: Vec::new(),
             decided_by: None,
         }
+    }
+
+    /// The same metric with these samples behind its value.
+    pub fn sampled(self, samples: Vec<f64>) -> Metric {
+        Metric { samples, ..self }
     }
 }
 
@@ -185,6 +192,13 @@ pub struct Extraction {
     /// The steps behind the figures, for later stages (shapes, reports).
     #[serde(skip)]
     pub rank_steps: Vec<RankSteps>,
+    /// The collectives matched across ranks (wait and transfer), for reports and the gate's
+    /// explanation; `None` when the ranks found different numbers of decode steps.
+    #[serde(skip)]
+    pub waits: Option<waits::Waits>,
+    /// Each rank's own breakdown (per kept decode step), for naming what a straggler slowed in.
+    #[serde(skip)]
+    pub rank_breakdowns: BTreeMap<u32, Breakdown>,
 }
 
 /// Events the reader had to skip: said, so that a figure never changes silently.
@@ -242,18 +256,27 @@ pub fn extract(
         .collect();
     let moe_layers = run::moe_layers(&figures, opts.moe_layers);
     let context = context(&figures, moe_layers.as_ref());
+    let waits = waits::match_collectives(run, classes, &rank_steps);
     let metrics = run::all_metrics(
         &RunFigures {
             ranks: &figures,
             context,
+            waits: waits.as_ref(),
         },
         catalog::METRICS,
     );
     let mut warnings = read_warnings(run);
     warnings.extend(rank_warnings(run, &rank_steps));
+    warnings.extend(waits.iter().flat_map(|w| w.warnings.iter().cloned()));
 
+    let ranks: Vec<u32> = figures.iter().map(|f| f.rank).collect();
     let totals: Vec<RankTotals<'_>> = figures.into_iter().map(|f| f.totals).collect();
     let breakdown = breakdown::combine(&totals);
+    let rank_breakdowns = ranks
+        .into_iter()
+        .zip(&totals)
+        .map(|(r, t)| (r, breakdown::combine(std::slice::from_ref(t))))
+        .collect();
     Ok(Extraction {
         run: RunInfo {
             ranks: rank_steps.iter().map(|r| r.rank.index).collect(),
@@ -268,6 +291,8 @@ pub fn extract(
         moe_layers,
         warnings,
         rank_steps,
+        waits,
+        rank_breakdowns,
     })
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::def::{Across, Compute, MetricDef, Phase, DECODE_STEP_MS};
+use super::def::{Across, Compute, MetricDef, Phase};
 use super::figures::{Context, RankFigures, RunFigures};
 use super::{Metric, MetricMap, MoeLayers};
 use crate::stats::{self, Statistic};
@@ -81,19 +81,51 @@ fn min_max(values: &[f64]) -> (f64, f64) {
         })
 }
 
-/// `rank_skew_ms`: max − min of the per-rank `decode_step_ms`.
+/// `rank_skew_ms`: per matched step, the wait of the rank that waits most minus that of the rank
+/// that waits least (by their median wait per step); the median over steps. Per rank: its median
+/// wait per step. Absent when no step's collectives could be matched.
 pub(crate) fn rank_skew_ms(
     def: &MetricDef,
-    _: &RunFigures<'_>,
-    metrics: &MetricMap,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
 ) -> Option<Metric> {
-    let step = metrics.get(DECODE_STEP_MS)?;
-    let values: Vec<f64> = step.per_rank.values().copied().collect();
-    let (lo, hi) = min_max(&values);
+    let w = figures.waits.filter(|w| !w.steps.is_empty())?;
+    let (_, _, samples) = w.skew()?;
+    Some(
+        Metric {
+            per_rank: figures
+                .ranks
+                .iter()
+                .map(|f| f.rank)
+                .zip(w.median_wait_ms())
+                .collect(),
+            ..Metric::new(def, def.statistic.of(&samples))
+        }
+        .sampled(samples),
+    )
+}
+
+/// `allreduce_transfer_us`: every allreduce-class call of the matched steps net of its wait, all
+/// ranks pooled.
+pub(crate) fn allreduce_transfer_us(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
+    let pooled: Vec<f64> = figures
+        .waits?
+        .allreduce_transfer_ns
+        .iter()
+        .map(|&ns| ns as f64 / 1e3)
+        .collect();
+    let mean = stats::mean(&pooled)?;
+    let mut sorted = pooled.clone();
+    sorted.sort_unstable_by(f64::total_cmp);
     Some(Metric {
-        per_rank: step.per_rank.clone(),
-        samples: values,
-        ..Metric::new(def, hi - lo)
+        p50: stats::percentile_sorted(&sorted, 50.0),
+        p99: stats::percentile_sorted(&sorted, 99.0),
+        samples: pooled,
+        ..Metric::new(def, mean)
     })
 }
 

@@ -282,8 +282,29 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     assert_eq!(p90.decided_by, Some(1));
     assert_eq!(p90.samples, vec![0.4, 0.45, 0.5]);
 
+    // Waits. The fixture's collective ends are not aligned (rank 1's calls last 10 µs longer),
+    // which reads as a clock offset: rank 1's ends are 10 and 20 µs after rank 0's, median 15 µs.
+    // Corrected, rank 1 arrives 15 µs before rank 0 at the first allreduce (waits 15, transfer 5)
+    // and 5 µs before at the second (waits 5, transfer 15); rank 0 arrives last at both.
+    let w = x.waits.as_ref().unwrap();
+    assert_eq!(w.clock_offsets_ns, vec![0, 15 * US]);
+    assert_eq!(w.steps.len(), 3);
+    assert_eq!(
+        (w.steps[0][1].wait_ns, w.steps[0][1].transfer_ns),
+        (20 * US, 20 * US)
+    );
+    assert_eq!(
+        (w.steps[0][0].last_arrivals, w.steps[0][1].last_arrivals),
+        (2, 0)
+    );
     let skew = m(RANK_SKEW_MS);
-    assert_close(skew.value, 0.05);
+    assert_close(skew.value, 0.02);
+    assert_close(skew.per_rank[&0], 0.0);
+    assert_close(skew.per_rank[&1], 0.02);
+    assert_eq!(skew.samples, vec![0.02; 3]);
+    let t = m(ALLREDUCE_TRANSFER_US);
+    assert_close(t.value, 10.0);
+    assert_eq!(t.samples.len(), 12);
 
     // gpu_util_pct: busy 345 µs / walls on rank 0 (100, 86.25, 69); 365 µs on rank 1.
     let u = m(GPU_UTIL_PCT);
@@ -433,11 +454,9 @@ fn absent_inputs_give_absent_metrics() {
             DECODE_STEP_MS,
             catalog::DECODE_STEP_P90_MS,
             GPU_UTIL_PCT,
-            OTHER_PCT,
-            RANK_SKEW_MS
+            OTHER_PCT
         ]
     );
-    assert_eq!(x.metrics[RANK_SKEW_MS].value, 0.0);
     assert_close(x.metrics[DECODE_STEP_MS].value, 0.2);
     assert_close(x.metrics[GPU_UTIL_PCT].value, 100.0);
     assert!(x.moe_layers.is_none());

@@ -609,6 +609,7 @@ fn balance(d: &mut Doc, a: &RunAnalysis) {
         line.push_str(&format!(" | allreduce rank ratio: {}", fixed(r, 2)));
     }
     d.para(&line);
+    waiting(d, a, b);
     if b.allreduce_outliers.is_empty() {
         if b.ranks.len() > 1 {
             d.para("No rank's allreduce stands out.");
@@ -623,6 +624,71 @@ fn balance(d: &mut Doc, a: &RunAnalysis) {
                 fixed(o.ratio, 1)
             )));
         }
+    }
+}
+
+/// Collectives split into waiting for the last rank and transfer, per rank.
+fn waiting(d: &mut Doc, a: &RunAnalysis, b: &crate::analysis::balance::BalanceSection) {
+    let label_of = |rank: Option<u32>| {
+        rank.and_then(|r| a.run.ranks.iter().find(|l| l.rank == r))
+            .map_or_else(|| "-".to_string(), |l| l.label.clone())
+    };
+    if b.matched_steps == 0 {
+        if b.mismatched_steps > 0 {
+            d.para(&format!(
+                "Waiting in collectives: not measured, the ranks launched different collective sequences in all {} decode steps kept on every rank.",
+                b.mismatched_steps
+            ));
+        }
+        return;
+    }
+    let mut t = Table::new(&[
+        ("Rank", Align::Left),
+        ("Compute (ms)", Align::Right),
+        ("Comm (ms)", Align::Right),
+        ("Wait (ms)", Align::Right),
+        ("Transfer (ms)", Align::Right),
+        ("Arrived last", Align::Right),
+        ("Clock offset (µs)", Align::Right),
+    ]);
+    for r in &b.ranks {
+        t.row(vec![
+            r.label.clone(),
+            opt(r.compute_ms, 2),
+            opt(r.comm_ms, 2),
+            opt(r.wait_ms, 3),
+            opt(r.transfer_ms, 3),
+            opt_pct(r.last_arrival_pct),
+            opt(r.clock_offset_us, 1),
+        ]);
+    }
+    let mut intro = format!(
+        "Waiting in collectives: every rank blocks in a collective until the last one arrives, so its comm time is wait + transfer; the rank that waits longest arrived first. Medians per step over the {} decode steps kept on every rank",
+        b.matched_steps
+    );
+    if b.mismatched_steps > 0 {
+        intro.push_str(&format!(
+            " ({} more left out: the ranks launched different collective sequences)",
+            b.mismatched_steps
+        ));
+    }
+    intro.push('.');
+    d.para(&intro);
+    d.table(&t);
+    if let Some(skew) = b.rank_skew_ms {
+        let last = b
+            .ranks
+            .iter()
+            .find(|r| Some(r.rank) == b.last_arrival_rank)
+            .and_then(|r| r.last_arrival_pct);
+        d.para(&format!(
+            "Rank skew: {} ms per step lost waiting ({} waits most, {} least); {} arrives last at {} of the collectives.",
+            fixed(skew, 3),
+            label_of(b.waits_most_rank),
+            label_of(b.waits_least_rank),
+            label_of(b.last_arrival_rank),
+            opt_pct(last)
+        ));
     }
 }
 

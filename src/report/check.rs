@@ -296,8 +296,8 @@ pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
     parts.push(why);
     if let Some(s) = &e.straggler {
         parts.push(format!(
-            "**Straggling rank {}**: {:.3} ms per decode step, the other ranks {:.3} ms (median).\n\n",
-            s.rank, s.decode_step_ms, s.others_median_ms
+            "**Straggling rank {}**: arrived last at {:.0}% of the collectives; compute {:+.3} ms per decode step against the other ranks' median; the others wait {:+.3} ms more per step.\n\n",
+            s.rank, s.last_arrival_pct, s.compute_excess_ms, s.wait_change_ms
         ));
     }
     if !e.kernel_diff.is_empty() {

@@ -1,6 +1,8 @@
 //! Builds the timeline of each rank (integer ns) and writes it as a Kineto trace, step by step.
 
 use std::fmt::Write as _;
+
+use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
 use super::rng::Rng;
@@ -19,11 +21,13 @@ pub(crate) const WARMUP: u32 = 2;
 
 /// A kernel placed on the timeline.
 #[derive(Debug, Clone, Copy)]
-struct Placed {
+pub(crate) struct Placed {
     ts: u64,
     dur: u64,
     spec: usize,
     aux: bool,
+    /// For a collective: how long this rank waited in it for the last rank to arrive.
+    wait: u64,
 }
 
 /// Everything shared by the ranks of one run.
@@ -80,7 +84,6 @@ impl Plan {
             aux: false,
             op: "aten::copy_",
             kn: (0, 0),
-            rank0_factor: 1.0,
             memcpy: true,
         });
         let factor = |k: InjectionKind| -> f64 {
@@ -160,8 +163,8 @@ impl Plan {
         let straggler = opts
             .injections
             .iter()
-            .any(|i| i.kind == InjectionKind::Straggler)
-            .then_some((ranks - 1, straggler_f));
+            .find(|i| i.kind == InjectionKind::Straggler)
+            .map(|i| (i.rank.unwrap_or(ranks - 1), straggler_f));
         let mut r = Rng::derive(opts.seed, u32::MAX, 99);
         let stamp = format!(
             "{}.{:07}",
@@ -204,19 +207,16 @@ impl Plan {
         self.sc.tune[rank as usize % self.sc.tune.len()]
     }
 
-    /// Mean per-call duration on this rank without injections (what calibration sees).
+    /// Mean per-call duration on this rank without injections (what calibration sees); for a
+    /// collective, its transfer time, the same on every rank.
     fn nominal(&self, spec: usize, rank: u32) -> f64 {
         let s = &self.specs[spec];
-        let t = self.tune(rank);
-        let f = if s.memcpy {
-            1.0
-        } else if s.is_comm() {
-            t.comm
+        let f = if s.is_compute() {
+            self.tune(rank).compute
         } else {
-            t.compute
+            1.0
         };
-        let r0 = if rank == 0 { s.rank0_factor } else { 1.0 };
-        s.dur_ns as f64 * f * r0
+        s.dur_ns as f64 * f
     }
 
     /// Injection factor of a spec on a rank (straggler included).
@@ -274,7 +274,100 @@ fn schedule(
             dur,
             spec: op.spec,
             aux,
+            wait: 0,
         });
+    }
+}
+
+/// Where one rank's streams stand while a step is placed.
+#[derive(Debug, Clone, Copy)]
+struct Streams {
+    main_free: u64,
+    aux_free: u64,
+    last_main_start: u64,
+    prev_aux: bool,
+}
+
+impl Streams {
+    fn new(start: u64) -> Self {
+        Streams {
+            main_free: start,
+            aux_free: start,
+            last_main_start: start,
+            prev_aux: false,
+        }
+    }
+
+    /// When the op could start on this rank (before its idle gap), as `schedule` decides.
+    fn base(&self, op: &Op, aux: bool, two: bool) -> u64 {
+        if aux {
+            match op.dep {
+                Dep::Concurrent => self.last_main_start.max(self.aux_free),
+                _ if self.prev_aux => self.aux_free,
+                _ => self.aux_free.max(self.main_free),
+            }
+        } else if two && op.dep == Dep::Join {
+            self.main_free.max(self.aux_free)
+        } else {
+            self.main_free
+        }
+    }
+
+    fn commit(&mut self, ts: u64, end: u64, aux: bool) {
+        if aux {
+            self.aux_free = end;
+        } else {
+            self.main_free = end;
+            self.last_main_start = ts;
+        }
+        self.prev_aux = aux;
+    }
+}
+
+/// One rank's share of a synchronous step: its start, the idle gap before each op and each op's
+/// duration; for a collective, `durs[i]` is how much later than the common end its call ends
+/// (the small end jitter).
+struct Lane {
+    start: u64,
+    gaps: Vec<u64>,
+    durs: Vec<u64>,
+}
+
+/// Places one step on every rank at once. A collective (`transfer[i]` is `Some`) starts on each
+/// rank when that rank gets there and ends on every rank at the same moment: the last arrival plus
+/// the transfer time (plus the rank's end jitter). Each call's duration is therefore its wait for
+/// the last rank plus the transfer. Everything else is placed as `schedule` places it.
+fn schedule_sync(
+    ops: &[Op],
+    specs: &[Spec],
+    lanes: &[Lane],
+    transfer: &[Option<u64>],
+    two: bool,
+    out: &mut [Vec<Placed>],
+) {
+    let mut streams: Vec<Streams> = lanes.iter().map(|l| Streams::new(l.start)).collect();
+    let mut arrival = vec![0u64; lanes.len()];
+    for (i, op) in ops.iter().enumerate() {
+        let aux = two && specs[op.spec].aux;
+        for (r, lane) in lanes.iter().enumerate() {
+            arrival[r] = streams[r].base(op, aux, two) + lane.gaps[i];
+        }
+        let last = arrival.iter().copied().max().unwrap_or(0);
+        for (r, lane) in lanes.iter().enumerate() {
+            let ts = arrival[r];
+            let (dur, wait) = match transfer[i] {
+                Some(t) => (last - ts + t + lane.durs[i], last - ts),
+                None => (lane.durs[i], 0),
+            };
+            streams[r].commit(ts, ts + dur, aux);
+            out[r].push(Placed {
+                ts,
+                dur,
+                spec: op.spec,
+                aux,
+                wait,
+            });
+        }
     }
 }
 
@@ -357,6 +450,10 @@ struct Gen<'a> {
     rank: u32,
     rng: Rng,
     out: Out,
+    path: PathBuf,
+    steps: Vec<StepSummary>,
+    /// The first prefill's kernels, replayed by an eager loop's later prefills.
+    first_prefill: Vec<Placed>,
     host: Host,
     stream: u32,
     aux_stream: u32,
@@ -642,6 +739,7 @@ impl Gen<'_> {
                 start: k.ts,
                 end: k.ts + k.dur,
                 name: self.plan.name_id[k.spec],
+                wait: k.wait,
             })
             .collect();
         truth::summarize(kind, &acts, &self.plan.names)
@@ -746,11 +844,11 @@ impl Gen<'_> {
         Ok(())
     }
 
-    fn run(mut self) -> Result<RankOut, SynthError> {
+    /// Header, prefill and set-up burst; returns when this rank could start decoding.
+    fn prelude(&mut self) -> Result<u64, SynthError> {
         let p = self.plan;
         let rank = self.rank;
         self.header()?;
-        let mut steps = Vec::new();
 
         // ---- Prefill (eager, one stream).
         let pre = &p.prefill_ops;
@@ -813,7 +911,8 @@ impl Gen<'_> {
             Some((start, wall)),
         )?;
         self.python(cpu0 - 120 * US, cpu1 + 60 * US, true)?;
-        steps.push(self.summary(StepKind::Prefill, &placed));
+        let summary = self.summary(StepKind::Prefill, &placed);
+        self.steps.push(summary);
         let mut t = placed.iter().map(|k| k.ts + k.dur).max().unwrap_or(start) + PHASE_GAP;
 
         // ---- RCCL set-up burst (eager, not a step).
@@ -826,130 +925,216 @@ impl Gen<'_> {
                     dur,
                     spec: b.spec,
                     aux: false,
+                    wait: 0,
                 });
                 t += dur + self.rng.range(b.gap_min_ns, b.gap_max_ns);
             }
             self.eager(&burst, 64, 2)?;
             t = burst.last().map_or(t, |k| k.ts + k.dur) + PHASE_GAP;
         }
-        if let Some(e) = p.sc.eager {
-            let first_prefill = placed.clone();
-            self.eager_decode(e, t, &first_prefill, &mut steps)?;
-            return self.finish(steps);
+        if p.sc.eager.is_some() {
+            self.first_prefill = placed;
         }
+        Ok(t)
+    }
 
-        // ---- Decode steps (graph launches).
+    /// One decode step of this rank, placed by [`DecodeSim::step`], starting at `t`.
+    fn decode_step(&mut self, placed: &[Placed], t: u64) -> Result<(), SynthError> {
+        self.host.corr += 1;
+        let corr = self.host.corr;
+        let launch_ts = t - 40 * US;
+        let launch_dur = 25 * US + self.rng.range(0, 3000);
+        let pid = self.host.pid;
+        let (rt_name, id_key, id) = if self.amd() {
+            ("hipGraphLaunch", "cid", 215)
+        } else {
+            ("cudaGraphLaunch", "cbid", 311)
+        };
+        let args = format!(r#"{{"{id_key}":{id},"correlation":{corr}}}"#);
+        self.x(
+            "cuda_runtime",
+            rt_name_json(rt_name),
+            pid,
+            pid,
+            launch_ts,
+            launch_dur,
+            &args,
+        )?;
+        let wall = wall_of(placed);
+        self.annotation(
+            "step[DECODE bs=64]",
+            launch_ts - 30 * US,
+            launch_dur + 40 * US,
+            Some((t, wall)),
+        )?;
+        self.python(launch_ts - 150 * US, launch_ts + launch_dur + 5 * US, false)?;
+        for k in placed {
+            self.kernel(k, corr, None)?;
+        }
+        self.flow(corr, launch_ts, t, self.stream)?;
+        let summary = self.summary(StepKind::Decode, placed);
+        self.steps.push(summary);
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<RankOut, SynthError> {
+        let tail = format!(
+            "\n  ],\n  \"traceName\": \"/tmp/sglang_profile/{}\"\n}}\n",
+            self.plan.file_name(self.rank)
+        );
+        self.out.raw(&tail)?;
+        let (bytes, events) = self.out.finish()?;
+        Ok(RankOut {
+            path: self.path,
+            bytes,
+            events,
+            steps: self.steps,
+        })
+    }
+}
+
+/// Idle time between decode steps: the same on every rank (each runs the same scheduler loop and
+/// leaves the step at the same collective), plus up to `LAUNCH_SKEW` for when its CPU launches.
+const LAUNCH_SKEW: u64 = 20 * US;
+/// Launch gaps inside a replayed graph vary by ±20%; a long gap (weight w) by ±20%/w: a
+/// launch-bound rank's idle time before a collective is steady, not noise.
+const GAP_JITTER: f64 = 0.2;
+/// A collective ends on each rank up to this fraction of its transfer time after the common end.
+const END_JITTER: f64 = 0.01;
+
+/// The decode steps of every rank, placed together one step at a time, since the collectives
+/// synchronise the ranks.
+struct DecodeSim<'a> {
+    plan: &'a Plan,
+    /// Per rank: nominal duration of each op, gap weights, calibrated gap unit.
+    nom: Vec<Vec<f64>>,
+    weights: Vec<Vec<f64>>,
+    unit: Vec<f64>,
+    rngs: Vec<Rng>,
+    /// Draws shared by all ranks: transfer times, the idle time between steps.
+    shared: Rng,
+    /// When the next step starts (before each rank's launch skew).
+    next: u64,
+}
+
+impl<'a> DecodeSim<'a> {
+    fn new(plan: &'a Plan, start: u64) -> Self {
+        let ops = &plan.decode_ops;
+        let (mut nom, mut weights, mut unit) = (Vec::new(), Vec::new(), Vec::new());
+        for rank in 0..plan.ranks {
+            let n: Vec<f64> = ops.iter().map(|o| plan.nominal(o.spec, rank)).collect();
+            let n_ns: Vec<u64> = n.iter().map(|&d| d.round() as u64).collect();
+            let w: Vec<f64> = ops
+                .iter()
+                .map(|o| match plan.sc.paced {
+                    Some((spec, w)) if rank != 0 && o.spec == spec => w,
+                    _ => o.w,
+                })
+                .collect();
+            // Calibrated alone, on the scenario's own stream layout (single-stream lengthens the step).
+            unit.push(solve_unit(
+                ops,
+                &plan.specs,
+                &n_ns,
+                &w,
+                plan.sc.aux_stream.is_some(),
+                plan.tune(rank).wall_ns,
+            ));
+            nom.push(n);
+            weights.push(w);
+        }
+        DecodeSim {
+            plan,
+            nom,
+            weights,
+            unit,
+            rngs: (0..plan.ranks)
+                .map(|r| Rng::derive(plan.seed, r, 2))
+                .collect(),
+            shared: Rng::derive(plan.seed, u32::MAX, 3),
+            next: start,
+        }
+    }
+
+    /// Places decode step `step` (counting warm-up) on every rank: the kernels of each rank and
+    /// when its step starts.
+    fn step(&mut self, step: u32) -> (Vec<Vec<Placed>>, Vec<u64>) {
+        let p = self.plan;
         let ops = &p.decode_ops;
-        let two = p.two_streams();
-        let nom: Vec<f64> = ops.iter().map(|o| p.nominal(o.spec, rank)).collect();
-        let nom_ns: Vec<u64> = nom.iter().map(|&d| d.round() as u64).collect();
-        let weights: Vec<f64> = ops
+        let shared = &mut self.shared;
+        let mut transfer: Vec<Option<u64>> = ops
             .iter()
-            .map(|o| match p.sc.paced {
-                Some((spec, w)) if rank != 0 && o.spec == spec => w,
-                _ => o.w,
+            .map(|o| {
+                let s = &p.specs[o.spec];
+                s.is_comm().then(|| {
+                    ((s.dur_ns as f64 * p.inj[o.spec] * shared.jitter(0.04)).round() as u64)
+                        .max(500)
+                })
             })
             .collect();
-        // Calibrate on the scenario's own stream layout, so that single-stream lengthens the step.
-        let unit = solve_unit(
-            ops,
-            &p.specs,
-            &nom_ns,
-            &weights,
-            p.sc.aux_stream.is_some(),
-            p.tune(rank).wall_ns,
-        );
-        for step in 0..p.n_decode {
-            let mut durs: Vec<u64> = ops
+        // A cold first call: a long transfer on every rank, or (rank 0 only) ranks 1.. arriving
+        // late, still busy setting up, so that rank 0 waits.
+        let cold =
+            p.sc.cold_first
+                .filter(|_| step == 0)
+                .and_then(|(spec, ns, only0)| {
+                    ops.iter()
+                        .position(|o| o.spec == spec)
+                        .map(|i| (i, spec, ns, only0))
+                });
+        if let Some((i, spec, ns, false)) = cold {
+            transfer[i] = Some((ns as f64 * p.inj[spec] * shared.jitter(0.02)).round() as u64);
+        }
+        let mut lanes = Vec::with_capacity(p.ranks as usize);
+        for rank in 0..p.ranks {
+            let r = rank as usize;
+            let rng = &mut self.rngs[r];
+            let start = self.next + rng.range(0, LAUNCH_SKEW);
+            let durs = ops
                 .iter()
                 .enumerate()
-                .map(|(i, o)| self.dur(o.spec, nom[i]))
-                .collect();
-            if step == 0 {
-                if let Some((spec, ns, only0)) = p.sc.cold_first {
-                    if !only0 || rank == 0 {
-                        if let Some(i) = ops.iter().position(|o| o.spec == spec) {
-                            durs[i] = (ns as f64 * p.injection(spec, rank) * self.rng.jitter(0.02))
-                                .round() as u64;
-                        }
+                .map(|(i, o)| match transfer[i] {
+                    Some(t) => (t as f64 * END_JITTER * rng.unit()).round() as u64,
+                    None => {
+                        let d = self.nom[r][i] * p.injection(o.spec, rank) * rng.jitter(0.03);
+                        (d.round() as u64).max(500)
                     }
-                }
-            }
-            let mut gaps: Vec<u64> = weights
+                })
+                .collect();
+            let mut gaps: Vec<u64> = self.weights[r]
                 .iter()
                 .enumerate()
                 .map(|(i, w)| {
                     if i == 0 {
                         0
                     } else {
-                        (unit * w * self.rng.jitter(0.5 / w.max(1.0).sqrt())).round() as u64
+                        (self.unit[r] * w * rng.jitter(GAP_JITTER / w.max(1.0))).round() as u64
                     }
                 })
                 .collect();
+            if let Some((i, _, ns, true)) = cold {
+                if rank != 0 {
+                    gaps[i] += ns;
+                }
+            }
+            // A stall on one rank holds every rank up at its next collective.
             if let Some((s, ns)) = p.sc.stall {
-                if s == step {
+                if s == step && rank == 0 {
                     let mid = gaps.len() / 2;
                     gaps[mid] += ns;
                 }
             }
-            placed.clear();
-            schedule(ops, &p.specs, &durs, &gaps, two, t, &mut placed);
-            self.host.corr += 1;
-            let corr = self.host.corr;
-            let launch_ts = t - 40 * US;
-            let launch_dur = 25 * US + self.rng.range(0, 3000);
-            let pid = self.host.pid;
-            let (rt_name, id_key, id) = if self.amd() {
-                ("hipGraphLaunch", "cid", 215)
-            } else {
-                ("cudaGraphLaunch", "cbid", 311)
-            };
-            let args = format!(r#"{{"{id_key}":{id},"correlation":{corr}}}"#);
-            self.x(
-                "cuda_runtime",
-                rt_name_json(rt_name),
-                pid,
-                pid,
-                launch_ts,
-                launch_dur,
-                &args,
-            )?;
-            let wall = wall_of(&placed);
-            self.annotation(
-                "step[DECODE bs=64]",
-                launch_ts - 30 * US,
-                launch_dur + 40 * US,
-                Some((t, wall)),
-            )?;
-            self.python(launch_ts - 150 * US, launch_ts + launch_dur + 5 * US, false)?;
-            for k in &placed {
-                self.kernel(k, corr, None)?;
-            }
-            self.flow(corr, launch_ts, t, self.stream)?;
-            steps.push(self.summary(StepKind::Decode, &placed));
-            t = placed.iter().map(|k| k.ts + k.dur).max().unwrap_or(t)
-                + 250 * US
-                + self.rng.range(0, 150 * US);
+            lanes.push(Lane { start, gaps, durs });
         }
-
-        self.finish(steps)
-    }
-
-    /// Closes the trace.
-    fn finish(mut self, steps: Vec<StepSummary>) -> Result<RankOut, SynthError> {
-        let tail = format!(
-            "\n  ],\n  \"traceName\": \"/tmp/sglang_profile/{}\"\n}}\n",
-            self.plan.file_name(self.rank)
-        );
-        self.out.raw(&tail)?;
-        let path = PathBuf::new();
-        let (bytes, events) = self.out.finish()?;
-        Ok(RankOut {
-            path,
-            bytes,
-            events,
-            steps,
-        })
+        let mut out = vec![Vec::with_capacity(ops.len()); p.ranks as usize];
+        schedule_sync(ops, &p.specs, &lanes, &transfer, p.two_streams(), &mut out);
+        let end = out
+            .iter()
+            .flat_map(|v| v.iter().map(|k| k.ts + k.dur))
+            .max()
+            .unwrap_or(self.next);
+        self.next = end + 250 * US + self.shared.range(0, 150 * US);
+        (out, lanes.iter().map(|l| l.start).collect())
     }
 }
 
@@ -960,25 +1145,49 @@ fn rt_name_json(n: &str) -> &'static str {
     }
 }
 
-pub(crate) fn write_rank(plan: &Plan, rank: u32, dir: &Path) -> Result<RankOut, SynthError> {
-    let path = dir.join(plan.file_name(rank));
-    let out = Out::create(&path)?;
-    let g = Gen {
-        plan,
-        rank,
-        rng: Rng::derive(plan.seed, rank, 1),
-        out,
-        host: Host {
-            pid: 200_000 + (plan.seed % 50_000) as u32 * 8 + rank,
-            corr: 16,
-            ext: 0,
-            ev_idx: 0,
-            py_id: 1_000_000,
-        },
-        stream: plan.sc.main_stream,
-        aux_stream: plan.sc.aux_stream.unwrap_or(plan.sc.main_stream),
-    };
-    let mut r = g.run()?;
-    r.path = path;
-    Ok(r)
+/// Writes every rank's trace: header, prefill and burst per rank in parallel, then the decode
+/// steps one at a time (placed on all ranks together, written by each rank in parallel).
+pub(crate) fn write_all(plan: &Plan, dir: &Path) -> Result<Vec<RankOut>, SynthError> {
+    let mut gens = (0..plan.ranks)
+        .map(|rank| {
+            let path = dir.join(plan.file_name(rank));
+            Ok(Gen {
+                plan,
+                rank,
+                rng: Rng::derive(plan.seed, rank, 1),
+                out: Out::create(&path)?,
+                path,
+                steps: Vec::new(),
+                first_prefill: Vec::new(),
+                host: Host {
+                    pid: 200_000 + (plan.seed % 50_000) as u32 * 8 + rank,
+                    corr: 16,
+                    ext: 0,
+                    ev_idx: 0,
+                    py_id: 1_000_000,
+                },
+                stream: plan.sc.main_stream,
+                aux_stream: plan.sc.aux_stream.unwrap_or(plan.sc.main_stream),
+            })
+        })
+        .collect::<Result<Vec<Gen<'_>>, SynthError>>()?;
+    let ready: Vec<u64> = gens
+        .par_iter_mut()
+        .map(Gen::prelude)
+        .collect::<Result<_, _>>()?;
+    let mut sim = DecodeSim::new(plan, ready.iter().copied().max().unwrap_or(plan.ts0));
+    if let Some(e) = plan.sc.eager {
+        eager::decode_all(&mut gens, &mut sim, e)?;
+        return gens.into_par_iter().map(Gen::finish).collect();
+    }
+    for step in 0..plan.n_decode {
+        let (placed, starts) = sim.step(step);
+        gens.par_iter_mut()
+            .zip(placed.par_iter())
+            .try_for_each(|(g, p)| {
+                let t = starts[g.rank as usize];
+                g.decode_step(p, t)
+            })?;
+    }
+    gens.into_par_iter().map(Gen::finish).collect()
 }

@@ -19,7 +19,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
 /// Options of one generated run.
@@ -69,7 +68,8 @@ pub enum InjectionKind {
     Moe,
     /// `attention` kernels × factor.
     Attention,
-    /// The last rank's compute kernels × factor.
+    /// One rank's compute kernels × factor (the last rank unless `straggler=R:F` names one); the
+    /// other ranks wait for it in every collective.
     Straggler,
     /// The main allreduce kernel replaced by another implementation, per call × factor.
     Protocol,
@@ -120,19 +120,25 @@ impl InjectionKind {
 pub struct Injection {
     pub kind: InjectionKind,
     pub factor: f64,
+    /// The rank a straggler slows (`straggler=2:1.05`); `None`: the last rank.
+    pub rank: Option<u32>,
 }
 
 impl fmt::Display for Injection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}={}", self.kind.as_str(), self.factor)
+        match self.rank {
+            Some(r) => write!(f, "{}={r}:{}", self.kind.as_str(), self.factor),
+            None => write!(f, "{}={}", self.kind.as_str(), self.factor),
+        }
     }
 }
 
 impl FromStr for Injection {
     type Err = SynthError;
 
-    /// `KIND=FACTOR`: `allreduce=1.5`, `moe=1.2`, `attention=2`, `straggler=1.3`, `protocol=1.4`,
-    /// `single-stream=1` (or just `single-stream`), `rename`, `unknown-moe`.
+    /// `KIND=FACTOR`: `allreduce=1.5`, `moe=1.2`, `attention=2`, `straggler=1.3` (the last rank)
+    /// or `straggler=2:1.3` (rank 2), `protocol=1.4`, `single-stream=1` (or just `single-stream`),
+    /// `rename`, `unknown-moe`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = |reason: String| SynthError::InvalidInjection {
             spec: s.to_string(),
@@ -159,6 +165,17 @@ impl FromStr for Injection {
                 )));
             }
         };
+        let (rank, v) = match v.and_then(|v| v.split_once(':')) {
+            Some((r, f)) if kind == InjectionKind::Straggler => {
+                let r = r.trim();
+                let rank = r
+                    .parse::<u32>()
+                    .map_err(|_| bad(format!("rank `{r}` is not a rank number")))?;
+                (Some(rank), Some(f.trim()))
+            }
+            Some(_) => return Err(bad("only straggler takes a rank (straggler=R:F)".into())),
+            None => (None, v),
+        };
         let factor = match v {
             None if !kind.takes_factor() => 1.0,
             None => return Err(bad("expected KIND=FACTOR, e.g. allreduce=1.5".into())),
@@ -177,7 +194,7 @@ impl FromStr for Injection {
                 kind.as_str()
             )));
         }
-        Ok(Injection { kind, factor })
+        Ok(Injection { kind, factor, rank })
     }
 }
 
@@ -250,10 +267,13 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
     }
     std::fs::create_dir_all(out).map_err(|e| SynthError::io(out, e))?;
     let plan = generate::Plan::new(sc, opts);
-    let results: Vec<generate::RankOut> = (0..plan.ranks)
-        .into_par_iter()
-        .map(|r| generate::write_rank(&plan, r, out))
-        .collect::<Result<_, _>>()?;
+    if let Some((rank, _)) = plan.straggler.filter(|(r, _)| *r >= plan.ranks) {
+        return Err(SynthError::InvalidOption(format!(
+            "straggler rank {rank} is not a rank of this {}-rank run",
+            plan.ranks
+        )));
+    }
+    let results = generate::write_all(&plan, out)?;
 
     let mut rank_steps = Vec::with_capacity(results.len());
     let mut files = Vec::with_capacity(results.len());

@@ -31,8 +31,6 @@ pub(crate) struct Spec {
     pub op: &'static str,
     /// (K, N) of a GEMM-like op for `Input Dims` `[[M, K], [K, N]]`; (0, 0): `[[M, 7168]]`.
     pub kn: (u32, u32),
-    /// Per-call factor on rank 0 (H200's twoshot rank-0 asymmetry).
-    pub rank0_factor: f64,
     /// A `gpu_memcpy` activity, not a kernel.
     pub memcpy: bool,
 }
@@ -70,12 +68,13 @@ pub(crate) struct Op {
     pub w: f64,
 }
 
-/// Per-rank calibration: target decode wall, and factors on compute and comm per-call durations.
+/// Per-rank calibration: the decode wall the rank would have on its own (its compute, its launch
+/// gaps and the collectives' transfer time, no waiting), and a factor on its compute kernels. The
+/// step of the run is as long as the slowest rank's; the others wait for it in the collectives.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RankTune {
     pub wall_ns: u64,
     pub compute: f64,
-    pub comm: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -118,8 +117,8 @@ pub(crate) struct Scenario {
     /// The last call of `.0` in a step is replaced by `.1` (121 fused allreduces + a bulk one).
     pub replace_last: Option<(usize, usize)>,
     pub tune: Vec<RankTune>,
-    /// On ranks other than 0, the idle wait for rank 0 sits before calls of this spec, with this
-    /// gap weight (H200: ranks are paced by rank 0's slow twoshot allreduce).
+    /// Launch-bound ranks: on ranks other than 0, the GPU idles before calls of this spec, with this
+    /// gap weight (H200: ranks 1-7 arrive late at every twoshot allreduce, so rank 0 waits in it).
     pub paced: Option<(usize, f64)>,
     pub prefill: PrefillTune,
     /// First call of this spec in the first decode step takes this long (cold start); bool: rank 0 only.
@@ -181,7 +180,6 @@ impl B {
             aux: false,
             op,
             kn: (0, 0),
-            rank0_factor: 1.0,
             memcpy: false,
         });
         self.specs.len() - 1
@@ -389,19 +387,19 @@ fn mi355x() -> Scenario {
     let cdr_attn = b.comm(
         "void aiter::cross_device_reduce_2stage<__hip_bfloat16, 4>(aiter::RankData*, aiter::RankSignals, aiter::Signal*, __hip_bfloat16*, int, int)",
         "allreduce",
-        14.0,
+        12.8,
         "aiter::all_reduce",
     );
     let cdr_moe = b.comm(
         "void aiter::cross_device_reduce_2stage<__hip_bfloat16, 4>(aiter::RankData*, aiter::RankSignals, aiter::Signal*, __hip_bfloat16*, int, int)",
         "allreduce",
-        16.0,
+        14.8,
         "aiter::all_reduce",
     );
     let cdr_tail = b.comm(
         "void aiter::cross_device_reduce_2stage<__hip_bfloat16, 4>(aiter::RankData*, aiter::RankSignals, aiter::Signal*, __hip_bfloat16*, int, int)",
         "allreduce",
-        15.0,
+        13.8,
         "aiter::all_reduce",
     );
     let rccl = b.comm(
@@ -427,10 +425,9 @@ fn mi355x() -> Scenario {
     let mut epi = vec![norm_arq, lm, cdr_tail];
     epi.extend([ew_copy; 11]);
 
-    let w = |wall: f64, compute: f64, comm: f64| RankTune {
+    let w = |wall: f64, compute: f64| RankTune {
         wall_ns: ms(wall),
         compute,
-        comm,
     };
     Scenario {
         name: "mi355x-dsr1-fp4-tp4",
@@ -449,10 +446,10 @@ fn mi355x() -> Scenario {
         n_moe: 58,
         replace_last: None,
         tune: vec![
-            w(20.11, 1.0, 1.0),
-            w(20.12, 1.001, 1.008),
-            w(20.10, 0.999, 0.992),
-            w(20.11, 1.0, 1.004),
+            w(19.96, 1.0),
+            w(19.97, 1.001),
+            w(19.95, 0.999),
+            w(19.96, 1.0),
         ],
         paced: None,
         prefill: PrefillTune {
@@ -504,7 +501,7 @@ fn b200() -> Scenario {
     let oneshot = b.comm(
         "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<(flashinfer::trtllm_allreduce_fusion::AllReduceFusionPattern)1, __nv_bfloat16, 4, true, true>(flashinfer::trtllm_allreduce_fusion::AllReduceFusionParams<__nv_bfloat16>)",
         "allreduce",
-        21.5,
+        20.6,
         "sglang::flashinfer_allreduce_residual_rmsnorm",
     );
     let symk = b.comm(
@@ -706,10 +703,9 @@ fn b200() -> Scenario {
     let mut epi = vec![s(norm), s(lm)];
     epi.extend([s(ew_sample); 10]);
 
-    let w = |wall: f64, compute: f64, comm: f64| RankTune {
+    let w = |wall: f64, compute: f64| RankTune {
         wall_ns: ms(wall),
         compute,
-        comm,
     };
     Scenario {
         name: "b200-dsr1-fp4-tp4-ep4",
@@ -728,10 +724,10 @@ fn b200() -> Scenario {
         n_moe: 58,
         replace_last: Some((oneshot, symk)),
         tune: vec![
-            w(24.5, 1.0, 1.0),
-            w(24.48, 0.998, 1.01),
-            w(24.46, 1.001, 0.995),
-            w(24.49, 0.999, 1.003),
+            w(24.31, 1.0),
+            w(24.29, 0.998),
+            w(24.27, 1.001),
+            w(24.30, 0.999),
         ],
         paced: None,
         prefill: PrefillTune {
@@ -760,10 +756,9 @@ fn h200() -> Scenario {
     let twoshot = b.comm(
         "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_twoshot_sync<(flashinfer::trtllm_allreduce_fusion::AllReduceFusionPattern)1, __nv_bfloat16, 8, true, true>(flashinfer::trtllm_allreduce_fusion::AllReduceFusionParams<__nv_bfloat16>)",
         "allreduce",
-        127.0,
+        115.0,
         "sglang::flashinfer_allreduce_residual_rmsnorm",
     );
-    b.specs[twoshot].rank0_factor = 1535.4 / 127.0;
     let nccl_ar = b.comm(
         "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
         "allreduce",
@@ -911,10 +906,9 @@ fn h200() -> Scenario {
     let mut epi = vec![norm, lm, allgather];
     epi.extend([ew; 30]);
 
-    let w = |wall: f64, compute: f64, comm: f64| RankTune {
+    let w = |wall: f64, compute: f64| RankTune {
         wall_ns: ms(wall),
         compute,
-        comm,
     };
     Scenario {
         name: "h200-dsr1-fp8-tp8",
@@ -933,14 +927,16 @@ fn h200() -> Scenario {
         n_moe: 58,
         replace_last: Some((twoshot, nccl_ar)),
         tune: vec![
-            w(282.6, 1.0, 1.0),
-            w(282.42, 1.002, 1.0),
-            w(282.38, 0.998, 1.01),
-            w(282.45, 1.001, 0.99),
-            w(282.40, 0.999, 1.0),
-            w(282.36, 1.0, 1.005),
-            w(282.44, 1.002, 0.995),
-            w(282.39, 0.999, 1.0),
+            // Rank 0 is not launch-bound: its own step is 112 ms (44.8 compute, 43.5 transfer, 24
+            // idle); it waits for ranks 1-7 in every twoshot call, which makes its 282.6 ms.
+            w(112.2, 1.0),
+            w(280.82, 1.002),
+            w(280.78, 0.998),
+            w(280.85, 1.001),
+            w(280.80, 0.999),
+            w(280.76, 1.0),
+            w(280.84, 1.002),
+            w(280.79, 0.999),
         ],
         paced: Some((twoshot, 100.0)),
         prefill: PrefillTune {
@@ -1047,19 +1043,19 @@ fn mi325x() -> Scenario {
     let cdr_attn = b.comm(
         "void aiter::cross_device_reduce_2stage<__hip_bfloat16, 8>(aiter::RankData*, aiter::RankSignals, aiter::Signal*, __hip_bfloat16*, int, int)",
         "allreduce",
-        18.6,
+        14.0,
         "aiter::all_reduce",
     );
     let cdr_moe = b.comm(
         "void aiter::cross_device_reduce_2stage<__hip_bfloat16, 8>(aiter::RankData*, aiter::RankSignals, aiter::Signal*, __hip_bfloat16*, int, int)",
         "allreduce",
-        20.6,
+        15.6,
         "aiter::all_reduce",
     );
     let cdr_tail = b.comm(
         "void aiter::cross_device_reduce_2stage<__hip_bfloat16, 8>(aiter::RankData*, aiter::RankSignals, aiter::Signal*, __hip_bfloat16*, int, int)",
         "allreduce",
-        19.6,
+        14.7,
         "aiter::all_reduce",
     );
     let rccl = b.comm(
@@ -1190,10 +1186,12 @@ fn mi325x() -> Scenario {
     ];
     let tune = table
         .iter()
-        .map(|&(wall, kernel, comm)| RankTune {
-            wall_ns: ms(wall),
+        // Its own step: its compute, the transfers (1.88 ms per step)
+        // and 20 us of launch gaps; the ranks with less compute wait for the others, which is
+        // where the spread of the table's comm column comes from.
+        .map(|&(_wall, kernel, comm)| RankTune {
+            wall_ns: ms(kernel - comm + 1.88 + 0.02),
             compute: (kernel - comm) / 33.95,
-            comm: comm / 2.50,
         })
         .collect();
     Scenario {

@@ -12,6 +12,8 @@ pub struct Activity {
     pub start: u64,
     pub end: u64,
     pub name: u32,
+    /// For a collective: the time this rank waited in it for the last rank (0 for the last).
+    pub wait: u64,
 }
 
 /// What the generator knows about a kernel name.
@@ -56,6 +58,17 @@ pub struct StepSummary {
     pub comm_compute_overlap: u64,
     /// Durations (ns) of the allreduce-class calls, in start order.
     pub allreduce_calls: Vec<u64>,
+    /// Their transfer times (duration − wait), in the same order.
+    pub allreduce_transfers: Vec<u64>,
+    /// Kernel time of activities that are neither comm nor memcpy.
+    pub compute: u64,
+    /// Summed over the collectives (comm activities): time spent waiting for the last rank, and
+    /// the rest of their duration.
+    pub wait: u64,
+    pub transfer: u64,
+    /// Collectives, and how many of them this rank arrived at last (waited 0).
+    pub collectives: u32,
+    pub last_arrivals: u32,
     /// Per name id: (kernel time ns, calls).
     pub per_name: Vec<(u64, u32)>,
 }
@@ -106,7 +119,8 @@ pub fn summarize(kind: StepKind, acts: &[Activity], names: &[NameInfo]) -> StepS
     let mut all = Vec::with_capacity(acts.len());
     let mut comm_iv = Vec::new();
     let mut compute_iv = Vec::with_capacity(acts.len());
-    let mut ar: Vec<(u64, u64)> = Vec::new();
+    let mut ar: Vec<(u64, u64, u64)> = Vec::new();
+    let (mut compute, mut wait, mut collectives, mut last_arrivals) = (0, 0, 0, 0);
     for a in acts {
         let info = &names[a.name as usize];
         let d = a.end - a.start;
@@ -117,10 +131,14 @@ pub fn summarize(kind: StepKind, acts: &[Activity], names: &[NameInfo]) -> StepS
         if info.is_comm() {
             comm += d;
             comm_iv.push((a.start, a.end));
+            wait += a.wait;
+            collectives += 1;
+            last_arrivals += u32::from(a.wait == 0);
             if info.allreduce {
-                ar.push((a.start, d));
+                ar.push((a.start, d, d - a.wait));
             }
         } else if info.is_compute() {
+            compute += d;
             compute_iv.push((a.start, a.end));
         }
         if info.category == "moe_gemm" {
@@ -140,7 +158,13 @@ pub fn summarize(kind: StepKind, acts: &[Activity], names: &[NameInfo]) -> StepS
         moe_gemm,
         comm_union: length(&comm_u),
         comm_compute_overlap: intersection(&comm_u, &compute_u),
-        allreduce_calls: ar.into_iter().map(|(_, d)| d).collect(),
+        allreduce_calls: ar.iter().map(|c| c.1).collect(),
+        allreduce_transfers: ar.iter().map(|c| c.2).collect(),
+        compute,
+        wait,
+        transfer: comm - wait,
+        collectives,
+        last_arrivals,
         per_name,
     }
 }
@@ -469,15 +493,53 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
         m.insert("moe_layers".into(), Value::Object(moe_layers));
     }
 
-    // rank_skew_ms from the per-rank decode_step_ms.
-    if let Some(Value::Object(d)) = metrics.get("decode_step_ms") {
-        if let Some(Value::Object(pr)) = d.get("per_rank") {
-            let vals: Vec<f64> = pr.values().filter_map(Value::as_f64).collect();
-            let max = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let min = vals.iter().copied().fold(f64::INFINITY, f64::min);
-            let mut m = metric("ms", "lower", if vals.len() > 1 { max - min } else { 0.0 });
-            m.insert("per_rank".into(), Value::Object(pr.clone()));
-            metrics.insert("rank_skew_ms".into(), Value::Object(m));
+    // Waiting in collectives, on the decode steps every rank kept (matched by their order).
+    let matched = matched_steps(ranks, &kept);
+    let wait_ms = |ri: usize, j: usize| ranks[ri].steps[matched[j][ri]].wait as f64 / 1e6;
+    if !matched.is_empty() {
+        // rank_skew_ms: per rank its median wait per step; the run value is, per step, the wait
+        // of the rank that waits most minus that of the rank that waits least (by those medians,
+        // ties to the lower rank), the median over steps.
+        let per: Vec<PerRank> = (0..ranks.len())
+            .map(|ri| PerRank {
+                rank: ranks[ri].rank,
+                value: median(
+                    &(0..matched.len())
+                        .map(|j| wait_ms(ri, j))
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap_or(0.0),
+                p90: None,
+            })
+            .collect();
+        let most = (0..per.len()).fold(0, |a, i| if per[i].value > per[a].value { i } else { a });
+        let least = (0..per.len()).fold(0, |a, i| if per[i].value < per[a].value { i } else { a });
+        let skew: Vec<f64> = (0..matched.len())
+            .map(|j| wait_ms(most, j) - wait_ms(least, j))
+            .collect();
+        let mut m = metric("ms", "lower", median(&skew).unwrap_or(0.0));
+        m.insert("per_rank".into(), per_rank_obj(&per));
+        metrics.insert("rank_skew_ms".into(), Value::Object(m));
+
+        // allreduce_transfer_us: every allreduce-class call net of its wait, all ranks pooled.
+        let transfers: Vec<f64> = matched
+            .iter()
+            .flat_map(|m| {
+                m.iter().enumerate().flat_map(|(ri, &i)| {
+                    ranks[ri].steps[i]
+                        .allreduce_transfers
+                        .iter()
+                        .map(|&d| d as f64 / 1e3)
+                })
+            })
+            .collect();
+        if !transfers.is_empty() {
+            let mean = transfers.iter().sum::<f64>() / transfers.len() as f64;
+            let mut m = metric("us", "lower", mean);
+            m.insert("p50".into(), json!(percentile(&transfers, 50.0)));
+            m.insert("p99".into(), json!(percentile(&transfers, 99.0)));
+            m.insert("calls".into(), json!(transfers.len()));
+            metrics.insert("allreduce_transfer_us".into(), Value::Object(m));
         }
     }
 
@@ -608,7 +670,79 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
     out.insert("metrics".into(), Value::Object(metrics));
     out.insert("steps".into(), Value::Object(steps_obj));
     out.insert("breakdown".into(), Value::Object(breakdown));
+    out.insert("balance".into(), balance(ranks, &matched));
     out
+}
+
+/// The decode steps kept on every rank, matched by their order among each rank's decode steps:
+/// per matched step, the index of that step in each rank's `steps`.
+pub fn matched_steps(ranks: &[RankSteps], kept: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let ordered: Vec<Vec<usize>> = ranks
+        .iter()
+        .map(|r| {
+            let mut d: Vec<usize> = (0..r.steps.len())
+                .filter(|&i| r.steps[i].kind == StepKind::Decode)
+                .collect();
+            d.sort_by_key(|&i| r.steps[i].start);
+            d
+        })
+        .collect();
+    let is_kept: Vec<Vec<bool>> = ranks
+        .iter()
+        .zip(kept)
+        .map(|(r, k)| {
+            let mut v = vec![false; r.steps.len()];
+            for &i in k {
+                v[i] = true;
+            }
+            v
+        })
+        .collect();
+    let n = ordered.iter().map(Vec::len).min().unwrap_or(0);
+    (0..n)
+        .filter(|&j| (0..ranks.len()).all(|ri| is_kept[ri][ordered[ri][j]]))
+        .map(|j| (0..ranks.len()).map(|ri| ordered[ri][j]).collect())
+        .collect()
+}
+
+/// `balance` of truth.json: per rank, on the matched steps, compute (non-comm kernel time), comm,
+/// wait and transfer per step (medians, and every step in order), and how often it arrived last
+/// at a collective.
+fn balance(ranks: &[RankSteps], matched: &[Vec<usize>]) -> Value {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let mut per = Map::new();
+    for (ri, r) in ranks.iter().enumerate() {
+        let steps: Vec<&StepSummary> = matched.iter().map(|m| &r.steps[m[ri]]).collect();
+        let series = |f: &dyn Fn(&StepSummary) -> u64| -> Vec<f64> {
+            steps.iter().map(|s| ms(f(s))).collect()
+        };
+        let compute = series(&|s| s.compute);
+        let comm = series(&|s| s.comm);
+        let wait = series(&|s| s.wait);
+        let transfer = series(&|s| s.transfer);
+        let collectives: u64 = steps.iter().map(|s| u64::from(s.collectives)).sum();
+        let last: u64 = steps.iter().map(|s| u64::from(s.last_arrivals)).sum();
+        let per_step: Vec<Value> = (0..steps.len())
+            .map(|j| {
+                json!({"compute_ms": compute[j], "comm_ms": comm[j], "wait_ms": wait[j],
+                       "transfer_ms": transfer[j]})
+            })
+            .collect();
+        per.insert(
+            r.rank.to_string(),
+            json!({
+                "compute_ms": median(&compute),
+                "comm_ms": median(&comm),
+                "wait_ms": median(&wait),
+                "transfer_ms": median(&transfer),
+                "collectives": collectives,
+                "last_arrivals": last,
+                "last_arrival_pct": (collectives > 0).then(|| last as f64 / collectives as f64 * 100.0),
+                "steps": per_step,
+            }),
+        );
+    }
+    json!({"matched_steps": matched.len(), "ranks": per})
 }
 
 #[cfg(test)]
@@ -661,26 +795,31 @@ mod tests {
                 start: 0,
                 end: 100,
                 name: 1,
+                wait: 0,
             },
             Activity {
                 start: 50,
                 end: 150,
                 name: 0,
+                wait: 30,
             },
             Activity {
                 start: 140,
                 end: 200,
                 name: 0,
+                wait: 0,
             },
             Activity {
                 start: 300,
                 end: 310,
                 name: 3,
+                wait: 0,
             },
             Activity {
                 start: 310,
                 end: 320,
                 name: 2,
+                wait: 0,
             },
         ];
         let s = summarize(StepKind::Decode, &acts, &n);
@@ -691,6 +830,9 @@ mod tests {
         assert_eq!(s.comm_union, 150);
         assert_eq!(s.comm_compute_overlap, 50);
         assert_eq!(s.allreduce_calls, vec![100, 60]);
+        assert_eq!(s.allreduce_transfers, vec![70, 60]);
+        assert_eq!((s.compute, s.wait, s.transfer), (110, 30, 130));
+        assert_eq!((s.collectives, s.last_arrivals), (2, 1));
         assert_eq!(s.moe_gemm, 100);
     }
 
@@ -707,6 +849,12 @@ mod tests {
             comm_union: 0,
             comm_compute_overlap: 0,
             allreduce_calls: vec![],
+            allreduce_transfers: vec![],
+            compute: 0,
+            wait: 0,
+            transfer: 0,
+            collectives: 0,
+            last_arrivals: 0,
             per_name: vec![],
         };
         let steps: Vec<StepSummary> = [100, 100, 10, 20, 21, 22, 50, 9]

@@ -238,7 +238,9 @@ fn check_github_writes_summary_outputs_and_annotations() {
         .unwrap();
     // Percent signs in the message are escaped as workflow commands require.
     assert!(allreduce.contains("tolerance 10%25"), "{allreduce}");
-    assert!(allreduce.contains("change +5"), "{allreduce}");
+    // allreduce=1.5 scales the transfer; the waiting inside each call does not grow, so the raw
+    // mean call grows by a little less than 50%.
+    assert!(allreduce.contains("change +4"), "{allreduce}");
 }
 
 #[test]

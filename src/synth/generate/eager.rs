@@ -2,6 +2,7 @@
 //! and of vLLM's piecewise CUDA graphs: no step annotation, no graph that holds a whole forward,
 //! no host sync the tool could lean on; forward passes are told apart only by the idle GPU time the
 //! scheduler leaves between them (drawn per step, log-uniform), and a prefill comes every few steps.
+//! The ranks still wait for each other in every collective: the steps are placed by `DecodeSim`.
 
 use super::*;
 use crate::synth::scenario::EagerLoop;
@@ -9,69 +10,61 @@ use crate::synth::scenario::EagerLoop;
 /// Sequences per decode batch (the M of every decode GEMM).
 const BATCH: u32 = 64;
 
-impl Gen<'_> {
-    /// Decode steps (with a prefill every `e.prefill_every`) from `t`; `prefill` is the first
-    /// prefill, replayed (shifted) for the later ones.
-    pub(super) fn eager_decode(
-        &mut self,
-        e: EagerLoop,
-        mut t: u64,
-        prefill: &[Placed],
-        steps: &mut Vec<StepSummary>,
-    ) -> Result<(), SynthError> {
-        let p = self.plan;
-        let rank = self.rank;
-        let ops = &p.decode_ops;
-        let two = p.two_streams();
-        let nom: Vec<f64> = ops.iter().map(|o| p.nominal(o.spec, rank)).collect();
-        let nom_ns: Vec<u64> = nom.iter().map(|&d| d.round() as u64).collect();
-        let weights: Vec<f64> = ops.iter().map(|o| o.w).collect();
-        let unit = solve_unit(ops, &p.specs, &nom_ns, &weights, two, p.tune(rank).wall_ns);
-        let mut placed = Vec::with_capacity(ops.len());
-        for step in 0..p.n_decode {
-            if step > 0 && step % e.prefill_every == 0 {
-                t = self.replay_prefill(prefill, t, steps)? + self.step_gap(e);
-            }
-            let durs: Vec<u64> = ops
-                .iter()
-                .enumerate()
-                .map(|(i, o)| self.dur(o.spec, nom[i]))
-                .collect();
-            let gaps: Vec<u64> = weights
-                .iter()
-                .enumerate()
-                .map(|(i, w)| match i {
-                    0 => 0,
-                    _ => (unit * w * self.rng.jitter(0.5 / w.max(1.0).sqrt())).round() as u64,
-                })
-                .collect();
-            placed.clear();
-            schedule(ops, &p.specs, &durs, &gaps, two, t, &mut placed);
-            let (cpu0, cpu1) = if e.piecewise {
-                self.piecewise(&placed)?
-            } else {
-                self.eager(&placed, BATCH, 0)?
-            };
-            self.python(cpu0.saturating_sub(60 * US), cpu1 + 20 * US, false)?;
-            steps.push(self.summary(StepKind::Decode, &placed));
-            t = placed.iter().map(|k| k.ts + k.dur).max().unwrap_or(t) + self.step_gap(e);
+/// Every rank's decode steps (with a prefill every `e.prefill_every`), placed together by `sim` as
+/// in a graph run (ranks wait for each other in every collective) but launched eagerly, with the
+/// scheduler's idle time between forward passes: the same on every rank, drawn per step.
+pub(super) fn decode_all(
+    gens: &mut [Gen<'_>],
+    sim: &mut DecodeSim<'_>,
+    e: EagerLoop,
+) -> Result<(), SynthError> {
+    for step in 0..sim.plan.n_decode {
+        if step > 0 && step % e.prefill_every == 0 {
+            let t = sim.next;
+            let ends = gens
+                .par_iter_mut()
+                .map(|g| g.replay_prefill(t))
+                .collect::<Result<Vec<u64>, SynthError>>()?;
+            sim.next = ends.into_iter().max().unwrap_or(t) + step_gap(&mut sim.shared, e);
         }
+        let (placed, _) = sim.step(step);
+        gens.par_iter_mut()
+            .zip(placed.par_iter())
+            .try_for_each(|(g, p)| g.eager_step(e, p))?;
+        let end = placed
+            .iter()
+            .flatten()
+            .map(|k| k.ts + k.dur)
+            .max()
+            .unwrap_or(sim.next);
+        sim.next = end + step_gap(&mut sim.shared, e);
+    }
+    Ok(())
+}
+
+/// Idle GPU time before the next forward: log-uniform in the loop's range.
+fn step_gap(rng: &mut Rng, e: EagerLoop) -> u64 {
+    let (lo, hi) = (e.gap_min_ns as f64, e.gap_max_ns as f64);
+    (lo * (hi / lo).powf(rng.unit())).round() as u64
+}
+
+impl Gen<'_> {
+    /// One decode forward of this rank, launched kernel by kernel (or piecewise).
+    fn eager_step(&mut self, e: EagerLoop, placed: &[Placed]) -> Result<(), SynthError> {
+        let (cpu0, cpu1) = if e.piecewise {
+            self.piecewise(placed)?
+        } else {
+            self.eager(placed, BATCH, 0)?
+        };
+        self.python(cpu0.saturating_sub(60 * US), cpu1 + 20 * US, false)?;
+        let summary = self.summary(StepKind::Decode, placed);
+        self.steps.push(summary);
         Ok(())
     }
 
-    /// Idle GPU time before the next forward: log-uniform in the loop's range.
-    fn step_gap(&mut self, e: EagerLoop) -> u64 {
-        let (lo, hi) = (e.gap_min_ns as f64, e.gap_max_ns as f64);
-        (lo * (hi / lo).powf(self.rng.unit())).round() as u64
-    }
-
     /// The first prefill again from `t` (eager, M = its tokens); returns its end.
-    fn replay_prefill(
-        &mut self,
-        prefill: &[Placed],
-        t: u64,
-        steps: &mut Vec<StepSummary>,
-    ) -> Result<u64, SynthError> {
+    fn replay_prefill(&mut self, t: u64) -> Result<u64, SynthError> {
+        let prefill = std::mem::take(&mut self.first_prefill);
         let start = prefill.iter().map(|k| k.ts).min().unwrap_or(t);
         let shifted: Vec<Placed> = prefill
             .iter()
@@ -82,7 +75,9 @@ impl Gen<'_> {
             .collect();
         let (cpu0, cpu1) = self.eager(&shifted, self.plan.sc.prefill.toks, 0)?;
         self.python(cpu0.saturating_sub(60 * US), cpu1 + 20 * US, true)?;
-        steps.push(self.summary(StepKind::Prefill, &shifted));
+        let summary = self.summary(StepKind::Prefill, &shifted);
+        self.steps.push(summary);
+        self.first_prefill = prefill;
         Ok(shifted.iter().map(|k| k.ts + k.dur).max().unwrap_or(t))
     }
 
