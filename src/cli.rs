@@ -22,6 +22,10 @@ pub struct Cli {
     /// (512M, 4G...); also from TRACEGATE_MAX_MEMORY. A clear error beats the OS killing the job.
     #[arg(long, global = true, value_name = "SIZE")]
     pub max_memory: Option<String>,
+    /// Threads to read and analyse with (default: one per core). The output is the same for any
+    /// number; one file alone (SGLang's merged file) is parsed on all of them.
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -109,6 +113,10 @@ pub struct SynthArgs {
     /// single-stream); repeatable.
     #[arg(long, value_name = "KIND=FACTOR")]
     pub inject: Vec<String>,
+    /// per-rank: one file per rank; merged: one SGLang/InferenceX merged file of every rank
+    /// (pids "[TPnn] pid", ids repeating across ranks).
+    #[arg(long, value_enum, default_value = "per-rank")]
+    pub layout: crate::synth::Layout,
 }
 
 #[derive(Debug, Subcommand)]
@@ -323,6 +331,13 @@ pub fn run(cli: Cli) -> Result<i32> {
         let bytes =
             crate::reader::parse_size(&text).map_err(|e| anyhow::anyhow!("--max-memory: {e}"))?;
         crate::reader::set_memory_limit(Some(bytes));
+    }
+    if let Some(n) = cli.threads {
+        crate::reader::set_threads(Some(n.into()));
+        // Every later stage's parallel work too; it only fails if a pool already exists.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(n.into())
+            .build_global();
     }
     match cli.command {
         Command::Inspect(args) => inspect(args),
@@ -626,6 +641,7 @@ fn synth(args: SynthArgs) -> Result<i32> {
         scale: args.scale,
         python_functions_per_step: args.python_functions_per_step,
         injections,
+        layout: args.layout,
     };
     let summary = crate::synth::generate_to_dir(&options, &args.out)?;
     eprintln!(

@@ -315,6 +315,46 @@ impl EventSink {
         }
     }
 
+    /// Appends the events of `other`, read from a later stretch of the same file, as if this
+    /// sink had read them itself: names and launch dimensions are interned again in the order
+    /// `other` first saw them, lists keep file order, counts add up, the first unusable event
+    /// stays the first.
+    pub fn absorb(&mut self, other: EventSink) {
+        let names = self.names.absorb(&other.names);
+        let name = |id: u32| names[id as usize];
+        let mut dims = vec![0u32; other.launch_dims.len().max(1)];
+        for (i, d) in other.launch_dims.iter().enumerate().skip(1) {
+            dims[i] = self.intern_dims(*d);
+        }
+        self.gpu.reserve(other.gpu.len());
+        for mut a in other.gpu {
+            a.name = name(a.name);
+            a.launch_dims = dims[a.launch_dims as usize];
+            self.gpu.push(a);
+        }
+        self.cpu_ops.extend(other.cpu_ops.into_iter().map(|mut op| {
+            op.name = name(op.name);
+            op.input_dims = op.input_dims.map(name);
+            op.input_types = op.input_types.map(name);
+            op
+        }));
+        self.launches
+            .extend(other.launches.into_iter().map(|mut l| {
+                l.name = name(l.name);
+                l
+            }));
+        self.annotations
+            .extend(other.annotations.into_iter().map(|mut a| {
+                a.name = name(a.name);
+                a
+            }));
+        self.stats.absorb(other.stats);
+        if self.first_unusable.is_none() {
+            self.first_unusable = other.first_unusable;
+        }
+        self.unusable += other.unusable;
+    }
+
     /// Sorts every list by start time (stable, so equal starts keep file order).
     pub fn finish(&mut self) {
         self.gpu.sort_by_key(|a| a.ts);
@@ -335,7 +375,50 @@ pub fn looks_like_python_function(event: &[u8]) -> bool {
     static CAT: LazyLock<memchr::memmem::Finder<'static>> =
         LazyLock::new(|| memchr::memmem::Finder::new(b"\"cat\""));
     let head = &event[..event.len().min(96)];
-    PYTHON.find(head).is_some() && CAT.find(head).is_some()
+    match PYTHON.find(head) {
+        Some(at) => CAT.find(head).is_some() && is_cat_value(&head[..at]),
+        None => false,
+    }
+}
+
+/// True when `before`, the bytes of an event from its opening brace up to a `"python_function"`
+/// string, leave that string as the value of the event's own `"cat"` key: outside any string,
+/// at the event's top level, after `"cat"` and a colon. The answer depends on the event's own
+/// bytes only (a short event followed by a `python_function` one is not taken for it), so that
+/// it is the same wherever a chunk of the file ends.
+fn is_cat_value(before: &[u8]) -> bool {
+    if before.first() != Some(&b'{') {
+        return false;
+    }
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < before.len() {
+        match before[i] {
+            b'"' => {
+                i += 1;
+                while i < before.len() && before[i] != b'"' {
+                    i += if before[i] == b'\\' { 2 } else { 1 };
+                }
+                if i >= before.len() {
+                    return false;
+                }
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let key = before.trim_ascii_end();
+    depth == 1
+        && key
+            .strip_suffix(b":")
+            .is_some_and(|k| k.trim_ascii_end().ends_with(b"\"cat\""))
 }
 
 #[cfg(test)]
@@ -430,6 +513,16 @@ mod tests {
         ));
         assert!(!looks_like_python_function(
             br#"{"ph": "X", "cat": "kernel", "name": "x"}"#
+        ));
+        // Only the event's own cat counts: not a name, not the next event's cat.
+        assert!(!looks_like_python_function(
+            br#"{"ph": "X", "name": "\"cat\": \"python_function\"", "cat": "kernel"}"#
+        ));
+        assert!(!looks_like_python_function(
+            br#"{"ph": "X", "cat": "kernel", "ts": 1}, {"ph": "X", "cat": "python_function"}"#
+        ));
+        assert!(!looks_like_python_function(
+            br#"{"ph": "X", "args": {"cat": "python_function"}}"#
         ));
     }
 }
