@@ -1,25 +1,52 @@
 //! tracegate: reads the PyTorch-profiler (Kineto) traces of an LLM inference profile run, extracts
 //! the figures that matter and gates them against a per-hardware baseline.
 //!
-//! The pipeline runs one way: [`reader`] → [`taxonomy`] → [`steps`] → [`metrics`] → [`gate`] →
-//! [`report`]. Only the reader sees JSON; only the report formats.
+//! The pipeline runs one way: reader → taxonomy → steps → metrics → gate → report
+//! (`docs/ARCHITECTURE.md`). [`pipeline`] strings the stages together; the items re-exported
+//! here are the API a program embedding tracegate needs (`examples/library.rs`):
+//!
+//! ```no_run
+//! use tracegate::{pipeline, AnalysisConfig, CheckOptions};
+//! let paths = [std::path::PathBuf::from("traces/")];
+//! let run = pipeline::read_run(&paths, &|_, _| {})?;
+//! let baseline = pipeline::load_baseline("baselines/x.toml".as_ref())?;
+//! let config = AnalysisConfig::default();
+//! let result = pipeline::check(&run, &paths, &config, &baseline, &CheckOptions::default())?;
+//! std::process::exit(result.exit_code);
+//! # Ok::<(), tracegate::PipelineError>(())
+//! ```
 
 pub mod analysis;
 pub mod baseline;
 pub mod cli;
 pub mod exit;
 pub mod gate;
-pub mod github;
-pub mod inspect;
-pub mod links;
+pub(crate) mod github;
+pub mod identity;
+pub(crate) mod inspect;
+pub(crate) mod links;
 pub mod metrics;
+pub mod pipeline;
 pub mod reader;
 pub mod report;
-pub mod shapes;
-pub mod steps;
+pub mod stats;
+pub(crate) mod steps;
 pub mod sweep;
 pub mod synth;
 pub mod taxonomy;
+pub mod units;
 
 #[cfg(test)]
 mod testing;
+
+pub use analysis::RunAnalysis;
+pub use baseline::{Baseline, BaselineError, Meta, Tolerance};
+pub use gate::{CheckOptions, CheckResult, MetricCheck, Status, Verdict};
+pub use metrics::{Extraction, Metric, MetricDef, METRICS};
+pub use pipeline::{AnalysisConfig, PipelineError};
+pub use reader::{ReadError, Run};
+pub use report::{ExtractFormat, Format};
+pub use sweep::Sweep;
+pub use synth::SynthOptions;
+pub use taxonomy::{Category, Taxonomy};
+pub use units::Unit;

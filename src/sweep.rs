@@ -1,21 +1,22 @@
 //! A sweep: the verdicts of many configurations (one `check --verdict-out` file per matrix job)
 //! merged into one answer. A configuration without a verdict is a failure, not an omission.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::gate::{Status, Verdict};
+use crate::identity::Identity;
+use crate::units::Unit;
 
-/// The metrics a sweep shows as columns, in order.
-pub const HEADLINE_METRICS: [&str; 6] = [
-    "decode_step_ms",
-    "gpu_util_pct",
-    "comm_pct",
-    "allreduce_us",
-    "moe_us_per_layer",
-    "rank_skew_ms",
-];
+/// The metrics a sweep shows as columns, in order: the registry's headline metrics.
+pub fn headline_metrics() -> impl Iterator<Item = &'static str> {
+    crate::metrics::METRICS
+        .iter()
+        .filter(|d| d.headline)
+        .map(|d| d.name)
+}
 
 /// The part of a `check` verdict (docs/JSON.md) a sweep reads.
 #[derive(Debug, Clone, Deserialize)]
@@ -27,6 +28,9 @@ struct VerdictFile {
     #[serde(default)]
     metrics: Vec<MetricRef>,
     explanation: Option<ExplanationRef>,
+    /// `run.image` and `run.meta` (absent from verdicts older than them).
+    #[serde(default)]
+    run: Identity,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -38,12 +42,14 @@ struct BaselineRef {
 #[derive(Debug, Clone, Deserialize)]
 struct MetaRef {
     hardware: String,
+    #[serde(default)]
+    image: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MetricRef {
     pub name: String,
-    pub unit: String,
+    pub unit: Unit,
     pub gated: bool,
     pub baseline: Option<f64>,
     pub current: Option<f64>,
@@ -69,6 +75,10 @@ pub struct Configuration {
     pub metrics: Vec<MetricRef>,
     /// Where the verdict came from; `None` when it is missing.
     pub source: Option<PathBuf>,
+    /// The image the baseline was recorded with.
+    pub baseline_image: Option<String>,
+    /// The run's image and pairs, from its verdict (the image else from `sweep --image`).
+    pub run: Identity,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -79,6 +89,8 @@ pub struct Sweep {
     pub summary: String,
     /// Failing configurations first (cannot judge, then regression), then passing, by name.
     pub configurations: Vec<Configuration>,
+    /// `sweep --image` and `--meta`: the sweep's own identity.
+    pub run: Identity,
 }
 
 /// Version of the sweep JSON schema.
@@ -129,6 +141,8 @@ fn failed(name: String, summary: String, source: Option<PathBuf>) -> Configurati
         lead: None,
         metrics: Vec::new(),
         source,
+        baseline_image: None,
+        run: Identity::default(),
     }
 }
 
@@ -152,6 +166,8 @@ fn read_verdict(path: &Path) -> Configuration {
             lead: v.explanation.map(|e| e.lead),
             metrics: v.metrics,
             source: Some(path.to_path_buf()),
+            baseline_image: v.baseline.meta.image,
+            run: v.run,
         },
         Ok(v) => failed(
             fallback,
@@ -210,6 +226,59 @@ pub fn merge(paths: &[PathBuf], expect: &[String]) -> Sweep {
         exit_code: status.exit_code(),
         summary,
         configurations,
+        run: Identity::default(),
+    }
+}
+
+impl Sweep {
+    /// The sweep's own `--image` and `--meta`: the image stands for the run image of every
+    /// configuration whose verdict names none.
+    pub fn with_run(mut self, run: Identity) -> Sweep {
+        if let Some(image) = &run.image {
+            for c in self
+                .configurations
+                .iter_mut()
+                .filter(|c| c.source.is_some())
+            {
+                c.run.image.get_or_insert_with(|| image.clone());
+            }
+        }
+        self.run = run;
+        self
+    }
+
+    /// Each distinct (baseline image, run image) of the configurations with a verdict, with how
+    /// many configurations have it, most first; pairs where neither is known are left out.
+    /// Empty when no run names its image: baselines that record one say nothing of the runs.
+    pub fn image_bumps(&self) -> Vec<(Option<&str>, Option<&str>, usize)> {
+        if self.configurations.iter().all(|c| c.run.image.is_none()) {
+            return Vec::new();
+        }
+        let mut counts: BTreeMap<(Option<&str>, Option<&str>), usize> = BTreeMap::new();
+        for c in &self.configurations {
+            let pair = (c.baseline_image.as_deref(), c.run.image.as_deref());
+            if pair != (None, None) {
+                *counts.entry(pair).or_default() += 1;
+            }
+        }
+        let mut bumps: Vec<_> = counts.into_iter().map(|((b, a), n)| (b, a, n)).collect();
+        bumps.sort_by_key(|b| std::cmp::Reverse(b.2));
+        bumps
+    }
+
+    /// The pairs every configuration with a verdict shares (a commit, a pull request), then the
+    /// sweep's own `--meta`, which wins.
+    pub fn common_meta(&self) -> BTreeMap<String, String> {
+        let mut with_verdict = self.configurations.iter().filter(|c| c.source.is_some());
+        let mut common = with_verdict
+            .next()
+            .map(|c| c.run.meta.clone())
+            .unwrap_or_default();
+        for c in with_verdict {
+            common.retain(|k, v| c.run.meta.get(k) == Some(v));
+        }
+        common.extend(self.run.meta.clone());
+        common
     }
 }
 
@@ -224,6 +293,51 @@ mod tests {
             "dsr1-fp4-mi355x-sglang-tp4-conc64"
         );
         assert_eq!(config_name("x"), "x");
+    }
+
+    fn configuration(name: &str, before: Option<&str>, after: Option<&str>) -> Configuration {
+        Configuration {
+            source: Some(PathBuf::from(format!("{name}.json"))),
+            baseline_image: before.map(str::to_string),
+            run: Identity {
+                image: after.map(str::to_string),
+                meta: [("commit".to_string(), "abc".to_string())].into(),
+            },
+            ..failed(name.into(), String::new(), None)
+        }
+    }
+
+    #[test]
+    fn image_bumps_are_counted_and_the_sweep_image_fills_the_gaps() {
+        let mut sweep = merge(&[], &[]);
+        sweep.configurations = vec![configuration("x", Some("cuda:1"), None)];
+        assert_eq!(sweep.image_bumps(), [], "no run names its image");
+        sweep.configurations = vec![
+            configuration("a", Some("rocm:1"), Some("rocm:2")),
+            configuration("b", Some("rocm:1"), Some("rocm:2")),
+            configuration("c", Some("cuda:1"), None),
+            configuration("d", None, None),
+        ];
+        sweep.configurations[3]
+            .run
+            .meta
+            .insert("commit".into(), "def".into());
+        let run = Identity {
+            image: Some("cuda:2".into()),
+            meta: [("pr".to_string(), "7".to_string())].into(),
+        };
+        let sweep = sweep.with_run(run);
+        assert_eq!(
+            sweep.image_bumps(),
+            [
+                (Some("rocm:1"), Some("rocm:2"), 2),
+                (None, Some("cuda:2"), 1),
+                (Some("cuda:1"), Some("cuda:2"), 1),
+            ]
+        );
+        // "d" has another commit: only the sweep's own pair is common.
+        let common: Vec<_> = sweep.common_meta().into_iter().collect();
+        assert_eq!(common, [("pr".to_string(), "7".to_string())]);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::{ns_to_ms, Context};
-use crate::metrics::stats::{mean, median};
+use crate::stats::{mean, median};
 use crate::steps::is_allreduce;
 
 /// A rank whose mean allreduce call is at least this many times the median of the other ranks'

@@ -15,6 +15,7 @@ pub mod compare;
 pub mod coverage;
 pub mod overlap;
 pub mod prefill;
+pub mod shapes;
 
 use std::collections::HashSet;
 
@@ -24,9 +25,9 @@ use crate::metrics::breakdown::{combine, Breakdown, RankTotals};
 use crate::metrics::compute::{step_figures, Scratch, StepFigures};
 use crate::metrics::{Extraction, COMM_PCT, DECODE_STEP_MS, GPU_UTIL_PCT};
 use crate::reader::model::{GpuActivity, Run};
-use crate::shapes::ShapesSection;
 use crate::steps::{category_of, Detection, RankSteps, Step};
 use crate::taxonomy::Class;
+use shapes::ShapesSection;
 
 /// Version of the `report --format json` schema; bumped on any incompatible change.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
@@ -274,7 +275,7 @@ pub fn analyse_run(
         whole_trace: overlap::whole_trace(&ctx),
         balance: has_decode.then(|| balance::balance_section(&ctx)),
         prefill: prefill::prefill_section(&ctx),
-        shapes: crate::shapes::shape_section(run, classes, rank_steps, scope),
+        shapes: crate::analysis::shapes::shape_section(run, classes, rank_steps, scope),
         coverage: coverage::coverage(run),
     }
 }

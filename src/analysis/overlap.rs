@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{ns_to_ms, Context, Scope};
-use crate::metrics::stats::{intersection_len, median, total_len, union_in_place, Interval};
+use crate::metrics::intervals::{intersection_len, total_len, union_in_place, Interval};
+use crate::stats::median;
 use crate::taxonomy::Category;
 
 /// Below this overlap (%) communication is called near-zero overlapped.

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{known_metrics, Baseline, BaselineError, Meta};
+use super::{Baseline, BaselineError, Meta};
 
 /// What the run says about itself, for matching.
 #[derive(Debug, Clone)]
@@ -108,10 +108,9 @@ fn load_all(dir: &Path) -> Result<Vec<Baseline>, DiscoveryError> {
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     files.sort();
-    let known = known_metrics();
     files
         .iter()
-        .map(|f| Baseline::load(f, &known).map_err(DiscoveryError::from))
+        .map(|f| Baseline::load(f).map_err(DiscoveryError::from))
         .collect()
 }
 

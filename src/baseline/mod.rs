@@ -17,26 +17,6 @@ pub use tolerance::{Tolerance, ToleranceError, Unit};
 
 pub use crate::metrics::Direction;
 
-/// What the baseline needs to know about a metric to validate an entry.
-#[derive(Debug, Clone, Copy)]
-pub struct MetricSpec {
-    pub name: &'static str,
-    pub unit: Unit,
-    pub direction: Direction,
-}
-
-/// The specs of every metric tracegate computes.
-pub fn known_metrics() -> Vec<MetricSpec> {
-    crate::metrics::CATALOG
-        .iter()
-        .map(|&(name, unit, direction)| MetricSpec {
-            name,
-            unit: Unit::parse_metric_unit(unit).unwrap_or(Unit::Plain),
-            direction,
-        })
-        .collect()
-}
-
 /// The `[meta]` table: what configuration the figures belong to and where they came from.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -47,6 +27,8 @@ pub struct Meta {
     pub precision: Option<String>,
     pub framework: Option<String>,
     pub image: Option<String>,
+    /// The image of the baseline before `baseline update --image` recorded a new one.
+    pub previous_image: Option<String>,
     pub tp: Option<u32>,
     pub ep: Option<u32>,
     pub concurrency: Option<u32>,
@@ -56,6 +38,33 @@ pub struct Meta {
     pub source: Option<String>,
     pub date: Option<String>,
     pub tracegate_version: Option<String>,
+    /// Free pairs of the run's identity (`--meta sglang=0.5.3`), an inline table of strings.
+    #[serde(default)]
+    pub extra: BTreeMap<String, String>,
+}
+
+impl Meta {
+    /// The value of `key` as text: a `[meta]` field, else an `extra` pair.
+    pub fn get(&self, key: &str) -> Option<String> {
+        let text = |v: &Option<String>| v.clone();
+        let num = |v: Option<u32>| v.map(|v| v.to_string());
+        match key {
+            "hardware" => Some(self.hardware.clone()).filter(|h| !h.is_empty()),
+            "model" => text(&self.model),
+            "precision" => text(&self.precision),
+            "framework" => text(&self.framework),
+            "image" => text(&self.image),
+            "previous_image" => text(&self.previous_image),
+            "tp" => num(self.tp),
+            "ep" => num(self.ep),
+            "concurrency" => num(self.concurrency),
+            "moe_layers" => num(self.moe_layers),
+            "source" => text(&self.source),
+            "date" => text(&self.date),
+            "tracegate_version" => text(&self.tracegate_version),
+            _ => self.extra.get(key).cloned(),
+        }
+    }
 }
 
 /// One gated (or report-only) metric.
@@ -163,15 +172,17 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 impl Baseline {
-    pub fn load(path: &Path, known: &[MetricSpec]) -> Result<Baseline, BaselineError> {
+    /// Reads and validates a baseline file against the metric registry.
+    pub fn load(path: &Path) -> Result<Baseline, BaselineError> {
         let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        Baseline::parse(&text, path, known)
+        Baseline::parse(&text, path)
     }
 
-    pub fn parse(text: &str, path: &Path, known: &[MetricSpec]) -> Result<Baseline, BaselineError> {
+    /// Validates a baseline's text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Baseline, BaselineError> {
         let file: BaselineFile = toml::from_str(text).map_err(|e| {
             let line = e.span().map_or(0, |s| line_of(text, s.start));
             let source_line = text
@@ -197,8 +208,8 @@ impl Baseline {
             message,
         };
         for (name, m) in &file.metrics {
-            let Some(spec) = known.iter().find(|s| s.name == name) else {
-                let names: Vec<&str> = known.iter().map(|s| s.name).collect();
+            let Some(spec) = crate::metrics::catalog::def(name) else {
+                let names: Vec<&str> = crate::metrics::catalog::names().collect();
                 return Err(metric_error(
                     name,
                     format!("unknown metric; known metrics: {}", names.join(", ")),
@@ -228,21 +239,8 @@ impl Baseline {
 mod tests {
     use super::*;
 
-    const KNOWN: &[MetricSpec] = &[
-        MetricSpec {
-            name: "decode_step_ms",
-            unit: Unit::Ms,
-            direction: Direction::Lower,
-        },
-        MetricSpec {
-            name: "comm_pct",
-            unit: Unit::Pp,
-            direction: Direction::Lower,
-        },
-    ];
-
     fn parse(text: &str) -> Result<Baseline, BaselineError> {
-        Baseline::parse(text, Path::new("baselines/x.toml"), KNOWN)
+        Baseline::parse(text, Path::new("baselines/x.toml"))
     }
 
     const GOOD: &str = r#"

@@ -5,6 +5,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer};
 
+pub use crate::units::Unit;
+
 /// How far a metric may move before it counts as changed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Tolerance {
@@ -13,29 +15,6 @@ pub enum Tolerance {
     /// An absolute amount in the metric's own unit (`"0.5ms"` on an ms metric, `"1pp"` on a
     /// percentage, `"500us"` converted to ms on an ms metric).
     Absolute { amount: f64, unit: Unit },
-}
-
-/// Units tolerances and metrics are written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    Ms,
-    Us,
-    /// Percentage points, for metrics in percent.
-    Pp,
-    /// A bare number: the metric's own unit (ratios).
-    Plain,
-}
-
-impl Unit {
-    pub fn parse_metric_unit(unit: &str) -> Option<Unit> {
-        match unit {
-            "ms" => Some(Unit::Ms),
-            "us" | "µs" => Some(Unit::Us),
-            "%" | "pct" | "pp" => Some(Unit::Pp),
-            "ratio" | "" => Some(Unit::Plain),
-            _ => None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,8 +35,8 @@ fn unit_name(u: Unit) -> &'static str {
     match u {
         Unit::Ms => "ms",
         Unit::Us => "us",
-        Unit::Pp => "percentage points",
-        Unit::Plain => "a plain number",
+        Unit::Pct => "percentage points",
+        Unit::Ratio => "a plain number",
     }
 }
 
@@ -73,9 +52,9 @@ impl FromStr for Tolerance {
         } else if let Some(n) = t.strip_suffix("us").or_else(|| t.strip_suffix("µs")) {
             (n, Some(Unit::Us))
         } else if let Some(n) = t.strip_suffix("pp") {
-            (n, Some(Unit::Pp))
+            (n, Some(Unit::Pct))
         } else {
-            (t, Some(Unit::Plain))
+            (t, Some(Unit::Ratio))
         };
         let amount: f64 = number
             .trim()
@@ -105,8 +84,8 @@ impl fmt::Display for Tolerance {
             Tolerance::Absolute { amount, unit } => match unit {
                 Unit::Ms => write!(f, "{amount}ms"),
                 Unit::Us => write!(f, "{amount}us"),
-                Unit::Pp => write!(f, "{amount}pp"),
-                Unit::Plain => write!(f, "{amount}"),
+                Unit::Pct => write!(f, "{amount}pp"),
+                Unit::Ratio => write!(f, "{amount}"),
             },
         }
     }
@@ -119,7 +98,7 @@ impl Tolerance {
             Tolerance::Relative(p) => Ok(baseline.abs() * p / 100.0),
             Tolerance::Absolute { amount, unit } => match (unit, metric_unit) {
                 (a, b) if a == b => Ok(amount),
-                (Unit::Plain, _) => Ok(amount),
+                (Unit::Ratio, _) => Ok(amount),
                 (Unit::Us, Unit::Ms) => Ok(amount / 1000.0),
                 (Unit::Ms, Unit::Us) => Ok(amount * 1000.0),
                 (given, metric) => Err(ToleranceError::WrongUnit {
@@ -157,14 +136,14 @@ mod tests {
             "1pp".parse(),
             Ok(Tolerance::Absolute {
                 amount: 1.0,
-                unit: Unit::Pp
+                unit: Unit::Pct
             })
         );
         assert_eq!(
             "0.2".parse(),
             Ok(Tolerance::Absolute {
                 amount: 0.2,
-                unit: Unit::Plain
+                unit: Unit::Ratio
             })
         );
     }

@@ -2,35 +2,23 @@
 //! `gate = false`, comments and key order survive (`toml_edit`). `[breakdown]` is the tool's own
 //! section and is rewritten whole.
 
-use toml_edit::{value, ArrayOfTables, DocumentMut, Item, Table};
+use toml_edit::{value, ArrayOfTables, DocumentMut, Item, Table, TableLike};
 
 use super::Meta;
-use crate::gate::stats::robust_spread;
-use crate::metrics::{Extraction, ALLREDUCE_RANK_RATIO, CATALOG, RANK_SKEW_MS};
+use crate::metrics::catalog::{MetricDef, Samples, StartTolerance, DECODE_STEP_MS, METRICS};
+use crate::metrics::Extraction;
+use crate::stats::robust_spread;
 
-/// The tolerance a new baseline starts with, per metric: wide enough for step-to-step and
-/// run-to-run noise of a steady decode, tight enough to catch a slower kernel library.
-pub fn default_tolerance(metric: &str) -> &'static str {
-    match metric {
-        "decode_step_ms" => "3%",
-        "gpu_util_pct" => "1pp",
-        "comm_pct" => "1.5pp",
-        "allreduce_us" => "10%",
-        "allreduce_rank_ratio" => "15%",
-        "moe_us_per_layer" => "5%",
-        "rank_skew_ms" => "0.5ms",
-        "overlap_pct" => "5pp",
-        "prefill_step_ms" => "10%",
-        _ => "5pp",
-    }
-}
-
-/// The tolerance a metric starts with for this run: rank skew scales with the decode step (1%,
-/// at least 0.5 ms), since run-to-run skew noise grows with the step; the rest are fixed.
-fn starting_tolerance(metric: &str, x: &Extraction) -> String {
-    match (metric, x.metrics.get(crate::metrics::DECODE_STEP_MS)) {
-        (RANK_SKEW_MS, Some(step)) => format!("{:.1}ms", (step.value * 0.01).max(0.5)),
-        _ => default_tolerance(metric).to_string(),
+/// The tolerance a metric starts with for this run (the registry's starting tolerance): wide
+/// enough for step-to-step and run-to-run noise of a steady decode, tight enough to catch a slower
+/// kernel library; a share of the decode step where the noise grows with it.
+fn starting_tolerance(def: &MetricDef, x: &Extraction) -> String {
+    match (def.tolerance, x.metrics.get(DECODE_STEP_MS)) {
+        (StartTolerance::Fixed(t), _) => t.to_string(),
+        (StartTolerance::ShareOfDecodeStep { pct, floor_ms }, Some(step)) => {
+            format!("{:.1}ms", (step.value * pct / 100.0).max(floor_ms))
+        }
+        (StartTolerance::ShareOfDecodeStep { floor_ms, .. }, None) => format!("{floor_ms}ms"),
     }
 }
 
@@ -51,6 +39,69 @@ pub struct Stamp {
     pub date: String,
     pub device: Option<String>,
     pub ranks: usize,
+    /// `--image` and `--meta` of the run, checked by [`check_identity`].
+    pub identity: crate::identity::Identity,
+}
+
+/// Where a `--meta` pair goes in `[meta]`.
+enum MetaSlot {
+    /// A `[meta]` field of its own (model, tp...).
+    Field(toml_edit::Value),
+    /// The `extra` inline table.
+    Extra,
+}
+
+fn meta_slot(key: &str, text: &str) -> Result<MetaSlot, String> {
+    Ok(match key {
+        "model" | "precision" | "framework" => MetaSlot::Field(text.into()),
+        "tp" | "ep" | "concurrency" | "moe_layers" => match text.parse::<u32>() {
+            Ok(n) => MetaSlot::Field(i64::from(n).into()),
+            Err(_) => return Err(format!("--meta {key}={text}: {key} is a whole number")),
+        },
+        "hardware" => return Err("--meta hardware: use --hardware (baseline new)".into()),
+        "source" => return Err("--meta source: use --source".into()),
+        "date" | "tracegate_version" => return Err(format!("--meta {key}: written by tracegate")),
+        _ => MetaSlot::Extra,
+    })
+}
+
+/// Refuses `--meta` pairs a baseline cannot hold: a number field that is not a number, or a
+/// field tracegate or another option writes.
+pub fn check_identity(identity: &crate::identity::Identity) -> Result<(), String> {
+    for (key, text) in &identity.meta {
+        meta_slot(key, text)?;
+    }
+    Ok(())
+}
+
+/// Writes the run's image and pairs into `[meta]`: a new image moves the old one to
+/// `previous_image`; pairs set their own field or go into `extra`.
+fn stamp_identity(meta: &mut dyn TableLike, identity: &crate::identity::Identity) {
+    if let Some(image) = &identity.image {
+        let old = meta.get("image").and_then(Item::as_str).map(str::to_string);
+        if let Some(old) = old.filter(|old| old != image) {
+            meta.insert("previous_image", value(old));
+        }
+        meta.insert("image", value(image.clone()));
+    }
+    for (key, text) in &identity.meta {
+        match meta_slot(key, text) {
+            Ok(MetaSlot::Field(v)) => {
+                meta.insert(key, Item::Value(v));
+            }
+            Ok(MetaSlot::Extra) => {
+                let extra = meta
+                    .entry("extra")
+                    .or_insert(Item::Value(toml_edit::InlineTable::new().into()));
+                if let Some(extra) = extra.as_table_like_mut() {
+                    extra.insert(key, value(text.clone()));
+                    extra.fmt();
+                }
+            }
+            // Refused by check_identity before any work.
+            Err(_) => {}
+        }
+    }
 }
 
 /// Today's date, `YYYY-MM-DD`, in UTC.
@@ -75,62 +126,79 @@ fn civil_date(days: i64) -> String {
     format!("{year:04}-{month:02}-{day:02}")
 }
 
-fn set_if_absent(table: &mut Table, key: &str, item: Item) {
+fn set_if_absent(table: &mut dyn TableLike, key: &str, item: Item) {
     if !table.contains_key(key) {
         table.insert(key, item);
     }
 }
 
-fn stamp_meta(doc: &mut DocumentMut, stamp: &Stamp) {
-    let meta = doc
-        .entry("meta")
+/// A section of the document as a table, standard (`[meta]`) or inline (`meta = { ... }`) alike,
+/// created when absent.
+fn section<'a>(doc: &'a mut DocumentMut, key: &str) -> Result<&'a mut dyn TableLike, String> {
+    doc.entry(key)
         .or_insert(Item::Table(Table::new()))
-        .as_table_mut()
-        .expect("meta is a table");
+        .as_table_like_mut()
+        .ok_or_else(|| format!("`{key}` is not a table"))
+}
+
+fn stamp_meta(doc: &mut DocumentMut, stamp: &Stamp) -> Result<(), String> {
+    let meta = section(doc, "meta")?;
     set_if_absent(
         meta,
         "hardware",
         value(stamp.device.clone().unwrap_or_default()),
     );
     set_if_absent(meta, "tp", value(stamp.ranks as i64));
-    meta["source"] = value(stamp.source.clone());
-    meta["date"] = value(stamp.date.clone());
-    meta["tracegate_version"] = value(env!("CARGO_PKG_VERSION"));
+    meta.insert("source", value(stamp.source.clone()));
+    meta.insert("date", value(stamp.date.clone()));
+    meta.insert("tracegate_version", value(env!("CARGO_PKG_VERSION")));
+    stamp_identity(meta, &stamp.identity);
+    Ok(())
 }
 
-fn write_metrics(doc: &mut DocumentMut, x: &Extraction) {
-    let metrics = doc
-        .entry("metrics")
-        .or_insert(Item::Table(Table::new()))
-        .as_table_mut()
-        .expect("metrics is a table");
-    metrics.set_implicit(true);
-    for (name, _, _) in CATALOG {
+fn write_metrics(doc: &mut DocumentMut, x: &Extraction) -> Result<(), String> {
+    let item = doc.entry("metrics").or_insert(Item::Table(Table::new()));
+    if let Some(t) = item.as_table_mut() {
+        t.set_implicit(true);
+    }
+    let metrics = item
+        .as_table_like_mut()
+        .ok_or_else(|| "`metrics` is not a table".to_string())?;
+    for def in METRICS {
+        let name = def.name;
         let Some(m) = x.metrics.get(name) else {
             continue;
         };
         let entry = metrics.entry(name).or_insert_with(|| {
             let mut t = Table::new();
             t.insert("value", value(0.0));
-            t.insert("tolerance", value(starting_tolerance(name, x)));
+            t.insert("tolerance", value(starting_tolerance(def, x)));
+            if !def.gated {
+                t.insert("gate", value(false));
+            }
             Item::Table(t)
         });
-        let t = entry.as_table_mut().expect("a metric entry is a table");
-        t["value"] = value(round6(m.value));
+        // A metric written inline (`decode_step_ms = { value = 20.1, tolerance = "3%" }`) stays inline.
+        let t = entry
+            .as_table_like_mut()
+            .ok_or_else(|| format!("`metrics.{name}` is not a table"))?;
+        t.insert("value", value(round6(m.value)));
         for (key, v) in [("p50", m.p50), ("p90", m.p90), ("p99", m.p99)] {
             match v {
-                Some(v) => t[key] = value(round6(v)),
+                Some(v) => {
+                    t.insert(key, value(round6(v)));
+                }
                 None => {
                     t.remove(key);
                 }
             }
         }
-        // Rank ratio and skew have one value per rank, not per-step samples: no spread.
-        let per_step = name != ALLREDUCE_RANK_RATIO && name != RANK_SKEW_MS;
+        // One value per rank is not a sample to take a spread of.
+        let per_step = def.samples != Samples::PerRank;
         match robust_spread(&m.samples).filter(|_| per_step && m.samples.len() > 1) {
             Some(spread) => {
-                t["spread"] = value(round6(spread));
-                t["samples"] = value(m.samples.len() as i64);
+                t.insert("spread", value(round6(spread)));
+                t.insert("samples", value(m.samples.len() as i64));
             }
             None => {
                 t.remove("spread");
@@ -138,6 +206,7 @@ fn write_metrics(doc: &mut DocumentMut, x: &Extraction) {
             }
         }
     }
+    Ok(())
 }
 
 fn write_breakdown(doc: &mut DocumentMut, x: &Extraction) {
@@ -199,14 +268,15 @@ pub fn new_baseline(x: &Extraction, meta: &Meta, stamp: &Stamp) -> String {
         }
     }
     doc.insert("meta", Item::Table(m));
-    update_document(&mut doc, x, stamp);
+    update_document(&mut doc, x, stamp).expect("a document built here has table sections");
     doc.to_string()
 }
 
-fn update_document(doc: &mut DocumentMut, x: &Extraction, stamp: &Stamp) {
-    stamp_meta(doc, stamp);
-    write_metrics(doc, x);
+fn update_document(doc: &mut DocumentMut, x: &Extraction, stamp: &Stamp) -> Result<(), String> {
+    stamp_meta(doc, stamp)?;
+    write_metrics(doc, x)?;
     write_breakdown(doc, x);
+    Ok(())
 }
 
 /// The baseline text with the run's figures written in; `Err` with the TOML parser's message.
@@ -214,7 +284,7 @@ pub fn update_baseline(old: &str, x: &Extraction, stamp: &Stamp) -> Result<Strin
     let mut doc: DocumentMut = old
         .parse()
         .map_err(|e: toml_edit::TomlError| e.to_string())?;
-    update_document(&mut doc, x, stamp);
+    update_document(&mut doc, x, stamp)?;
     Ok(doc.to_string())
 }
 
@@ -236,6 +306,83 @@ mod tests {
         assert_eq!(civil_date(0), "1970-01-01");
         assert_eq!(civil_date(20_425), "2025-12-03");
         assert_eq!(civil_date(11_016), "2000-02-29");
+    }
+
+    fn stamped(text: &str, image: Option<&str>, pairs: &[(&str, &str)]) -> String {
+        let mut doc: DocumentMut = text.parse().unwrap();
+        let identity = crate::identity::Identity {
+            image: image.map(str::to_string),
+            meta: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        stamp_identity(doc["meta"].as_table_like_mut().unwrap(), &identity);
+        doc.to_string()
+    }
+
+    #[test]
+    fn a_new_image_keeps_the_old_one_as_previous_image() {
+        let text = "[meta]\nhardware = \"B200\"\nimage = \"sglang:v0.5.3\"\n";
+        let out = stamped(text, Some("sglang:v0.5.4"), &[]);
+        assert_eq!(
+            out,
+            "[meta]\nhardware = \"B200\"\nimage = \"sglang:v0.5.4\"\nprevious_image = \"sglang:v0.5.3\"\n"
+        );
+        // The same image again keeps the previous one; no image leaves both alone.
+        assert_eq!(stamped(&out, Some("sglang:v0.5.4"), &[]), out);
+        assert_eq!(stamped(&out, None, &[]), out);
+        // A first image has no previous one.
+        let first = stamped("[meta]\nhardware = \"B200\"\n", Some("sglang:v0.5.4"), &[]);
+        assert!(!first.contains("previous_image"), "{first}");
+        let parsed: super::super::Meta = toml::from_str::<toml::Table>(&out).unwrap()["meta"]
+            .clone()
+            .try_into()
+            .unwrap();
+        assert_eq!(parsed.previous_image.as_deref(), Some("sglang:v0.5.3"));
+    }
+
+    #[test]
+    fn meta_pairs_set_their_field_or_go_into_extra() {
+        let out = stamped(
+            "[meta]\nhardware = \"B200\"\nmodel = \"old\"\n",
+            None,
+            &[
+                ("model", "DeepSeek-R1"),
+                ("concurrency", "64"),
+                ("sglang", "0.5.4"),
+            ],
+        );
+        let meta: super::super::Meta = toml::from_str::<toml::Table>(&out).unwrap()["meta"]
+            .clone()
+            .try_into()
+            .unwrap();
+        assert_eq!(meta.model.as_deref(), Some("DeepSeek-R1"));
+        assert_eq!(meta.concurrency, Some(64));
+        assert_eq!(meta.get("sglang").as_deref(), Some("0.5.4"));
+        assert!(out.contains("extra = { sglang = \"0.5.4\" }"), "{out}");
+        // Later pairs join the same inline table.
+        let again = stamped(&out, None, &[("commit", "abc")]);
+        assert!(
+            again.contains("extra = { sglang = \"0.5.4\", commit = \"abc\" }"),
+            "{again}"
+        );
+    }
+
+    #[test]
+    fn pairs_a_baseline_cannot_hold_are_refused() {
+        let id = |k: &str, v: &str| crate::identity::Identity {
+            image: None,
+            meta: [(k.to_string(), v.to_string())].into(),
+        };
+        assert!(check_identity(&id("tp", "four"))
+            .unwrap_err()
+            .contains("whole number"));
+        assert!(check_identity(&id("hardware", "x"))
+            .unwrap_err()
+            .contains("--hardware"));
+        assert!(check_identity(&id("date", "x")).is_err());
+        assert!(check_identity(&id("sglang", "0.5.4")).is_ok());
     }
 
     #[test]

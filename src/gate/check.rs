@@ -3,11 +3,11 @@
 use serde::Serialize;
 
 use super::explain::{explain, Explanation};
-use super::stats::Statistic;
-use super::verdict::{judge, Observation, Verdict};
-use crate::baseline::{known_metrics, Baseline, Direction, Meta, Unit};
+use super::verdict::{judge, MetricCheck, Observation, Verdict};
+use crate::baseline::{Baseline, Meta};
 use crate::exit;
-use crate::metrics::{Extraction, Metric, ALLREDUCE_RANK_RATIO, ALLREDUCE_US, RANK_SKEW_MS};
+use crate::metrics::catalog::{MetricDef, Samples, METRICS};
+use crate::metrics::{Extraction, Metric};
 
 /// Version of the check JSON schema (`check --format json`, `--verdict-out`).
 pub const CHECK_SCHEMA_VERSION: u32 = 1;
@@ -40,26 +40,6 @@ impl Status {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct MetricCheck {
-    pub name: String,
-    pub unit: String,
-    pub direction: Direction,
-    /// False for report-only metrics (`gate = false`) and metrics absent from the baseline.
-    pub gated: bool,
-    pub baseline: Option<f64>,
-    pub current: Option<f64>,
-    pub change: Option<f64>,
-    pub change_pct: Option<f64>,
-    pub tolerance: Option<String>,
-    /// The tolerance in the metric's unit.
-    pub allowance: Option<f64>,
-    pub interval: Option<(f64, f64)>,
-    /// Per-step samples the judgement rested on (0: the value alone decided).
-    pub samples: usize,
-    pub verdict: Verdict,
-}
-
-#[derive(Debug, Clone, Serialize)]
 pub struct CheckResult {
     pub schema_version: u32,
     pub status: Status,
@@ -87,25 +67,22 @@ pub struct RunSummary {
     pub ranks: Vec<u32>,
     pub decode_steps_kept: usize,
     pub warnings: Vec<String>,
+    /// `image` and `meta`: what the run was made with (`--image`, `--meta`), as given.
+    #[serde(flatten)]
+    pub identity: crate::identity::Identity,
 }
 
 /// How the gate reads a metric's samples: the statistic its value is, and whether the samples
-/// are per-step draws at all (rank ratio and skew are one value per rank: judged on the value).
-fn observation(name: &str, m: &Metric) -> Observation {
-    let statistic = if name == ALLREDUCE_US {
-        Statistic::Mean
-    } else {
-        Statistic::Median
-    };
-    let samples = if name == ALLREDUCE_RANK_RATIO || name == RANK_SKEW_MS {
-        Vec::new()
-    } else {
-        m.samples.clone()
+/// are draws it can resample at all (one value per rank is not: judged on the value).
+fn observation(def: &MetricDef, m: &Metric) -> Observation {
+    let samples = match def.samples {
+        Samples::PerStep | Samples::PerCall => m.samples.clone(),
+        Samples::PerRank => Vec::new(),
     };
     Observation {
         value: m.value,
         samples,
-        statistic,
+        statistic: def.statistic,
     }
 }
 
@@ -118,7 +95,7 @@ fn seed_of(name: &str) -> u64 {
 
 pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
     let mut metrics = Vec::new();
-    for spec in known_metrics() {
+    for spec in METRICS {
         let current = x.metrics.get(spec.name);
         let Some(base) = b.metrics.get(spec.name) else {
             if let Some(m) = current {
@@ -127,7 +104,7 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
             continue;
         };
         let direction = base.direction.unwrap_or(spec.direction);
-        let observed = current.map(|m| observation(spec.name, m));
+        let observed = current.map(|m| observation(spec, m));
         let j = judge(
             base,
             direction,
@@ -137,7 +114,7 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
         );
         metrics.push(MetricCheck {
             name: spec.name.to_string(),
-            unit: unit_text(spec.unit).to_string(),
+            unit: spec.unit,
             direction,
             gated: base.gate,
             baseline: Some(base.value),
@@ -167,6 +144,7 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
         ranks: x.run.ranks.clone(),
         decode_steps_kept: x.steps.values().map(|s| s.decode_kept).min().unwrap_or(0),
         warnings: x.warnings.clone(),
+        identity: Default::default(),
     };
     CheckResult {
         schema_version: CHECK_SCHEMA_VERSION,
@@ -209,19 +187,10 @@ fn mismatches(x: &Extraction, b: &Baseline) -> Vec<String> {
     problems
 }
 
-fn unit_text(unit: Unit) -> &'static str {
-    match unit {
-        Unit::Ms => "ms",
-        Unit::Us => "us",
-        Unit::Pp => "%",
-        Unit::Plain => "ratio",
-    }
-}
-
 fn new_metric(name: &str, m: &Metric) -> MetricCheck {
     MetricCheck {
         name: name.to_string(),
-        unit: m.unit.to_string(),
+        unit: m.unit,
         direction: m.direction,
         gated: false,
         baseline: None,

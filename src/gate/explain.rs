@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::check::MetricCheck;
+use super::verdict::MetricCheck;
 use super::verdict::Verdict;
 use crate::baseline::Baseline;
 use crate::metrics::{Extraction, DECODE_STEP_MS, RANK_SKEW_MS};
@@ -212,13 +212,7 @@ fn straggler(x: &Extraction, metrics: &[MetricCheck]) -> Option<Straggler> {
         .filter(|(r, _)| **r != rank)
         .map(|(_, v)| *v)
         .collect();
-    others.sort_by(f64::total_cmp);
-    let n = others.len();
-    let others_median = if n % 2 == 1 {
-        others[n / 2]
-    } else {
-        (others[n / 2 - 1] + others[n / 2]) / 2.0
-    };
+    let others_median = crate::stats::median(&mut others)?;
     // Without a skew regression, only a rank clearly slower than the rest is worth naming.
     let skew_regressed = metrics
         .iter()

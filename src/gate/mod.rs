@@ -5,8 +5,7 @@
 
 pub mod check;
 pub mod explain;
-pub mod stats;
 pub mod verdict;
 
-pub use check::{check, CheckOptions, CheckResult, MetricCheck, Status};
-pub use verdict::{judge, Judgement, Observation, Verdict};
+pub use check::{check, CheckOptions, CheckResult, Status};
+pub use verdict::{judge, Judgement, MetricCheck, Observation, Verdict};

@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
-use super::stats::{bootstrap_interval, Statistic};
 use crate::baseline::{Direction, MetricBaseline, Unit};
+use crate::stats::{bootstrap_interval, Statistic};
 
 /// The judgement of one metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -22,6 +22,27 @@ pub enum Verdict {
     Missing,
     /// Produced by the run, not in the baseline.
     New,
+}
+
+/// One metric of a check: its figures, the tolerance and the verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricCheck {
+    pub name: String,
+    pub unit: Unit,
+    pub direction: Direction,
+    /// False for report-only metrics (`gate = false`) and metrics absent from the baseline.
+    pub gated: bool,
+    pub baseline: Option<f64>,
+    pub current: Option<f64>,
+    pub change: Option<f64>,
+    pub change_pct: Option<f64>,
+    pub tolerance: Option<String>,
+    /// The tolerance in the metric's unit.
+    pub allowance: Option<f64>,
+    pub interval: Option<(f64, f64)>,
+    /// Per-step samples the judgement rested on (0: the value alone decided).
+    pub samples: usize,
+    pub verdict: Verdict,
 }
 
 /// A metric as the run measured it.
@@ -209,7 +230,7 @@ mod tests {
         let j = judge(
             &baseline(99.0, "1pp"),
             Direction::Higher,
-            Unit::Pp,
+            Unit::Pct,
             Some(&observed(90.0, 0.2, 30)),
             1,
         );
@@ -217,7 +238,7 @@ mod tests {
         let j = judge(
             &baseline(90.0, "1pp"),
             Direction::Higher,
-            Unit::Pp,
+            Unit::Pct,
             Some(&observed(99.0, 0.2, 30)),
             1,
         );
@@ -227,7 +248,7 @@ mod tests {
     #[test]
     fn missing_observation_is_missing_and_sampleless_values_decide_alone() {
         assert_eq!(
-            judge(&baseline(1.0, "5%"), Direction::Lower, Unit::Plain, None, 1).verdict,
+            judge(&baseline(1.0, "5%"), Direction::Lower, Unit::Ratio, None, 1).verdict,
             Verdict::Missing
         );
         let o = Observation {
@@ -239,7 +260,7 @@ mod tests {
             judge(
                 &baseline(1.0, "5%"),
                 Direction::Lower,
-                Unit::Plain,
+                Unit::Ratio,
                 Some(&o),
                 1
             )

@@ -40,10 +40,10 @@ pub fn command(kind: &str, title: Option<&str>, message: &str) -> String {
 fn figures(m: &MetricCheck) -> String {
     format!(
         "baseline {}, current {}, change {}, tolerance {}",
-        value(m.baseline, &m.unit),
-        value(m.current, &m.unit),
+        value(m.baseline, m.unit),
+        value(m.current, m.unit),
         change(m),
-        m.tolerance.as_deref().unwrap_or("—")
+        m.tolerance.as_deref().unwrap_or(crate::units::MISSING)
     )
 }
 
@@ -238,7 +238,7 @@ mod tests {
     fn metric(name: &str, gated: bool, verdict: Verdict) -> MetricCheck {
         MetricCheck {
             name: name.into(),
-            unit: "us".into(),
+            unit: crate::units::Unit::Us,
             direction: crate::baseline::Direction::Lower,
             gated,
             baseline: Some(10.0),
@@ -269,6 +269,7 @@ mod tests {
                 ranks: vec![0],
                 decode_steps_kept: 1,
                 warnings: vec![],
+                identity: Default::default(),
             },
             metrics,
             explanation: Explanation {
@@ -314,7 +315,7 @@ mod tests {
         );
         assert_eq!(
             lines[1],
-            "::error title=slow::slow regressed: baseline 10.0 us, current 15.0 us, change +50.0%25, tolerance 10%25"
+            "::error title=slow::slow regressed: baseline 10.0 µs, current 15.0 µs, change +50.0%25, tolerance 10%25"
         );
         // With --fail-on-improvement an improvement fails the gate: an error, after regressions.
         let lines = annotations(&r, true);

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use crate::gate::{CheckResult, Status};
 
-pub use comment::{marker, CommentOutcome, CommentRequest};
-pub use confine::{confine, OutsideWorkspace};
-pub use context::{Context, Token};
+pub use comment::{marker, CommentRequest};
+pub use confine::confine;
+pub use context::Context;
 
 /// Errors of the GitHub integration. API errors carry the HTTP status; no message holds the token.
 #[derive(Debug, thiserror::Error)]

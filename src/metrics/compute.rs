@@ -4,7 +4,7 @@ use crate::reader::model::RankTrace;
 use crate::steps::{category_of, is_allreduce, Step};
 use crate::taxonomy::{Category, Class};
 
-use super::stats::{intersection_len, total_len, union_in_place, Interval};
+use super::intervals::{intersection_len, total_len, union_in_place, Interval};
 
 /// The figures of one step, in ns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -6,51 +6,37 @@
 //! [`Extraction`].
 
 pub mod breakdown;
+pub mod catalog;
 pub mod compute;
-pub mod stats;
+mod def;
+pub mod figures;
+pub mod intervals;
+pub mod run;
 
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::reader::model::{NameId, Run};
-use crate::steps::{self, category_of, Detection, RankSteps, Step, DEFAULT_WARMUP_STEPS};
-use crate::taxonomy::{Category, Class};
+use crate::reader::model::Run;
+use crate::steps::{self, Detection, RankSteps, DEFAULT_WARMUP_STEPS};
+use crate::taxonomy::Class;
+use crate::units::Unit;
 
 use breakdown::{Breakdown, RankTotals};
-use compute::{step_figures, Scratch, StepFigures};
+pub use catalog::{
+    MetricDef, ALLREDUCE_RANK_RATIO, ALLREDUCE_US, COMM_PCT, DECODE_STEP_MS, GPU_UTIL_PCT, METRICS,
+    MOE_US_PER_LAYER, OVERLAP_PCT, PREFILL_COMM_PCT, PREFILL_GPU_UTIL_PCT, PREFILL_STEP_MS,
+    RANK_SKEW_MS,
+};
+use figures::{rank_figures, RankFigures};
+use figures::{Context, RunFigures};
 
-/// Metric names, in the order of `docs/METRICS.md`.
-pub const DECODE_STEP_MS: &str = "decode_step_ms";
-pub const GPU_UTIL_PCT: &str = "gpu_util_pct";
-pub const COMM_PCT: &str = "comm_pct";
-pub const ALLREDUCE_US: &str = "allreduce_us";
-pub const ALLREDUCE_RANK_RATIO: &str = "allreduce_rank_ratio";
-pub const MOE_US_PER_LAYER: &str = "moe_us_per_layer";
-pub const RANK_SKEW_MS: &str = "rank_skew_ms";
-pub const OVERLAP_PCT: &str = "overlap_pct";
-pub const PREFILL_STEP_MS: &str = "prefill_step_ms";
-pub const PREFILL_GPU_UTIL_PCT: &str = "prefill_gpu_util_pct";
-pub const PREFILL_COMM_PCT: &str = "prefill_comm_pct";
-
-/// Every metric with its unit and better direction, in the order reports list them.
-pub const CATALOG: [(&str, &str, Direction); 11] = [
-    (DECODE_STEP_MS, "ms", Direction::Lower),
-    (GPU_UTIL_PCT, "%", Direction::Higher),
-    (COMM_PCT, "%", Direction::Lower),
-    (ALLREDUCE_US, "us", Direction::Lower),
-    (ALLREDUCE_RANK_RATIO, "ratio", Direction::Lower),
-    (MOE_US_PER_LAYER, "us", Direction::Lower),
-    (RANK_SKEW_MS, "ms", Direction::Lower),
-    (OVERLAP_PCT, "%", Direction::Higher),
-    (PREFILL_STEP_MS, "ms", Direction::Lower),
-    (PREFILL_GPU_UTIL_PCT, "%", Direction::Higher),
-    (PREFILL_COMM_PCT, "%", Direction::Lower),
-];
+/// The metrics of a run by name.
+pub type MetricMap = BTreeMap<&'static str, Metric>;
 
 /// What `extract` may be told.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,8 +98,8 @@ pub struct Metric {
     pub p90: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p99: Option<f64>,
-    /// `ms`, `%`, `us` or `ratio`.
-    pub unit: &'static str,
+    /// `ms`, `%`, `us` or `ratio` in JSON.
+    pub unit: Unit,
     pub direction: Direction,
     /// Per-rank value, keyed by rank index; empty (and not serialised) where the table says "—".
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -126,6 +112,23 @@ pub struct Metric {
     /// The rank whose samples `samples` are, when one rank decided the value.
     #[serde(skip)]
     pub decided_by: Option<u32>,
+}
+
+impl Metric {
+    /// A metric of `def` with its value alone.
+    pub fn new(def: &MetricDef, value: f64) -> Metric {
+        Metric {
+            value,
+            p50: None,
+            p90: None,
+            p99: None,
+            unit: def.unit,
+            direction: def.direction,
+            per_rank: BTreeMap::new(),
+            samples: Vec::new(),
+            decided_by: None,
+        }
+    }
 }
 
 /// What the run is.
@@ -168,7 +171,7 @@ pub struct MoeLayers {
 #[derive(Debug, Clone, Serialize)]
 pub struct Extraction {
     pub run: RunInfo,
-    pub metrics: BTreeMap<&'static str, Metric>,
+    pub metrics: MetricMap,
     pub steps: BTreeMap<u32, RankStepSummary>,
     pub breakdown: Breakdown,
     /// Share of kernel time of the kept decode steps in category `other`, %.
@@ -181,7 +184,6 @@ pub struct Extraction {
     pub rank_steps: Vec<RankSteps>,
 }
 
-/// The figures of one rank.
 /// Events the reader had to skip: said, so that a figure never changes silently.
 fn read_warnings(run: &Run) -> Vec<String> {
     let mut warnings = Vec::new();
@@ -211,17 +213,6 @@ fn read_warnings(run: &Run) -> Vec<String> {
     warnings
 }
 
-struct RankFigures<'a> {
-    rank: u32,
-    decode: Vec<StepFigures>,
-    prefill: Vec<StepFigures>,
-    /// Allreduce-class call durations of the kept decode steps, ns, in step order.
-    allreduce_ns: Vec<i64>,
-    /// Per `moe_routing` kernel name, its calls in each kept decode step.
-    routing_calls: HashMap<&'a str, Vec<u32>>,
-    totals: RankTotals<'a>,
-}
-
 /// Extracts the figures of a run. `classes[i]` classifies the names of `run.traces[i]` by `NameId`.
 pub fn extract(
     run: &Run,
@@ -242,154 +233,82 @@ pub fn extract(
         .par_iter()
         .map(|rs| rank_figures(run, classes, rs))
         .collect();
-
-    let mut metrics = BTreeMap::new();
+    let moe_layers = run::moe_layers(&figures, opts.moe_layers);
+    let context = context(&figures, moe_layers.as_ref());
+    let metrics = run::all_metrics(
+        &RunFigures {
+            ranks: &figures,
+            context,
+        },
+        catalog::METRICS,
+    );
     let mut warnings = read_warnings(run);
-    let any_decode_comm = figures
+    warnings.extend(rank_warnings(run, &rank_steps));
+
+    let totals: Vec<RankTotals<'_>> = figures.into_iter().map(|f| f.totals).collect();
+    let breakdown = breakdown::combine(&totals);
+    Ok(Extraction {
+        run: RunInfo {
+            ranks: rank_steps.iter().map(|r| r.rank.index).collect(),
+            traces: run.traces.len(),
+            device: run_device(run),
+            warmup_steps: opts.warmup_steps,
+        },
+        metrics,
+        steps: step_summaries(&rank_steps),
+        other_pct: breakdown.other_pct(),
+        breakdown,
+        moe_layers,
+        warnings,
+        rank_steps,
+    })
+}
+
+/// The device of the run: the first non-empty device name a trace reports.
+pub fn run_device(run: &Run) -> Option<String> {
+    run.traces
         .iter()
-        .flat_map(|f| &f.decode)
-        .any(|s| s.comm_calls > 0);
-    let any_prefill_comm = figures
+        .filter_map(|t| t.device.as_ref().map(|d| d.name.trim()))
+        .find(|name| !name.is_empty())
+        .map(str::to_string)
+}
+
+fn context(figures: &[RankFigures<'_>], moe_layers: Option<&MoeLayers>) -> Context {
+    let decode = || figures.iter().flat_map(|f| &f.decode);
+    let any_moe_gemm = decode().any(|s| s.moe_gemm_calls > 0);
+    Context {
+        decode_comm: decode().any(|s| s.comm_calls > 0),
+        prefill_comm: figures
+            .iter()
+            .flat_map(|f| &f.prefill)
+            .any(|s| s.comm_calls > 0),
+        moe_layers: moe_layers.filter(|_| any_moe_gemm).map(|l| l.value),
+    }
+}
+
+fn step_summaries(rank_steps: &[RankSteps]) -> BTreeMap<u32, RankStepSummary> {
+    rank_steps
         .iter()
-        .flat_map(|f| &f.prefill)
-        .any(|s| s.comm_calls > 0);
-    let any_moe_gemm = figures
-        .iter()
-        .flat_map(|f| &f.decode)
-        .any(|s| s.moe_gemm_calls > 0);
+        .map(|r| {
+            (
+                r.rank.index,
+                RankStepSummary {
+                    decode_kept: r.decode.len(),
+                    decode_dropped: r.dropped.len(),
+                    prefill: r.prefill.len(),
+                    dropped_warmup: r.dropped_warmup,
+                    dropped_outliers: r.dropped_outliers,
+                    unassigned_ms: r.unassigned_ns as f64 / 1e6,
+                    found: r.found.clone(),
+                },
+            )
+        })
+        .collect()
+}
 
-    let decode_step = per_rank_metric(
-        &figures,
-        Phase::Decode,
-        |s| Some(s.wall_ms()),
-        Across::Max,
-        "ms",
-        Direction::Lower,
-        true,
-    );
-    if let Some(m) = &decode_step {
-        let values: Vec<f64> = m.per_rank.values().copied().collect();
-        let (lo, hi) = min_max(&values);
-        metrics.insert(
-            RANK_SKEW_MS,
-            Metric {
-                value: hi - lo,
-                p50: None,
-                p90: None,
-                p99: None,
-                unit: "ms",
-                direction: Direction::Lower,
-                per_rank: m.per_rank.clone(),
-                samples: values,
-                decided_by: None,
-            },
-        );
-    }
-    insert(&mut metrics, DECODE_STEP_MS, decode_step);
-    insert(
-        &mut metrics,
-        GPU_UTIL_PCT,
-        per_rank_metric(
-            &figures,
-            Phase::Decode,
-            StepFigures::gpu_util_pct,
-            Across::Min,
-            "%",
-            Direction::Higher,
-            false,
-        ),
-    );
-    if any_decode_comm {
-        insert(
-            &mut metrics,
-            COMM_PCT,
-            per_rank_metric(
-                &figures,
-                Phase::Decode,
-                StepFigures::comm_pct,
-                Across::Max,
-                "%",
-                Direction::Lower,
-                false,
-            ),
-        );
-    }
-    insert(
-        &mut metrics,
-        OVERLAP_PCT,
-        per_rank_metric(
-            &figures,
-            Phase::Decode,
-            StepFigures::overlap_pct,
-            Across::Min,
-            "%",
-            Direction::Higher,
-            false,
-        ),
-    );
-    allreduce_metrics(&figures, &mut metrics);
-
-    let moe_layers = moe_layers(&figures, opts.moe_layers);
-    if let (Some(layers), true) = (&moe_layers, any_moe_gemm) {
-        let n = layers.value;
-        insert(
-            &mut metrics,
-            MOE_US_PER_LAYER,
-            per_rank_metric(
-                &figures,
-                Phase::Decode,
-                |s| Some(s.moe_gemm_ns as f64 / 1e3 / n),
-                Across::Max,
-                "us",
-                Direction::Lower,
-                false,
-            ),
-        );
-    }
-
-    insert(
-        &mut metrics,
-        PREFILL_STEP_MS,
-        per_rank_metric(
-            &figures,
-            Phase::Prefill,
-            |s| Some(s.wall_ms()),
-            Across::Max,
-            "ms",
-            Direction::Lower,
-            false,
-        ),
-    );
-    insert(
-        &mut metrics,
-        PREFILL_GPU_UTIL_PCT,
-        per_rank_metric(
-            &figures,
-            Phase::Prefill,
-            StepFigures::gpu_util_pct,
-            Across::Min,
-            "%",
-            Direction::Higher,
-            false,
-        ),
-    );
-    if any_prefill_comm {
-        insert(
-            &mut metrics,
-            PREFILL_COMM_PCT,
-            per_rank_metric(
-                &figures,
-                Phase::Prefill,
-                StepFigures::comm_pct,
-                Across::Max,
-                "%",
-                Direction::Lower,
-                false,
-            ),
-        );
-    }
-
-    // Warnings: ranks that disagree on their steady state.
+/// Ranks that disagree on their steady state, traces that report different devices.
+fn rank_warnings(run: &Run, rank_steps: &[RankSteps]) -> Vec<String> {
+    let mut warnings = Vec::new();
     let kept: Vec<(u32, usize)> = rank_steps
         .iter()
         .map(|r| (r.rank.index, r.decode.len()))
@@ -414,54 +333,7 @@ pub fn extract(
             devices.join(", ")
         ));
     }
-
-    let totals: Vec<RankTotals<'_>> = figures.into_iter().map(|f| f.totals).collect();
-    let breakdown = breakdown::combine(&totals);
-    let steps = rank_steps
-        .iter()
-        .map(|r| {
-            (
-                r.rank.index,
-                RankStepSummary {
-                    decode_kept: r.decode.len(),
-                    decode_dropped: r.dropped.len(),
-                    prefill: r.prefill.len(),
-                    dropped_warmup: r.dropped_warmup,
-                    dropped_outliers: r.dropped_outliers,
-                    unassigned_ms: r.unassigned_ns as f64 / 1e6,
-                    found: r.found.clone(),
-                },
-            )
-        })
-        .collect();
-    Ok(Extraction {
-        run: RunInfo {
-            ranks: rank_steps.iter().map(|r| r.rank.index).collect(),
-            traces: run.traces.len(),
-            device: run
-                .traces
-                .iter()
-                .find_map(|t| t.device.as_ref().map(|d| d.name.clone())),
-            warmup_steps: opts.warmup_steps,
-        },
-        metrics,
-        steps,
-        other_pct: breakdown.other_pct(),
-        breakdown,
-        moe_layers,
-        warnings,
-        rank_steps,
-    })
-}
-
-fn insert(
-    metrics: &mut BTreeMap<&'static str, Metric>,
-    name: &'static str,
-    metric: Option<Metric>,
-) {
-    if let Some(m) = metric {
-        metrics.insert(name, m);
-    }
+    warnings
 }
 
 /// Fails when no rank holds a decode step, or none is left after warm-up and outlier removal,
@@ -556,235 +428,4 @@ fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
-}
-
-fn rank_figures<'a>(run: &'a Run, classes: &[Vec<Class>], rs: &RankSteps) -> RankFigures<'a> {
-    let mut scratch = Scratch::default();
-    let mut allreduce_ns = Vec::new();
-    let mut routing_calls: HashMap<&'a str, Vec<u32>> = HashMap::new();
-    let mut totals = RankTotals {
-        steps: rs.decode.len(),
-        ..RankTotals::default()
-    };
-    let n_steps = rs.decode.len();
-    let mut decode = Vec::with_capacity(n_steps);
-    // Keyed by (trace, name id) while counting: hashing an integer, not a 100-byte kernel name,
-    // per activity.
-    let mut by_id: HashMap<(usize, NameId, Category), (i64, u64)> = HashMap::new();
-    for (k, step) in rs.decode.iter().enumerate() {
-        let (trace, cls) = (&run.traces[step.trace], classes[step.trace].as_slice());
-        decode.push(step_figures(
-            trace,
-            cls,
-            step,
-            &mut scratch,
-            &mut allreduce_ns,
-        ));
-        for &i in &step.activities {
-            let Some(a) = trace.gpu.get(i as usize) else {
-                continue;
-            };
-            let category = category_of(a, cls);
-            let e = by_id
-                .entry((step.trace, a.name, category))
-                .or_insert((0, 0));
-            e.0 += a.dur;
-            e.1 += 1;
-            if category == Category::MoeRouting {
-                routing_calls
-                    .entry(trace.name(a.name))
-                    .or_insert_with(|| vec![0; n_steps])[k] += 1;
-            }
-        }
-    }
-    for ((t, name, category), (ns, calls)) in by_id {
-        totals.add(run.traces[t].name(name), category, ns, calls);
-    }
-    let mut ignored = Vec::new();
-    let prefill = rs
-        .prefill
-        .iter()
-        .map(|step: &Step| {
-            let (trace, cls) = (&run.traces[step.trace], classes[step.trace].as_slice());
-            step_figures(trace, cls, step, &mut scratch, &mut ignored)
-        })
-        .collect();
-    RankFigures {
-        rank: rs.rank.index,
-        decode,
-        prefill,
-        allreduce_ns,
-        routing_calls,
-        totals,
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Phase {
-    Decode,
-    Prefill,
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Across {
-    Max,
-    Min,
-}
-
-/// A metric whose per-rank value is the median of per-step samples and whose run value is the
-/// max or min over ranks; ranks without a sample do not take part; `None` when no rank has one.
-/// With `p90`, each rank also has a p90 and the run's p90 is the max of them.
-fn per_rank_metric(
-    figures: &[RankFigures<'_>],
-    phase: Phase,
-    sample: impl Fn(&StepFigures) -> Option<f64>,
-    across: Across,
-    unit: &'static str,
-    direction: Direction,
-    p90: bool,
-) -> Option<Metric> {
-    let mut best: Option<(u32, f64, Vec<f64>)> = None;
-    let mut per_rank = BTreeMap::new();
-    let mut run_p90: Option<f64> = None;
-    for f in figures {
-        let steps = match phase {
-            Phase::Decode => &f.decode,
-            Phase::Prefill => &f.prefill,
-        };
-        let samples: Vec<f64> = steps.iter().filter_map(&sample).collect();
-        let mut sorted = samples.clone();
-        let Some(value) = stats::median(&mut sorted) else {
-            continue;
-        };
-        if p90 {
-            let q = stats::percentile_sorted(&sorted, 90.0).unwrap_or(value);
-            run_p90 = Some(run_p90.map_or(q, |r| r.max(q)));
-        }
-        per_rank.insert(f.rank, value);
-        let better = match (&best, across) {
-            (None, _) => true,
-            (Some((_, v, _)), Across::Max) => value > *v,
-            (Some((_, v, _)), Across::Min) => value < *v,
-        };
-        if better {
-            best = Some((f.rank, value, samples));
-        }
-    }
-    let (rank, value, samples) = best?;
-    Some(Metric {
-        value,
-        p50: None,
-        p90: run_p90,
-        p99: None,
-        unit,
-        direction,
-        per_rank,
-        samples,
-        decided_by: Some(rank),
-    })
-}
-
-fn min_max(values: &[f64]) -> (f64, f64) {
-    values
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-            (lo.min(v), hi.max(v))
-        })
-}
-
-/// `allreduce_us` (pooled calls) and `allreduce_rank_ratio` (max / min of per-rank mean calls).
-fn allreduce_metrics(figures: &[RankFigures<'_>], metrics: &mut BTreeMap<&'static str, Metric>) {
-    let pooled: Vec<f64> = figures
-        .iter()
-        .flat_map(|f| f.allreduce_ns.iter().map(|&ns| ns as f64 / 1e3))
-        .collect();
-    let Some(mean) = stats::mean(&pooled) else {
-        return;
-    };
-    let mut sorted = pooled.clone();
-    sorted.sort_unstable_by(f64::total_cmp);
-    metrics.insert(
-        ALLREDUCE_US,
-        Metric {
-            value: mean,
-            p50: stats::percentile_sorted(&sorted, 50.0),
-            p90: None,
-            p99: stats::percentile_sorted(&sorted, 99.0),
-            unit: "us",
-            direction: Direction::Lower,
-            per_rank: BTreeMap::new(),
-            samples: pooled,
-            decided_by: None,
-        },
-    );
-
-    let per_rank: BTreeMap<u32, f64> = figures
-        .iter()
-        .filter_map(|f| {
-            let calls: Vec<f64> = f.allreduce_ns.iter().map(|&ns| ns as f64 / 1e3).collect();
-            stats::mean(&calls).map(|m| (f.rank, m))
-        })
-        .collect();
-    if per_rank.len() < 2 {
-        return;
-    }
-    let means: Vec<f64> = per_rank.values().copied().collect();
-    let (lo, hi) = min_max(&means);
-    if lo <= 0.0 {
-        return;
-    }
-    metrics.insert(
-        ALLREDUCE_RANK_RATIO,
-        Metric {
-            value: hi / lo,
-            p50: None,
-            p90: None,
-            p99: None,
-            unit: "ratio",
-            direction: Direction::Lower,
-            per_rank,
-            samples: means,
-            decided_by: None,
-        },
-    );
-}
-
-/// The MoE layer count: given, else for each `moe_routing` kernel name its median calls per kept
-/// decode step over all ranks' kept decode steps, the smallest of those medians that is at least 1.
-fn moe_layers(figures: &[RankFigures<'_>], given: Option<u32>) -> Option<MoeLayers> {
-    if let Some(n) = given.filter(|&n| n > 0) {
-        return Some(MoeLayers {
-            value: f64::from(n),
-            source: "given",
-            kernel: None,
-        });
-    }
-    let total_steps: usize = figures.iter().map(|f| f.decode.len()).sum();
-    let mut names: Vec<&str> = figures
-        .iter()
-        .flat_map(|f| f.routing_calls.keys().copied())
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    let mut best: Option<(f64, &str)> = None;
-    for name in names {
-        let mut calls: Vec<f64> = Vec::with_capacity(total_steps);
-        for f in figures {
-            match f.routing_calls.get(name) {
-                Some(c) => calls.extend(c.iter().map(|&n| f64::from(n))),
-                None => calls.extend(std::iter::repeat_n(0.0, f.decode.len())),
-            }
-        }
-        let Some(m) = stats::median(&mut calls) else {
-            continue;
-        };
-        if m >= 1.0 && best.is_none_or(|(b, _)| m < b) {
-            best = Some((m, name));
-        }
-    }
-    best.map(|(value, name)| MoeLayers {
-        value,
-        source: "counted",
-        kernel: Some(name.to_string()),
-    })
 }

@@ -1,9 +1,11 @@
 //! Metrics on hand-built traces whose figures are computed by hand, to the nanosecond.
 
-use super::compute::{step_figures, Scratch};
+use super::compute::{step_figures, Scratch, StepFigures};
 use super::*;
 use crate::reader::model::{RankTrace, Stage};
+use crate::steps::Step;
 use crate::steps::{StepKind, StepSource};
+use crate::taxonomy::Category;
 use crate::testing::{run_of, TraceBuilder, MS, TID, US};
 
 fn close(a: f64, b: f64) -> bool {
@@ -272,6 +274,13 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     assert_eq!(d.decided_by, Some(1));
     assert_eq!(d.samples, vec![0.4, 0.45, 0.5]);
 
+    // decode_step_p90_ms: rank 1's p90 of (0.4, 0.45, 0.5) is 0.49, its samples the gate resamples.
+    let p90 = m(catalog::DECODE_STEP_P90_MS);
+    assert_close(p90.value, 0.49);
+    assert_close(p90.per_rank[&1], 0.49);
+    assert_eq!(p90.decided_by, Some(1));
+    assert_eq!(p90.samples, vec![0.4, 0.45, 0.5]);
+
     let skew = m(RANK_SKEW_MS);
     assert_close(skew.value, 0.05);
 
@@ -318,7 +327,7 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     assert_close(m(PREFILL_GPU_UTIL_PCT).value, 4.0 / 4.5 * 100.0);
     assert_close(m(PREFILL_COMM_PCT).value, 20.0);
     assert_close(m(PREFILL_COMM_PCT).per_rank[&0], 12.5);
-    assert_eq!(x.metrics.len(), 11);
+    assert_eq!(x.metrics.len(), 12);
 
     // Breakdown: per-step means over ranks. Kernel time per step 0.350 and 0.370 ms → 0.360.
     let cat = |c: Category| &x.breakdown.categories[&c];
@@ -410,7 +419,15 @@ fn absent_inputs_give_absent_metrics() {
     let (run, classes) = run_of(vec![b.build()]);
     let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
     let names: Vec<&str> = x.metrics.keys().copied().collect();
-    assert_eq!(names, vec![DECODE_STEP_MS, GPU_UTIL_PCT, RANK_SKEW_MS]);
+    assert_eq!(
+        names,
+        vec![
+            DECODE_STEP_MS,
+            catalog::DECODE_STEP_P90_MS,
+            GPU_UTIL_PCT,
+            RANK_SKEW_MS
+        ]
+    );
     assert_eq!(x.metrics[RANK_SKEW_MS].value, 0.0);
     assert_close(x.metrics[DECODE_STEP_MS].value, 0.2);
     assert_close(x.metrics[GPU_UTIL_PCT].value, 100.0);

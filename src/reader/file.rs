@@ -8,7 +8,7 @@ use std::path::Path;
 use flate2::read::MultiGzDecoder;
 use serde::Deserialize;
 
-use super::error::{ReadError, ReadErrorKind};
+use super::error::ReadErrorKind;
 use super::event::{looks_like_python_function, EventSink, RawEvent};
 use super::model::{DeviceInfo, DistributedInfo, RankId, RankSource, RankTrace};
 use super::rank::{label_tp_index, process_label, rank_from_file_name, stage_from_file_name};
@@ -114,7 +114,7 @@ impl FileContents {
 }
 
 /// The decoded JSON stream of a file (gzip detected by content), and whether it is gzip.
-fn open(path: &Path) -> Result<(Box<dyn Read + Send>, bool), ReadErrorKind> {
+pub(super) fn open(path: &Path) -> Result<(Box<dyn Read + Send>, bool), ReadErrorKind> {
     let mut file = File::open(path).map_err(ReadErrorKind::Io)?;
     let mut magic = [0u8; 2];
     let got = read_up_to(&mut file, &mut magic).map_err(ReadErrorKind::Io)?;
@@ -127,50 +127,6 @@ fn open(path: &Path) -> Result<(Box<dyn Read + Send>, bool), ReadErrorKind> {
     } else {
         (Box::new(chained), false)
     })
-}
-
-/// Reads one file with `threads` threads: one alone reads it in a single pass; more inflate on
-/// one thread and parse chunks of events on the others (`parallel`). The result is the same
-/// for any number: whatever the parallel pass cannot vouch for (bad input, a chunk boundary
-/// guessed inside a string) is read again in a single pass, so errors read the same too.
-pub fn read_file(path: &Path, threads: usize) -> Result<Vec<RankTrace>, ReadError> {
-    let err = |kind| ReadError {
-        path: path.to_path_buf(),
-        kind,
-    };
-    let (src, gzip) = open(path).map_err(err)?;
-    let read = if threads > 1 {
-        match super::parallel::read(src, gzip, threads) {
-            Ok(Some(read)) => Ok(read),
-            Err(e @ ReadErrorKind::MemoryLimit { .. }) => Err(e),
-            Ok(None) | Err(_) => {
-                let (src, gzip) = open(path).map_err(err)?;
-                read_stream(src, gzip)
-            }
-        }
-    } else {
-        read_stream(src, gzip)
-    };
-    let (contents, json_bytes) = read.map_err(err)?;
-    assemble(path, contents, json_bytes).map_err(err)
-}
-
-/// The parallel pass alone, without the single-pass fallback: `None` where it gave up. For tests
-/// that must know the parallel pass, not the fallback, produced a result.
-pub fn read_file_parallel_only(
-    path: &Path,
-    threads: usize,
-    chunk: usize,
-) -> Result<Option<Vec<RankTrace>>, ReadError> {
-    let err = |kind| ReadError {
-        path: path.to_path_buf(),
-        kind,
-    };
-    let (src, gzip) = open(path).map_err(err)?;
-    match super::parallel::read_chunked(src, gzip, threads, chunk).map_err(err)? {
-        Some((contents, json_bytes)) => assemble(path, contents, json_bytes).map(Some).map_err(err),
-        None => Ok(None),
-    }
 }
 
 fn read_up_to(src: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -200,7 +156,10 @@ pub(super) fn scan_error(e: ScanError, gzip: bool, context: &'static str) -> Rea
     }
 }
 
-fn read_stream<R: Read>(src: R, gzip: bool) -> Result<(FileContents, u64), ReadErrorKind> {
+pub(super) fn read_stream<R: Read>(
+    src: R,
+    gzip: bool,
+) -> Result<(FileContents, u64), ReadErrorKind> {
     let mut scan = Scanner::new(src);
     match read_scanned(&mut scan, gzip) {
         Err(e @ (ReadErrorKind::Json { .. } | ReadErrorKind::TruncatedJson { .. })) if gzip => {
@@ -664,7 +623,7 @@ fn refuse_unusable(contents: &FileContents) -> Result<(), ReadErrorKind> {
     }
 }
 
-fn assemble(
+pub(super) fn assemble(
     path: &Path,
     mut contents: FileContents,
     json_bytes: u64,

@@ -81,13 +81,13 @@ pub fn threads() -> usize {
 
 /// Reads one file; a merged file gives one trace per rank.
 pub fn read_file(path: &Path) -> Result<Vec<RankTrace>, ReadError> {
-    file::read_file(path, threads())
+    read_one(path, threads())
 }
 
 /// Reads one file with `threads` threads (one: a single pass; more: inflate on one thread,
 /// parse chunks of events on the others). The result does not depend on `threads`.
 pub fn read_file_with_threads(path: &Path, threads: usize) -> Result<Vec<RankTrace>, ReadError> {
-    file::read_file(path, threads)
+    read_one(path, threads)
 }
 
 /// The parallel pass alone, with chunks of about `chunk` bytes and no single-pass fallback:
@@ -98,7 +98,7 @@ pub fn read_file_parallel_only(
     threads: usize,
     chunk: usize,
 ) -> Result<Option<Vec<RankTrace>>, ReadError> {
-    file::read_file_parallel_only(path, threads, chunk)
+    read_one_parallel_only(path, threads, chunk)
 }
 
 /// Reads every file of a run in parallel. The first error, in argument order, wins, so the
@@ -122,7 +122,7 @@ pub fn read_run_with_progress(
         files
             .par_iter()
             .map(|f| {
-                let result = file::read_file(f, per_file);
+                let result = read_one(f, per_file);
                 on_file(done.fetch_add(1, Ordering::Relaxed) + 1, files.len());
                 result
             })
@@ -191,4 +191,50 @@ fn check_complete(traces: &[RankTrace], paths: &[PathBuf]) -> Result<(), ReadErr
             why,
         },
     })
+}
+
+/// Reads one file with `threads` threads: one alone reads it in a single pass; more inflate on
+/// one thread and parse chunks of events on the others (`parallel`). The result is the same
+/// for any number: whatever the parallel pass cannot vouch for (bad input, a chunk boundary
+/// guessed inside a string) is read again in a single pass, so errors read the same too.
+fn read_one(path: &Path, threads: usize) -> Result<Vec<RankTrace>, ReadError> {
+    let err = |kind| ReadError {
+        path: path.to_path_buf(),
+        kind,
+    };
+    let (src, gzip) = file::open(path).map_err(err)?;
+    let read = if threads > 1 {
+        match parallel::read(src, gzip, threads) {
+            Ok(Some(read)) => Ok(read),
+            Err(e @ ReadErrorKind::MemoryLimit { .. }) => Err(e),
+            Ok(None) | Err(_) => {
+                let (src, gzip) = file::open(path).map_err(err)?;
+                file::read_stream(src, gzip)
+            }
+        }
+    } else {
+        file::read_stream(src, gzip)
+    };
+    let (contents, json_bytes) = read.map_err(err)?;
+    file::assemble(path, contents, json_bytes).map_err(err)
+}
+
+/// The parallel pass alone, without the single-pass fallback: `None` where it gave up. For tests
+/// that must know the parallel pass, not the fallback, produced a result.
+fn read_one_parallel_only(
+    path: &Path,
+    threads: usize,
+    chunk: usize,
+) -> Result<Option<Vec<RankTrace>>, ReadError> {
+    let err = |kind| ReadError {
+        path: path.to_path_buf(),
+        kind,
+    };
+    let (src, gzip) = file::open(path).map_err(err)?;
+    match parallel::read_chunked(src, gzip, threads, chunk).map_err(err)? {
+        Some((contents, json_bytes)) => file::assemble(path, contents, json_bytes)
+            .map(Some)
+            .map_err(err),
+        None => Ok(None),
+    }
 }

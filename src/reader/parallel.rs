@@ -373,7 +373,7 @@ mod tests {
     }
 
     fn single_pass(path: &Path) -> Result<Vec<RankTrace>, String> {
-        file::read_file(path, 1).map_err(|e| e.to_string())
+        crate::reader::read_file_with_threads(path, 1).map_err(|e| e.to_string())
     }
 
     /// Every chunk size and thread count gives the single pass's result: through the public
@@ -384,7 +384,7 @@ mod tests {
         let mut parallel = 0;
         for chunk in chunks {
             for threads in [2 + chunk % 2] {
-                match file::read_file_parallel_only(path, threads, chunk) {
+                match crate::reader::read_file_parallel_only(path, threads, chunk) {
                     Ok(Some(got)) => {
                         assert_eq!(Ok(&got), want.as_ref(), "chunk {chunk}, {threads} threads");
                         parallel += 1;
@@ -394,7 +394,10 @@ mod tests {
                 }
             }
         }
-        assert_eq!(file::read_file(path, 2).map_err(|e| e.to_string()), want);
+        assert_eq!(
+            crate::reader::read_file_with_threads(path, 2).map_err(|e| e.to_string()),
+            want
+        );
         parallel
     }
 
@@ -501,16 +504,26 @@ mod tests {
         for cut in [10, text.len() / 3, text.len() - 2] {
             let path = write(dir.path(), "cut.json", &text[..cut]);
             assert!(matches!(
-                file::read_file_parallel_only(&path, 2, 4096),
+                crate::reader::read_file_parallel_only(&path, 2, 4096),
                 Ok(None)
             ));
             let single = single_pass(&path).unwrap_err();
             assert!(single.contains("truncated JSON"), "{single}");
-            assert_eq!(file::read_file(&path, 2).unwrap_err().to_string(), single);
+            assert_eq!(
+                crate::reader::read_file_with_threads(&path, 2)
+                    .unwrap_err()
+                    .to_string(),
+                single
+            );
         }
         let gz = gzip(&text);
         let path = write(dir.path(), "cut.json.gz", &gz[..gz.len() - 9]);
         let single = single_pass(&path).unwrap_err();
-        assert_eq!(file::read_file(&path, 3).unwrap_err().to_string(), single);
+        assert_eq!(
+            crate::reader::read_file_with_threads(&path, 3)
+                .unwrap_err()
+                .to_string(),
+            single
+        );
     }
 }

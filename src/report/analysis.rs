@@ -4,9 +4,10 @@
 use super::table::{escape_markdown, Align, Table};
 use super::{display_kernel_name, fixed, Format};
 use crate::analysis::overlap::Verdict;
+use crate::analysis::shapes::{GemmShape, ShapeSource, ShapesSection};
 use crate::analysis::{RunAnalysis, Scope, REPORT_SCHEMA_VERSION};
-use crate::shapes::{GemmShape, ShapeSource, ShapesSection};
 use crate::taxonomy::Category;
+use crate::units::MISSING;
 
 /// Rows shown before a long table folds into `<details>`.
 const SHOWN_ROWS: usize = 15;
@@ -17,7 +18,7 @@ pub fn render(a: &RunAnalysis, format: Format) -> String {
             serde_json::to_string_pretty(&to_json(a)).expect("analysis serialises") + "\n"
         }
         Format::Markdown => render_text(a, true),
-        Format::Table | Format::Toml => render_text(a, false),
+        Format::Table => render_text(a, false),
     }
 }
 
@@ -133,11 +134,11 @@ impl Doc {
 }
 
 pub(crate) fn opt(v: Option<f64>, decimals: usize) -> String {
-    v.map_or_else(|| "-".to_string(), |v| fixed(v, decimals))
+    v.map_or_else(|| MISSING.to_string(), |v| fixed(v, decimals))
 }
 
 pub(crate) fn opt_pct(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_string(), |v| format!("{}%", fixed(v, 1)))
+    v.map_or_else(|| MISSING.to_string(), |v| format!("{}%", fixed(v, 1)))
 }
 
 fn ns_ms(ns: i64) -> String {
@@ -147,7 +148,7 @@ fn ns_ms(ns: i64) -> String {
 /// `64 x 1536 x 7168`, `16 x 64 x 128 x 512` with a batch, `?` for unknown parts.
 pub(crate) fn shape_text(shape: &Option<GemmShape>) -> String {
     let Some(s) = shape else {
-        return "-".to_string();
+        return MISSING.to_string();
     };
     let part = |v: Option<i64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
     let mnk = format!("{} x {} x {}", part(s.m), part(s.n), part(s.k));
@@ -164,7 +165,7 @@ fn source_text(source: ShapeSource, m_from_batch: bool) -> &'static str {
         (ShapeSource::OtherPhaseOp, true) => "prefill op, M = batch",
         (ShapeSource::OtherPhaseOp, false) => "prefill op",
         (ShapeSource::KernelName, _) => "kernel name",
-        (ShapeSource::Unknown, _) => "-",
+        (ShapeSource::Unknown, _) => MISSING,
     }
 }
 
@@ -394,7 +395,7 @@ fn comm(d: &mut Doc, a: &RunAnalysis) {
         t.row(vec![
             display_kernel_name(&k.name),
             k.collective
-                .map_or_else(|| "-".into(), |c| c.label().to_string()),
+                .map_or_else(|| MISSING.into(), |c| c.label().to_string()),
             fixed(k.calls, 1),
             fixed(k.ms, 3),
             fixed(k.mean_us, 1),
@@ -406,9 +407,9 @@ fn comm(d: &mut Doc, a: &RunAnalysis) {
                     k.first_call_rank.unwrap_or(0)
                 ),
                 (Some(f), false) => fixed(f, 1),
-                (None, _) => "-".into(),
+                (None, _) => MISSING.into(),
             },
-            k.note.clone().unwrap_or_else(|| "-".into()),
+            k.note.clone().unwrap_or_else(|| MISSING.into()),
         ]);
     }
     t.row(vec![
@@ -416,7 +417,7 @@ fn comm(d: &mut Doc, a: &RunAnalysis) {
         "".into(),
         fixed(c.calls, 1),
         fixed(c.ms, 3),
-        "-".into(),
+        MISSING.into(),
         "".into(),
         "".into(),
         format!("{} of kernel time", opt_pct(c.pct_of_kernel_time)),
@@ -550,14 +551,14 @@ fn balance(d: &mut Doc, a: &RunAnalysis) {
     let main = b
         .main_allreduce_kernel
         .as_deref()
-        .map_or_else(|| "-".to_string(), |k| d.name(k));
+        .map_or_else(|| MISSING.to_string(), |k| d.name(k));
     d.para(&format!(
         "Medians over each rank's steady decode steps; allreduce means over all allreduce-class calls, and over the calls of the main allreduce kernel ({main})."
     ));
     d.table(&t);
     let label_of = |rank: Option<u32>| {
         rank.and_then(|r| a.run.ranks.iter().find(|l| l.rank == r))
-            .map_or_else(|| "-".to_string(), |l| l.label.clone())
+            .map_or_else(|| MISSING.to_string(), |l| l.label.clone())
     };
     let mut line = format!("Max wall skew: {} ms", opt(b.wall_skew_ms, 2));
     if let Some(skew) = b.comm_skew_ms {
@@ -657,7 +658,7 @@ fn prefill(d: &mut Doc, a: &RunAnalysis) {
             fixed(r.comm_ms, 2),
             opt_pct(r.comm_pct),
             r.largest_collective.as_ref().map_or_else(
-                || "-".into(),
+                || MISSING.into(),
                 |c| format!("{} ({} ms)", display_kernel_name(&c.name), fixed(c.ms, 2)),
             ),
             fixed(r.idle_ms, 2),
@@ -698,16 +699,18 @@ fn shapes(d: &mut Doc, a: &RunAnalysis) {
         .map(|r| {
             vec![
                 display_kernel_name(&r.kernel),
-                r.op.clone().unwrap_or_else(|| "-".into()),
+                r.op.clone().unwrap_or_else(|| MISSING.into()),
                 shape_text(&r.shape),
-                r.precision.clone().unwrap_or_else(|| "-".into()),
+                r.precision.clone().unwrap_or_else(|| MISSING.into()),
                 source_text(r.source, r.m_from_batch_size).to_string(),
                 fixed(r.calls, 1),
                 fixed(r.mean_us, 1),
                 opt(r.tflops, 1),
                 fixed(r.pct, 1),
-                r.grid
-                    .map_or_else(|| "-".into(), |g| format!("[{},{},{}]", g[0], g[1], g[2])),
+                r.grid.map_or_else(
+                    || MISSING.into(),
+                    |g| format!("[{},{},{}]", g[0], g[1], g[2]),
+                ),
             ]
         })
         .collect();
@@ -737,7 +740,7 @@ fn partial_shapes_note(d: &mut Doc, s: &ShapesSection) {
             .rows
             .iter()
             .filter(|r| r.shape.as_ref().is_some_and(missing))
-            .map(|r| d.name(r.op.as_deref().unwrap_or("-")))
+            .map(|r| d.name(r.op.as_deref().unwrap_or(MISSING)))
             .collect();
         ops.sort_unstable();
         ops.dedup();

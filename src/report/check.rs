@@ -3,11 +3,11 @@
 //! The markdown is made for a pull-request comment: a one-line verdict first, the table, the
 //! cause, and the long parts folded. It never exceeds GitHub's comment limit.
 
-use super::extract::format_value;
-use super::table::{escape_markdown, Align, Table};
+use super::table::{code_span, escape_markdown, Align, Table};
 use super::Format;
 use crate::gate::explain::Delta;
 use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
+use crate::units::{Unit, MISSING};
 
 /// GitHub refuses comments longer than this many characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
@@ -18,7 +18,7 @@ const SHOWN_ROWS: usize = 6;
 
 pub fn render(result: &CheckResult, format: Format) -> String {
     match format {
-        Format::Json | Format::Toml => {
+        Format::Json => {
             serde_json::to_string_pretty(result).expect("check result serialises") + "\n"
         }
         Format::Markdown => markdown(result),
@@ -53,22 +53,14 @@ fn verdict_word(m: &MetricCheck) -> String {
     }
 }
 
-/// A metric value with its unit, or a dash when absent.
-pub fn value(v: Option<f64>, unit: &str) -> String {
-    match v {
-        Some(v) => format!("{} {unit}", format_value(v, unit)),
-        None => "—".into(),
-    }
+/// A metric value with its unit, or the missing mark.
+pub fn value(v: Option<f64>, unit: Unit) -> String {
+    unit.figure_or_missing(v)
 }
 
-/// A metric's change as shown in the table (pp for percentages, % otherwise).
+/// A metric's change as shown in the table.
 pub fn change(m: &MetricCheck) -> String {
-    match (m.change, m.change_pct) {
-        (Some(c), _) if m.unit == "%" => format!("{c:+.1} pp"),
-        (Some(_), Some(p)) => format!("{p:+.1}%"),
-        (Some(c), None) => format!("{c:+.3}"),
-        _ => "—".into(),
-    }
+    super::change_text(m.unit, m.change, m.change_pct)
 }
 
 fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
@@ -89,10 +81,10 @@ fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
     for m in &result.metrics {
         let mut row = vec![
             m.name.clone(),
-            value(m.baseline, &m.unit),
-            value(m.current, &m.unit),
+            value(m.baseline, m.unit),
+            value(m.current, m.unit),
             change(m),
-            m.tolerance.clone().unwrap_or_else(|| "—".into()),
+            m.tolerance.clone().unwrap_or_else(|| MISSING.into()),
             verdict_word(m),
         ];
         if with_marks {
@@ -114,6 +106,41 @@ fn headline(result: &CheckResult) -> String {
         "{icon} **tracegate** on {hardware}: {}",
         escape_markdown(&result.summary)
     )
+}
+
+/// The run's image and `--meta` pairs beside the baseline's: "image `v0.5.3` → `v0.5.4` ·
+/// sglang `0.5.3` → `0.5.4`" in markdown (values in code spans), the same without backticks
+/// for a terminal; `None` when neither side has any. Pairs only the baseline has are shown
+/// too, so a run that does not say is visible.
+pub fn identity_line(result: &CheckResult, markdown: bool) -> Option<String> {
+    let (base, run) = (&result.baseline.meta, &result.run.identity);
+    let show = |v: &str| {
+        if markdown {
+            code_span(v)
+        } else {
+            v.to_string()
+        }
+    };
+    let mut parts = Vec::new();
+    if let Some(t) = crate::identity::transition(base.image.as_deref(), run.image.as_deref(), show)
+    {
+        parts.push(format!("image {t}"));
+    }
+    let keys: std::collections::BTreeSet<&String> =
+        run.meta.keys().chain(base.extra.keys()).collect();
+    for key in keys {
+        let before = base.get(key);
+        let after = run.meta.get(key).map(String::as_str);
+        if let Some(t) = crate::identity::transition(before.as_deref(), after, show) {
+            let key = if markdown {
+                escape_markdown(key)
+            } else {
+                key.clone()
+            };
+            parts.push(format!("{key} {t}"));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
 fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
@@ -166,12 +193,14 @@ fn details(summary: &str, body: &str) -> String {
 
 fn meta_table(result: &CheckResult) -> Table {
     let m = &result.baseline.meta;
+    let id = &result.run.identity;
     let mut t = Table::new(&[
         ("", Align::Left),
         ("baseline", Align::Left),
         ("run", Align::Left),
     ]);
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".into());
+    let given = |key: &str| opt(&id.meta.get(key).cloned());
     let num = |v: Option<u32>| v.map_or_else(|| "—".into(), |v| v.to_string());
     t.row(vec![
         "hardware".into(),
@@ -183,9 +212,27 @@ fn meta_table(result: &CheckResult) -> Table {
         num(m.tp),
         result.run.ranks.len().to_string(),
     ]);
-    t.row(vec!["model".into(), opt(&m.model), "—".into()]);
-    t.row(vec!["precision".into(), opt(&m.precision), "—".into()]);
-    t.row(vec!["image".into(), opt(&m.image), "—".into()]);
+    t.row(vec!["model".into(), opt(&m.model), given("model")]);
+    t.row(vec![
+        "precision".into(),
+        opt(&m.precision),
+        given("precision"),
+    ]);
+    t.row(vec!["image".into(), opt(&m.image), opt(&id.image)]);
+    if m.previous_image.is_some() {
+        t.row(vec![
+            "previous image".into(),
+            opt(&m.previous_image),
+            "—".into(),
+        ]);
+    }
+    let keys: std::collections::BTreeSet<&String> = id.meta.keys().chain(m.extra.keys()).collect();
+    for key in keys
+        .into_iter()
+        .filter(|k| !["model", "precision"].contains(&k.as_str()))
+    {
+        t.row(vec![key.clone(), opt(&m.get(key)), given(key)]);
+    }
     t.row(vec![
         "steady decode steps".into(),
         "—".into(),
@@ -205,6 +252,10 @@ fn meta_table(result: &CheckResult) -> Table {
 pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
     let e = &result.explanation;
     let mut parts = vec![format!("{}\n\n", headline(result))];
+    if let Some(line) = identity_line(result, true) {
+        parts[0].push_str(&line);
+        parts[0].push_str("\n\n");
+    }
     for p in &result.problems {
         parts.push(format!("> **Cannot judge:** {}\n\n", escape_markdown(p)));
     }
@@ -283,6 +334,10 @@ pub fn markdown(result: &CheckResult) -> String {
 fn terminal(result: &CheckResult) -> String {
     let e = &result.explanation;
     let mut out = format!("{}\n\n", result.summary);
+    if let Some(line) = identity_line(result, false) {
+        out.push_str(&line);
+        out.push_str("\n\n");
+    }
     out.push_str(&metric_table(result, false).to_terminal());
     out.push('\n');
     out.push_str(&e.lead);

@@ -6,6 +6,7 @@ use super::table::{Align, Table};
 use super::{display_kernel_name, fixed, Format};
 use crate::analysis::compare::{Comparison, MetricRow};
 use crate::analysis::{Scope, REPORT_SCHEMA_VERSION};
+use crate::units::MISSING;
 
 pub fn render(c: &Comparison, format: Format) -> String {
     match format {
@@ -20,7 +21,7 @@ pub fn render(c: &Comparison, format: Format) -> String {
             serde_json::to_string_pretty(&value).expect("comparison serialises") + "\n"
         }
         Format::Markdown => render_text(c, true),
-        Format::Table | Format::Toml => render_text(c, false),
+        Format::Table => render_text(c, false),
     }
 }
 
@@ -34,7 +35,7 @@ fn decimals(unit: &str) -> usize {
 
 fn value_text(v: Option<f64>, unit: &str) -> String {
     match (v, unit) {
-        (None, _) => "-".into(),
+        (None, _) => MISSING.into(),
         (Some(v), "%") => format!("{}%", fixed(v, 1)),
         (Some(v), "count") => fixed(v, 0),
         (Some(v), u) => format!(
@@ -73,7 +74,7 @@ fn metric_table(c: &Comparison, rows: &[MetricRow], first: &str) -> Table {
             m.ratios
                 .iter()
                 .skip(1)
-                .map(|r| r.map_or_else(|| "-".into(), |r| format!("{}x", fixed(r, 2)))),
+                .map(|r| r.map_or_else(|| MISSING.into(), |r| format!("{}x", fixed(r, 2)))),
         );
         t.row(row);
     }
@@ -93,7 +94,7 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
     for r in &c.runs {
         runs.row(vec![
             r.label.clone(),
-            r.device.clone().unwrap_or_else(|| "-".into()),
+            r.device.clone().unwrap_or_else(|| MISSING.into()),
             r.ranks.to_string(),
             match r.scope {
                 Scope::Decode => "decode steps (per step)".into(),
@@ -114,11 +115,10 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
             continue;
         }
         let mut row = vec![f.label.clone()];
-        row.extend(
-            f.values
-                .iter()
-                .map(|v| v.as_deref().map_or_else(|| "-".into(), display_kernel_name)),
-        );
+        row.extend(f.values.iter().map(|v| {
+            v.as_deref()
+                .map_or_else(|| MISSING.into(), display_kernel_name)
+        }));
         facts.row(row);
     }
     if !facts.is_empty() {
@@ -142,9 +142,9 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
             });
             t.row(vec![
                 r.label.clone(),
-                if top.is_empty() { "-".into() } else { top },
+                if top.is_empty() { MISSING.into() } else { top },
                 lib.only_here.get(i).map_or_else(
-                    || "-".into(),
+                    || MISSING.into(),
                     |only| {
                         let mut shown: Vec<String> = only
                             .iter()
@@ -155,7 +155,7 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
                             shown.push(format!("and {} more", only.len() - 3));
                         }
                         if shown.is_empty() {
-                            "-".into()
+                            MISSING.into()
                         } else {
                             shown.join("; ")
                         }

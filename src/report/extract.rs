@@ -1,9 +1,10 @@
 //! `tracegate extract` output: the gated figures, the steps behind them and the breakdown.
 
 use super::table::{Align, Table};
-use super::{fixed, Format};
-use crate::metrics::{Extraction, Metric, CATALOG};
+use super::{fixed, ExtractFormat};
+use crate::metrics::{Extraction, Metric, METRICS};
 use crate::taxonomy::Category;
+use crate::units::MISSING;
 
 /// Version of the `extract --format json` schema; bumped on any incompatible change.
 pub const EXTRACT_SCHEMA_VERSION: u32 = 1;
@@ -11,14 +12,14 @@ pub const EXTRACT_SCHEMA_VERSION: u32 = 1;
 /// Kernels listed in the text breakdown (JSON and TOML list them all).
 const TOP_KERNELS: usize = 15;
 
-pub fn render(x: &Extraction, format: Format) -> String {
+pub fn render(x: &Extraction, format: ExtractFormat) -> String {
     match format {
-        Format::Json => {
+        ExtractFormat::Json => {
             serde_json::to_string_pretty(&to_json(x)).expect("extraction serialises") + "\n"
         }
-        Format::Toml => to_toml(x),
-        Format::Markdown => render_text(x, true),
-        Format::Table => render_text(x, false),
+        ExtractFormat::Toml => to_toml(x),
+        ExtractFormat::Markdown => render_text(x, true),
+        ExtractFormat::Table => render_text(x, false),
     }
 }
 
@@ -49,40 +50,29 @@ fn to_toml(x: &Extraction) -> String {
     toml::to_string(&value).expect("extraction converts to TOML")
 }
 
-/// A metric's value with the decimals its unit deserves.
-pub fn format_value(value: f64, unit: &str) -> String {
-    match unit {
-        "ms" => fixed(value, 3),
-        "us" => fixed(value, 1),
-        "%" => fixed(value, 1),
-        _ => fixed(value, 3),
-    }
-}
-
 fn metric_row(name: &str, m: &Metric) -> Vec<String> {
-    let opt = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format_value(v, m.unit));
-    let ranks = if m.per_rank.len() > 1 {
+    let opt = |v: Option<f64>| m.unit.number_or_missing(v);
+    // A metric of one value per rank (ratio, skew) keeps its inputs in per_rank, in another unit.
+    let of_ranks = crate::metrics::catalog::def(name)
+        .is_some_and(|d| d.samples == crate::metrics::catalog::Samples::PerRank);
+    let ranks = if m.per_rank.len() > 1 && !of_ranks {
         let (lo, hi) = m
             .per_rank
             .values()
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
                 (lo.min(*v), hi.max(*v))
             });
-        format!(
-            "{} – {}",
-            format_value(lo, m.unit),
-            format_value(hi, m.unit)
-        )
+        format!("{} – {}", m.unit.number(lo), m.unit.number(hi))
     } else {
-        "-".into()
+        MISSING.into()
     };
     vec![
         name.to_string(),
-        format_value(m.value, m.unit),
+        m.unit.number(m.value),
         opt(m.p50),
         opt(m.p90),
         opt(m.p99),
-        m.unit.to_string(),
+        m.unit.label().to_string(),
         format!("{:?}", m.direction).to_lowercase(),
         ranks,
     ]
@@ -130,9 +120,9 @@ fn render_text(x: &Extraction, markdown: bool) -> String {
         ("better", Align::Left),
         ("range over ranks", Align::Right),
     ]);
-    for (name, _, _) in CATALOG {
-        if let Some(m) = x.metrics.get(name) {
-            t.row(metric_row(name, m));
+    for def in METRICS {
+        if let Some(m) = x.metrics.get(def.name) {
+            t.row(metric_row(def.name, m));
         }
     }
     section("Metrics", &t, &mut out);

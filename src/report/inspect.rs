@@ -3,10 +3,11 @@
 use super::table::{Align, Table};
 use super::{fixed, percent, Format};
 use crate::inspect::{RankInspection, RunInspection};
+use crate::units::MISSING;
 
 pub fn render(inspection: &RunInspection, format: Format) -> String {
     match format {
-        Format::Json | Format::Toml => {
+        Format::Json => {
             serde_json::to_string_pretty(inspection).expect("inspection serialises") + "\n"
         }
         Format::Markdown => render_text(inspection, true),
@@ -51,10 +52,10 @@ fn render_text(run: &RunInspection, markdown: bool) -> String {
     for r in &run.ranks {
         t.row(vec![
             r.label.clone(),
-            r.device.clone().unwrap_or_else(|| "-".into()),
+            r.device.clone().unwrap_or_else(|| MISSING.into()),
             r.stage
                 .map(|s| format!("{s:?}").to_lowercase())
-                .unwrap_or_else(|| "-".into()),
+                .unwrap_or_else(|| MISSING.into()),
             fixed(r.gpu_span_ms, 3),
             r.kernels.to_string(),
             r.memcpys.to_string(),

@@ -9,7 +9,7 @@ pub mod inspect;
 pub mod sweep;
 pub mod table;
 
-/// Output formats shared by the subcommands.
+/// Output formats every report can be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// Aligned text for a terminal.
@@ -18,7 +18,14 @@ pub enum Format {
     Markdown,
     /// JSON with a documented, versioned schema.
     Json,
-    /// TOML (extract only).
+}
+
+/// `extract`'s formats: those of every report, and TOML (the figures in a baseline's own syntax).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExtractFormat {
+    Table,
+    Markdown,
+    Json,
     Toml,
 }
 
@@ -34,15 +41,24 @@ pub fn versioned_json(schema_version: u32, document: &impl serde::Serialize) -> 
     value
 }
 
-/// A figure with a fixed number of decimals.
-pub fn fixed(value: f64, decimals: usize) -> String {
-    format!("{value:.decimals$}")
+pub use crate::units::fixed;
+use crate::units::{Unit, MISSING};
+
+/// A change of a metric as every table shows it: percentage points for a percentage, percent of
+/// the baseline otherwise, the change in the unit where the baseline is 0.
+pub fn change_text(unit: Unit, change: Option<f64>, change_pct: Option<f64>) -> String {
+    match (change, change_pct) {
+        (Some(c), _) if unit == Unit::Pct => unit.change(c),
+        (Some(_), Some(p)) => crate::units::percent_change(p),
+        (Some(c), None) => unit.change(c),
+        _ => MISSING.into(),
+    }
 }
 
-/// A percentage of `part` in `whole`, with one decimal; "-" when `whole` is zero.
+/// A percentage of `part` in `whole`, with one decimal; the missing mark when `whole` is zero.
 pub fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {
-        "-".to_string()
+        MISSING.to_string()
     } else {
         format!("{:.1}%", part as f64 * 100.0 / whole as f64)
     }

@@ -1,20 +1,18 @@
 //! `tracegate sweep` output: one answer for a whole matrix of configurations.
 
 use super::check::{fit, mark, GITHUB_COMMENT_LIMIT};
-use super::extract::format_value;
-use super::table::{escape_markdown, Align, Table};
+use super::table::{code_span, escape_markdown, Align, Table};
 use super::Format;
 use crate::gate::Status;
-use crate::sweep::{Configuration, Sweep, HEADLINE_METRICS};
+use crate::sweep::{headline_metrics, Configuration, Sweep};
+use crate::units::MISSING;
 
 /// Headroom kept below GitHub's comment limit for a marker added by the caller.
 const BUDGET: usize = GITHUB_COMMENT_LIMIT - 2_048;
 
 pub fn render(sweep: &Sweep, format: Format) -> String {
     match format {
-        Format::Json | Format::Toml => {
-            serde_json::to_string_pretty(sweep).expect("sweep serialises") + "\n"
-        }
+        Format::Json => serde_json::to_string_pretty(sweep).expect("sweep serialises") + "\n",
         Format::Markdown => markdown(sweep),
         Format::Table => terminal(sweep),
     }
@@ -31,28 +29,73 @@ fn status_mark(s: Status) -> &'static str {
 /// "+4.6% ❌" for a metric of a configuration, "—" when it has none.
 fn cell(c: &Configuration, metric: &str) -> String {
     let Some(m) = c.metrics.iter().find(|m| m.name == metric) else {
-        return "—".into();
+        return MISSING.into();
     };
-    let change = match (m.change, m.change_pct) {
-        (Some(d), _) if m.unit == "%" => format!("{d:+.1} pp"),
-        (Some(_), Some(p)) => format!("{p:+.1}%"),
-        _ => m
-            .current
-            .map_or_else(|| "—".into(), |v| format_value(v, &m.unit)),
+    let change = match m.change {
+        Some(_) => super::change_text(m.unit, m.change, m.change_pct),
+        None => m.unit.figure_or_missing(m.current),
     };
     format!("{change} {}", mark(m.verdict))
 }
 
+/// The configuration's image, baseline → run, plain (the table escapes it).
+fn image_cell(c: &Configuration) -> String {
+    crate::identity::transition(
+        c.baseline_image.as_deref(),
+        c.run.image.as_deref(),
+        str::to_string,
+    )
+    .unwrap_or_else(|| MISSING.into())
+}
+
 fn table(sweep: &Sweep) -> Table {
+    // The image column only when some configuration says which image it ran or was baselined in.
+    let images = !sweep.image_bumps().is_empty();
     let mut columns = vec![("", Align::Left), ("configuration", Align::Left)];
-    columns.extend(HEADLINE_METRICS.iter().map(|m| (*m, Align::Right)));
+    if images {
+        columns.push(("image", Align::Left));
+    }
+    columns.extend(headline_metrics().map(|m| (m, Align::Right)));
     let mut t = Table::new(&columns);
     for c in &sweep.configurations {
         let mut row = vec![status_mark(c.status).to_string(), c.name.clone()];
-        row.extend(HEADLINE_METRICS.iter().map(|m| cell(c, m)));
+        if images {
+            row.push(image_cell(c));
+        }
+        row.extend(headline_metrics().map(|m| cell(c, m)));
         t.row(row);
     }
     t
+}
+
+/// "image `a` → `b`" per distinct bump (with its count when there are several), then the pairs
+/// every run shares: "commit `abc`". `None` when there is nothing to say.
+pub fn identity_line(sweep: &Sweep, markdown: bool) -> Option<String> {
+    let show = |v: &str| {
+        if markdown {
+            code_span(v)
+        } else {
+            v.to_string()
+        }
+    };
+    let bumps = sweep.image_bumps();
+    let mut parts: Vec<String> = bumps
+        .iter()
+        .filter_map(|&(before, after, n)| {
+            let t = crate::identity::transition(before, after, show)?;
+            Some(if bumps.len() > 1 {
+                let s = if n == 1 { "" } else { "s" };
+                format!("image {t} ({n} configuration{s})")
+            } else {
+                format!("image {t}")
+            })
+        })
+        .collect();
+    for (key, value) in sweep.common_meta() {
+        let key = if markdown { escape_markdown(&key) } else { key };
+        parts.push(format!("{key} {}", show(&value)));
+    }
+    (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
 fn details(c: &Configuration) -> String {
@@ -73,12 +116,7 @@ fn details(c: &Configuration) -> String {
             ("current", Align::Right),
         ]);
         for m in failing {
-            let v = |x: Option<f64>| {
-                x.map_or_else(
-                    || "—".into(),
-                    |x| format!("{} {}", format_value(x, &m.unit), m.unit),
-                )
-            };
+            let v = |x: Option<f64>| m.unit.figure_or_missing(x);
             t.row(vec![
                 mark(m.verdict).to_string(),
                 m.name.clone(),
@@ -98,14 +136,16 @@ fn details(c: &Configuration) -> String {
 /// The sweep markdown in parts, for [`markdown`] and for the job summary and comment, which fit
 /// the parts to their own limits.
 pub fn markdown_parts(sweep: &Sweep) -> Vec<String> {
-    let mut parts = vec![
-        format!(
-            "{} **tracegate sweep**: {}\n\n",
-            status_mark(sweep.status),
-            escape_markdown(&sweep.summary)
-        ),
-        table(sweep).to_markdown() + "\n",
-    ];
+    let mut head = format!(
+        "{} **tracegate sweep**: {}\n\n",
+        status_mark(sweep.status),
+        escape_markdown(&sweep.summary)
+    );
+    if let Some(line) = identity_line(sweep, true) {
+        head.push_str(&line);
+        head.push_str("\n\n");
+    }
+    let mut parts = vec![head, table(sweep).to_markdown() + "\n"];
     parts.extend(
         sweep
             .configurations
@@ -121,7 +161,12 @@ pub fn markdown(sweep: &Sweep) -> String {
 }
 
 fn terminal(sweep: &Sweep) -> String {
-    let mut out = format!("{}\n\n{}", sweep.summary, table(sweep).to_terminal());
+    let mut out = format!("{}\n\n", sweep.summary);
+    if let Some(line) = identity_line(sweep, false) {
+        out.push_str(&line);
+        out.push_str("\n\n");
+    }
+    out.push_str(&table(sweep).to_terminal());
     for c in sweep
         .configurations
         .iter()

@@ -30,6 +30,21 @@ pub fn escape_markdown(text: &str) -> String {
     out
 }
 
+/// `text` as an inline code span outside a table: a fence longer than any run of backticks in
+/// it, padded when it starts or ends with a backtick or a space, newlines made spaces. Nothing
+/// in a code span is markup, so no name can add a link, HTML or a mention.
+pub fn code_span(text: &str) -> String {
+    let text = text.replace(['\n', '\r'], " ");
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with(['`', ' ']) || text.ends_with(['`', ' ']) {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
 impl Table {
     /// Headers with their alignment: text columns left, figures right.
     pub fn new(columns: &[(&str, Align)]) -> Self {
@@ -113,6 +128,14 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_spans_outgrow_backticks_and_keep_edges() {
+        assert_eq!(code_span("v0.5.4"), "`v0.5.4`");
+        assert_eq!(code_span("a``b"), "```a``b```");
+        assert_eq!(code_span("`x"), "`` `x ``");
+        assert_eq!(code_span("a\nb"), "`a b`");
+    }
 
     #[test]
     fn markdown_cells_cannot_break_the_table_or_inject_links() {

@@ -1,6 +1,6 @@
 //! The four modelled platforms: kernel names, categories, calls per layer, per-call durations,
-//! streams, ranks and the published figures the generator is calibrated to
-//! (`/work/shared/docs/REFERENCE-ANALYSES.md`).
+//! streams, ranks and the published figures of DeepSeek-R1 serving runs the generator is
+//! calibrated to (the targets are listed in `docs/SYNTH.md`).
 //!
 //! Categories and collective kinds are assigned here, per kernel, and the ground truth is computed
 //! from them; they follow the taxonomy's intent but do not depend on it.

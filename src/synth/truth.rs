@@ -270,6 +270,26 @@ fn sampled(
     out.insert(key.into(), Value::Object(m));
 }
 
+/// A per-step-sampled tail metric: per rank the p90 of the samples, across ranks the max.
+fn tail(out: &mut Map<String, Value>, key: &str, per_rank_samples: Vec<(u32, Vec<f64>)>) {
+    let per: Vec<PerRank> = per_rank_samples
+        .into_iter()
+        .filter_map(|(rank, s)| {
+            percentile(&s, 90.0).map(|value| PerRank {
+                rank,
+                value,
+                p90: None,
+            })
+        })
+        .collect();
+    let Some(value) = per.iter().map(|p| p.value).reduce(f64::max) else {
+        return;
+    };
+    let mut m = metric("ms", "lower", value);
+    m.insert("per_rank".into(), per_rank_obj(&per));
+    out.insert(key.into(), Value::Object(m));
+}
+
 /// Computes metrics, step counts and the breakdown. Returns the `metrics`, `steps` and
 /// `breakdown` members of `truth.json`.
 pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<String, Value> {
@@ -326,6 +346,7 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
         true,
         samples(&wall_ms, false),
     );
+    tail(&mut metrics, "decode_step_p90_ms", samples(&wall_ms, false));
     sampled(
         &mut metrics,
         "gpu_util_pct",

@@ -1,0 +1,389 @@
+//! The command line's arguments: one struct per command, the shared analysis and GitHub flags,
+//! and the output formats each command can write (clap refuses the others).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::pipeline::AnalysisConfig;
+use crate::report::{ExtractFormat, Format};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tracegate",
+    version,
+    about = "Guards LLM inference performance: reads PyTorch-profiler traces of every rank, extracts the figures that matter and gates them against a per-hardware baseline."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// Stop with exit 2 when tracegate's resident memory passes SIZE while reading traces
+    /// (512M, 4G...); also from TRACEGATE_MAX_MEMORY. A clear error beats the OS killing the job.
+    #[arg(long, global = true, value_name = "SIZE")]
+    pub max_memory: Option<String>,
+    /// Threads to read and analyse with (default: one per core). The output is the same for any
+    /// number; one file alone (SGLang's merged file) is parsed on all of them.
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// What the reader finds in each rank: devices, streams, launches, graph replays, Input Dims.
+    Inspect(InspectArgs),
+    /// The gated figures of a run: decode step time, utilization, comm share, allreduce, MoE...
+    Extract(ExtractArgs),
+    /// Gate a run against a baseline: exit 0 pass, 1 regression, 2 could not judge.
+    Check(CheckArgs),
+    /// Write a run's figures into a baseline file.
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+    /// Generate a deterministic synthetic multi-rank run (SGLang-style traces plus truth.json).
+    Synth(SynthArgs),
+    /// The main job end to end on built-in data: a clean synthetic run passes its baseline and
+    /// the same run with an injected regression fails it, with the cause named.
+    Demo(DemoArgs),
+    /// The full analysis of a run: breakdown, communication, overlap, balance, prefill, GEMM shapes.
+    Report(ReportArgs),
+    /// Two or more runs side by side, with the ratio to the first.
+    Compare(CompareArgs),
+    /// Merge the verdicts of a sweep (check --verdict-out files) into one answer.
+    Sweep(SweepArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// Trace files (.json, .json.gz) or directories of them; one run.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Write the output to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// Trace files (.json, .json.gz) or directories of them; one run.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ExtractFormat,
+    /// Write the output to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Trace files (.json, .json.gz) or directories of them; one run.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The baseline TOML file of this hardware configuration.
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "baselines",
+        conflicts_with = "baselines"
+    )]
+    pub baseline: Option<PathBuf>,
+    /// A directory of baselines: the one whose [meta] matches the run is used (hardware from the
+    /// trace, tp from the ranks, the rest from --key); none or several is exit 2.
+    #[arg(long, value_name = "DIR")]
+    pub baselines: Option<PathBuf>,
+    /// What the trace does not say, to choose among --baselines: model=, precision=, framework=,
+    /// image=, tp=, ep=, concurrency=. Repeatable.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub key: Vec<String>,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: Format,
+    /// Write the report to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Also write the full verdict as JSON to this file (for an artifact).
+    #[arg(long, value_name = "FILE")]
+    pub verdict_out: Option<PathBuf>,
+    /// Fail (exit 1) on an improvement beyond tolerance too, so baselines cannot drift loose.
+    #[arg(long)]
+    pub fail_on_improvement: bool,
+    /// Judge a run on other hardware or another rank count than the baseline's (normally exit 2).
+    #[arg(long)]
+    pub allow_other_hardware: bool,
+    #[command(flatten)]
+    pub identity: IdentityArgs,
+    #[command(flatten)]
+    pub github: GithubArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Verdict files (`check --verdict-out`) or directories of them.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Configurations that must have a verdict (baseline file stems), comma-separated or
+    /// repeated: one without a verdict fails the sweep instead of being left out.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub expect: Vec<String>,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: Format,
+    /// Write the report to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// The sweep's name, which identifies its sticky pull-request comment (one per name).
+    #[arg(long, default_value = "sweep")]
+    pub name: String,
+    #[command(flatten)]
+    pub identity: IdentityArgs,
+    #[command(flatten)]
+    pub github: GithubArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// Create a baseline from a run, with default tolerances.
+    New(BaselineNewArgs),
+    /// Rewrite a baseline's figures from a run, keeping tolerances, comments and key order.
+    Update(BaselineUpdateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineWriteArgs {
+    /// Trace files (.json, .json.gz) or directories of them; one run.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The baseline TOML file to write.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: PathBuf,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    /// Where the figures came from, stamped into `[meta] source` (default: the paths).
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Print the change as a unified diff and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// new: overwrite an existing file; update: accept a run on other hardware.
+    #[arg(long)]
+    pub force: bool,
+    // The run's image is written as `image` (update: the old one kept as `previous_image`);
+    // `--meta` pairs set their [meta] key or go into `extra`.
+    #[command(flatten)]
+    pub identity: IdentityArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineNewArgs {
+    #[command(flatten)]
+    pub write: BaselineWriteArgs,
+    /// Hardware name (default: the device name the trace reports).
+    #[arg(long)]
+    pub hardware: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long)]
+    pub precision: Option<String>,
+    #[arg(long)]
+    pub framework: Option<String>,
+    #[arg(long)]
+    pub tp: Option<u32>,
+    #[arg(long)]
+    pub ep: Option<u32>,
+    #[arg(long)]
+    pub concurrency: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineUpdateArgs {
+    #[command(flatten)]
+    pub write: BaselineWriteArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Trace files (.json, .json.gz) or directories of them; one run.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: Format,
+    /// Write the report to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Runs: each a trace file or a directory of one run's traces. The first is the reference.
+    pub runs: Vec<PathBuf>,
+    /// Name a run: NAME=PATH renames the run given as PATH, or adds PATH as a run named NAME.
+    #[arg(long, value_name = "NAME=PATH")]
+    pub label: Vec<String>,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: Format,
+    /// Write the comparison to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SynthArgs {
+    /// Scenario: mi355x-dsr1-fp4-tp4, b200-dsr1-fp4-tp4-ep4, h200-dsr1-fp8-tp8, mi325x-dsr1-fp8-tp8.
+    #[arg(long)]
+    pub scenario: String,
+    /// Directory to write the traces and truth.json into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Number of ranks (default: the scenario's).
+    #[arg(long)]
+    pub ranks: Option<u32>,
+    /// Steady decode steps after the warm-up steps.
+    #[arg(long, default_value_t = 24)]
+    pub decode_steps: u32,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Multiplies the number of decode steps, to make multi-GB runs for benchmarks.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// python_function events per step (real traces are mostly these).
+    #[arg(long, default_value_t = 50)]
+    pub python_functions_per_step: u32,
+    /// A regression to inject, KIND=FACTOR (allreduce, moe, attention, straggler, protocol,
+    /// single-stream); repeatable.
+    #[arg(long, value_name = "KIND=FACTOR")]
+    pub inject: Vec<String>,
+    /// per-rank: one file per rank; merged: one SGLang/InferenceX merged file of every rank
+    /// (pids "[TPnn] pid", ids repeating across ranks).
+    #[arg(long, value_enum, default_value = "per-rank")]
+    pub layout: crate::synth::Layout,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    #[arg(long, default_value = "mi355x-dsr1-fp4-tp4")]
+    pub scenario: String,
+    /// The regression injected into the second run.
+    #[arg(long, default_value = "allreduce=1.5")]
+    pub inject: String,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Keep the generated runs in this directory instead of a temporary one.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+}
+
+/// How a run is analysed; shared by the commands that compute metrics.
+#[derive(Debug, Args)]
+pub struct AnalysisArgs {
+    /// Extra taxonomy rules (TOML, the format of the built-in rules.toml), tried first.
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// MoE layers of the model (else counted from router launches).
+    #[arg(long, value_name = "N")]
+    pub moe_layers: Option<u32>,
+    /// Decode steps dropped at the start of each rank as warm-up.
+    #[arg(long, value_name = "N", default_value_t = crate::steps::DEFAULT_WARMUP_STEPS)]
+    pub warmup_steps: usize,
+    /// Count only NCCL-named kernels as communication, as Holistic Trace Analysis does.
+    #[arg(long)]
+    pub hta_comm: bool,
+}
+
+impl AnalysisArgs {
+    /// The library's configuration for these flags.
+    pub fn config(&self) -> AnalysisConfig {
+        AnalysisConfig {
+            rules: self.rules.clone(),
+            moe_layers: self.moe_layers,
+            warmup_steps: self.warmup_steps,
+            hta_comm: self.hta_comm,
+        }
+    }
+}
+
+/// GitHub Actions integration of `check` and `sweep`: job summary, annotations, step outputs and the sticky
+/// pull-request comment. None of it changes the exit status.
+#[derive(Debug, Args)]
+pub struct GithubArgs {
+    /// Act as a GitHub Actions step (the default when GITHUB_ACTIONS=true): append the report to
+    /// $GITHUB_STEP_SUMMARY, print ::error/::warning/::notice annotations, set step outputs
+    /// (verdict, regressions, report-path) and write the sticky pull-request comment.
+    #[arg(long, conflicts_with = "no_github")]
+    pub github: bool,
+    /// Do not act as a GitHub Actions step even when GITHUB_ACTIONS=true.
+    #[arg(long)]
+    pub no_github: bool,
+    /// The sticky pull-request comment in GitHub mode: off, always, or on-regression (created
+    /// when the run does not pass; an existing comment is updated on every run, so a fix turns
+    /// it green).
+    #[arg(long, value_enum, default_value = "on-regression")]
+    pub comment: crate::github::CommentMode,
+    /// Pull request to comment on (default: from $GITHUB_EVENT_PATH, else $GITHUB_REF).
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
+    /// Repository OWNER/NAME (default: $GITHUB_REPOSITORY).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// Environment variable holding the API token.
+    #[arg(long, value_name = "NAME", default_value = "GITHUB_TOKEN")]
+    pub token_env: String,
+    /// GitHub REST API URL (default: $GITHUB_API_URL, else https://api.github.com).
+    #[arg(long, value_name = "URL")]
+    pub github_api: Option<String>,
+    /// Timeout of each GitHub API request, in seconds; a timeout is a warning.
+    #[arg(long, value_name = "SECS", default_value_t = 20.0)]
+    pub github_timeout: f64,
+}
+
+/// `--image` and `--meta`: the run's identity, for `check`, `sweep` and `baseline new|update`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct IdentityArgs {
+    /// The image the run used (lmsysorg/sglang:v0.5.4-rocm700), shown beside the baseline's;
+    /// default: $TRACEGATE_IMAGE.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// More of the run's identity: sglang=0.5.4, commit=..., driver=...; repeatable. Also from
+    /// TRACEGATE_META_<KEY>=VALUE (the key lowercased); the command line wins.
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    pub meta: Vec<String>,
+}
+
+impl IdentityArgs {
+    /// The identity from the command line and this process's environment.
+    pub fn resolve(&self) -> anyhow::Result<crate::identity::Identity> {
+        crate::identity::resolve(self.image.as_deref(), &self.meta, std::env::vars())
+            .map_err(anyhow::Error::msg)
+    }
+}
+
+impl GithubArgs {
+    pub fn enabled(&self) -> bool {
+        crate::github::enabled(self.github, self.no_github, &|name| {
+            std::env::var(name).ok()
+        })
+    }
+
+    pub fn options(
+        &self,
+        report_path: Option<&PathBuf>,
+        fail_on_improvement: bool,
+    ) -> crate::github::Options {
+        crate::github::Options {
+            comment: self.comment,
+            pr: self.pr,
+            repo: self.repo.clone(),
+            token_env: self.token_env.clone(),
+            api_url: self.github_api.clone(),
+            timeout: std::time::Duration::from_secs_f64(self.github_timeout.clamp(0.001, 3600.0)),
+            report_path: report_path.cloned(),
+            fail_on_improvement,
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! `baseline new` and `baseline update`: write a run's figures into a baseline file.
+
+use anyhow::{Context, Result};
+
+use super::args::{BaselineNewArgs, BaselineUpdateArgs, BaselineWriteArgs};
+use super::{read_run, write_output};
+use crate::exit;
+use crate::pipeline;
+
+/// `--image` and `--meta`, refused before any trace is read when a baseline cannot hold them.
+fn identity(args: &BaselineWriteArgs) -> Result<crate::identity::Identity> {
+    let identity = args.identity.resolve()?;
+    crate::baseline::write::check_identity(&identity).map_err(anyhow::Error::msg)?;
+    Ok(identity)
+}
+
+fn stamp_for(
+    args: &BaselineWriteArgs,
+    x: &crate::metrics::Extraction,
+    identity: crate::identity::Identity,
+) -> crate::baseline::write::Stamp {
+    crate::baseline::write::Stamp {
+        source: args
+            .source
+            .clone()
+            .unwrap_or_else(|| pipeline::describe_paths(&args.paths)),
+        date: crate::baseline::write::today(),
+        device: x.run.device.clone(),
+        ranks: x.run.ranks.len(),
+        identity,
+    }
+}
+
+/// Prints the diff, and writes the new text unless this is a dry run.
+fn finish_baseline_write(args: &BaselineWriteArgs, old: &str, new: &str) -> Result<i32> {
+    let shown = args.baseline.display().to_string();
+    let diff = crate::baseline::write::diff(&shown, old, new);
+    write_output(
+        if diff.is_empty() {
+            "no change\n"
+        } else {
+            &diff
+        },
+        None,
+    )?;
+    if !args.dry_run {
+        std::fs::write(&args.baseline, new)
+            .with_context(|| format!("{shown}: cannot write baseline"))?;
+        // Read back what was written: a baseline the gate cannot load must not be left behind.
+        crate::baseline::Baseline::load(&args.baseline)?;
+    }
+    Ok(exit::PASS)
+}
+
+pub(super) fn new(args: BaselineNewArgs) -> Result<i32> {
+    let w = &args.write;
+    if w.baseline.exists() && !w.force && !w.dry_run {
+        anyhow::bail!(
+            "{}: already exists (use `baseline update`, or --force to overwrite)",
+            w.baseline.display()
+        );
+    }
+    let identity = identity(w)?;
+    let run = read_run(&w.paths)?;
+    let x = pipeline::extract(&run, &w.paths, &w.analysis.config(), None)?;
+    let stamp = stamp_for(w, &x, identity);
+    let meta = crate::baseline::Meta {
+        hardware: args
+            .hardware
+            .clone()
+            .or_else(|| x.run.device.clone())
+            .unwrap_or_default(),
+        model: args.model.clone(),
+        precision: args.precision.clone(),
+        framework: args.framework.clone(),
+        image: stamp.identity.image.clone(),
+        tp: args.tp.or(Some(x.run.ranks.len() as u32)),
+        ep: args.ep,
+        concurrency: args.concurrency,
+        moe_layers: w.analysis.moe_layers,
+        ..Default::default()
+    };
+    let text = crate::baseline::write::new_baseline(&x, &meta, &stamp);
+    finish_baseline_write(w, "", &text)
+}
+
+pub(super) fn update(args: BaselineUpdateArgs) -> Result<i32> {
+    let w = &args.write;
+    let identity = identity(w)?;
+    let baseline = crate::baseline::Baseline::load(&w.baseline)?;
+    let run = read_run(&w.paths)?;
+    let x = pipeline::extract(&run, &w.paths, &w.analysis.config(), Some(&baseline))?;
+    let device = x.run.device.clone().unwrap_or_default();
+    if !w.force && !baseline.meta.hardware.is_empty() && device != baseline.meta.hardware {
+        anyhow::bail!(
+            "{}: the baseline is for {:?} but the run is on {:?}; refusing to overwrite (use --force)",
+            w.baseline.display(),
+            baseline.meta.hardware,
+            device
+        );
+    }
+    let old = std::fs::read_to_string(&w.baseline)
+        .with_context(|| format!("{}: cannot read", w.baseline.display()))?;
+    let new = crate::baseline::write::update_baseline(&old, &x, &stamp_for(w, &x, identity))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", w.baseline.display()))?;
+    finish_baseline_write(w, &old, &new)
+}

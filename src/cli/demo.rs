@@ -1,0 +1,110 @@
+//! `synth` and `demo`: synthetic runs, and the main job end to end on them.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use super::args::{DemoArgs, SynthArgs};
+use super::{read_run, write_output};
+use crate::exit;
+use crate::pipeline;
+
+pub(super) fn synth(args: SynthArgs) -> Result<i32> {
+    let injections = args
+        .inject
+        .iter()
+        .map(|spec| spec.parse::<crate::synth::Injection>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = crate::synth::SynthOptions {
+        scenario: args.scenario,
+        ranks: args.ranks,
+        decode_steps: args.decode_steps,
+        seed: args.seed,
+        scale: args.scale,
+        python_functions_per_step: args.python_functions_per_step,
+        injections,
+        layout: args.layout,
+    };
+    let summary = crate::synth::generate_to_dir(&options, &args.out)?;
+    eprintln!(
+        "wrote {} trace files and {} ({:.1} MB of JSON, {:.1} MB gzip)",
+        summary.files.len(),
+        summary.truth_path.display(),
+        summary.bytes_uncompressed as f64 / 1e6,
+        summary.bytes_compressed as f64 / 1e6
+    );
+    Ok(exit::PASS)
+}
+
+/// Generates one demo run and checks it against the scenario's built-in baseline.
+fn demo_check(
+    args: &DemoArgs,
+    dir: &std::path::Path,
+    inject: Option<&str>,
+) -> Result<crate::gate::CheckResult> {
+    let (file, text) = crate::baseline::shipped::for_scenario(&args.scenario).ok_or_else(|| {
+        anyhow::anyhow!(
+            "no built-in baseline for scenario {:?}; valid: {}",
+            args.scenario,
+            crate::synth::scenario_names().join(", ")
+        )
+    })?;
+    let injections = inject
+        .map(str::parse::<crate::synth::Injection>)
+        .transpose()?
+        .into_iter()
+        .collect();
+    let options = crate::synth::SynthOptions {
+        scenario: args.scenario.clone(),
+        seed: 42,
+        injections,
+        ..Default::default()
+    };
+    crate::synth::generate_to_dir(&options, dir)?;
+    let baseline = crate::baseline::Baseline::parse(text, std::path::Path::new(file))?;
+    let paths = [dir.to_path_buf()];
+    let run = read_run(&paths)?;
+    Ok(pipeline::check(
+        &run,
+        &paths,
+        &pipeline::AnalysisConfig::default(),
+        &baseline,
+        &crate::gate::CheckOptions::default(),
+    )?)
+}
+
+pub(super) fn demo(args: DemoArgs) -> Result<i32> {
+    let temp = tempfile_dir()?;
+    let root = args.keep.clone().unwrap_or_else(|| temp.clone());
+    eprintln!(
+        "demo: synthetic {} runs in {}",
+        args.scenario,
+        root.display()
+    );
+    let clean = demo_check(&args, &root.join("clean"), None)?;
+    println!("1. A clean run against its baseline: {}\n", clean.summary);
+    let regressed = demo_check(&args, &root.join("regressed"), Some(&args.inject))?;
+    println!("2. The same run with `--inject {}`:\n", args.inject);
+    write_output(&crate::report::check::render(&regressed, args.format), None)?;
+    let _ = std::fs::remove_dir_all(&temp);
+    let expected = (crate::gate::Status::Pass, crate::gate::Status::Regression);
+    if (clean.status, regressed.status) == expected {
+        Ok(exit::PASS)
+    } else {
+        anyhow::bail!(
+            "demo: expected pass then regression, got {:?} then {:?}",
+            clean.status,
+            regressed.status
+        )
+    }
+}
+
+/// A fresh directory under the system temporary directory.
+fn tempfile_dir() -> Result<PathBuf> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("tracegate-demo-{}-{stamp}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    Ok(dir)
+}

@@ -1,0 +1,82 @@
+//! `check` and `sweep`: the commands whose exit status is a verdict.
+
+use anyhow::Result;
+
+use super::args::{CheckArgs, SweepArgs};
+use super::{confine_inputs, read_run, write_output};
+use crate::pipeline;
+
+pub(super) fn check(args: CheckArgs) -> Result<i32> {
+    if args.github.enabled() {
+        confine_inputs(&[
+            ("--baseline", args.baseline.as_ref()),
+            ("--baselines", args.baselines.as_ref()),
+            ("--output", args.output.as_ref()),
+            ("--verdict-out", args.verdict_out.as_ref()),
+        ])?;
+    }
+    let identity = args.identity.resolve()?;
+    let run = read_run(&args.paths)?;
+    let baseline = match (&args.baseline, &args.baselines) {
+        (Some(file), _) => crate::baseline::Baseline::load(file)?,
+        (None, Some(dir)) => {
+            let identity = crate::baseline::discover::RunIdentity {
+                hardware: crate::metrics::run_device(&run),
+                ranks: run.rank_indices().len(),
+                keys: crate::baseline::discover::parse_keys(&args.key)?,
+            };
+            crate::baseline::discover::discover(dir, &identity)?
+        }
+        (None, None) => anyhow::bail!("check needs --baseline FILE or --baselines DIR"),
+    };
+    let options = crate::gate::CheckOptions {
+        fail_on_improvement: args.fail_on_improvement,
+        allow_other_hardware: args.allow_other_hardware,
+    };
+    let config = args.analysis.config();
+    let mut result = pipeline::check(&run, &args.paths, &config, &baseline, &options)?;
+    result.run.identity = identity;
+    if let Some(path) = &args.verdict_out {
+        write_output(
+            &crate::report::check::render(&result, crate::report::Format::Json),
+            Some(path),
+        )?;
+    }
+    write_output(
+        &crate::report::check::render(&result, args.format),
+        args.output.as_ref(),
+    )?;
+    if args.github.enabled() {
+        // Never changes the exit status: failures here are warnings.
+        let options = args
+            .github
+            .options(args.output.as_ref(), args.fail_on_improvement);
+        let publication = crate::github::Publication::of_check(&result, &options);
+        crate::github::publish(&publication, &options);
+    }
+    Ok(result.exit_code)
+}
+
+pub(super) fn sweep(args: SweepArgs) -> Result<i32> {
+    if args.github.enabled() {
+        confine_inputs(&[("--output", args.output.as_ref())])?;
+    }
+    let expect: Vec<String> = args
+        .expect
+        .iter()
+        .map(|e| e.trim().to_string())
+        .filter(|e| !e.is_empty())
+        .collect();
+    let merged = crate::sweep::merge(&args.paths, &expect).with_run(args.identity.resolve()?);
+    write_output(
+        &crate::report::sweep::render(&merged, args.format),
+        args.output.as_ref(),
+    )?;
+    if args.github.enabled() {
+        // As for check: failures here are warnings, the exit status stays the sweep's.
+        let options = args.github.options(args.output.as_ref(), false);
+        let publication = crate::github::Publication::of_sweep(&merged, &args.name, &options);
+        crate::github::publish(&publication, &options);
+    }
+    Ok(merged.exit_code)
+}

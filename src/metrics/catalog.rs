@@ -1,0 +1,211 @@
+//! The metric registry: one entry per metric, and everything every stage needs to know about it.
+//!
+//! `extract` computes the metrics in this order from these entries; the baseline reader validates
+//! against them and the writer takes their starting tolerances; the gate takes each metric's
+//! statistic and whether its samples can be resampled; the sweep takes its columns; `docs/METRICS.md`
+//! and the synthetic truth are tested against it. Adding a metric is one entry here plus its
+//! computation (a per-step figure in `compute.rs`, or a whole-run function in `run.rs`).
+
+pub use super::def::*;
+use super::run;
+use super::Direction;
+use crate::stats::Statistic;
+use crate::units::Unit;
+
+/// The defaults most entries share; each entry says what differs.
+const BASE: MetricDef = MetricDef {
+    name: "",
+    unit: Unit::Ms,
+    direction: Direction::Lower,
+    phase: Phase::Decode,
+    statistic: Statistic::Median,
+    samples: Samples::PerStep,
+    tolerance: StartTolerance::Fixed("5pp"),
+    gated: true,
+    headline: false,
+    with_p90: false,
+    meaning: "",
+    compute: Compute::PerStep {
+        sample: |s, _| Some(s.wall_ms()),
+        across: Across::Max,
+    },
+};
+
+/// Every metric, in the order reports list them and `extract` computes them.
+pub const METRICS: &[MetricDef] = &[
+    MetricDef {
+        name: DECODE_STEP_MS,
+        tolerance: StartTolerance::Fixed("3%"),
+        headline: true,
+        with_p90: true,
+        meaning: "wall of a decode step: median per rank, slowest rank",
+        ..BASE
+    },
+    MetricDef {
+        name: DECODE_STEP_P90_MS,
+        statistic: Statistic::P90,
+        tolerance: StartTolerance::Fixed("5%"),
+        meaning: "90th percentile of the decode step wall per rank, slowest rank: the tail a \
+                  median hides (stalls, slow steps)",
+        ..BASE
+    },
+    MetricDef {
+        name: GPU_UTIL_PCT,
+        unit: Unit::Pct,
+        direction: Direction::Higher,
+        tolerance: StartTolerance::Fixed("1pp"),
+        headline: true,
+        meaning: "busy time / wall of a decode step: median per rank, least busy rank",
+        compute: Compute::PerStep {
+            sample: |s, _| s.gpu_util_pct(),
+            across: Across::Min,
+        },
+        ..BASE
+    },
+    MetricDef {
+        name: COMM_PCT,
+        unit: Unit::Pct,
+        tolerance: StartTolerance::Fixed("1.5pp"),
+        headline: true,
+        meaning: "comm kernel time / kernel time of a decode step: median per rank, max over ranks",
+        compute: Compute::PerStep {
+            sample: |s, c| c.decode_comm.then(|| s.comm_pct()).flatten(),
+            across: Across::Max,
+        },
+        ..BASE
+    },
+    MetricDef {
+        name: ALLREDUCE_US,
+        unit: Unit::Us,
+        statistic: Statistic::Mean,
+        samples: Samples::PerCall,
+        tolerance: StartTolerance::Fixed("10%"),
+        headline: true,
+        meaning: "mean allreduce-class call of the kept decode steps, all ranks pooled",
+        compute: Compute::Run(run::allreduce_us),
+        ..BASE
+    },
+    MetricDef {
+        name: ALLREDUCE_RANK_RATIO,
+        unit: Unit::Ratio,
+        statistic: Statistic::Mean,
+        samples: Samples::PerRank,
+        tolerance: StartTolerance::Fixed("15%"),
+        meaning: "max / min over ranks of the rank's mean allreduce call",
+        compute: Compute::Run(run::allreduce_rank_ratio),
+        ..BASE
+    },
+    MetricDef {
+        name: MOE_US_PER_LAYER,
+        unit: Unit::Us,
+        tolerance: StartTolerance::Fixed("5%"),
+        headline: true,
+        meaning: "moe_gemm kernel time of a decode step / MoE layers: median per rank, max over ranks",
+        compute: Compute::PerStep {
+            sample: |s, c| Some(s.moe_gemm_ns as f64 / 1e3 / c.moe_layers?),
+            across: Across::Max,
+        },
+        ..BASE
+    },
+    MetricDef {
+        name: RANK_SKEW_MS,
+        samples: Samples::PerRank,
+        tolerance: StartTolerance::ShareOfDecodeStep {
+            pct: 1.0,
+            floor_ms: 0.5,
+        },
+        headline: true,
+        meaning: "max − min over ranks of the rank's decode_step_ms",
+        compute: Compute::Run(run::rank_skew_ms),
+        ..BASE
+    },
+    MetricDef {
+        name: OVERLAP_PCT,
+        unit: Unit::Pct,
+        direction: Direction::Higher,
+        meaning: "share of comm time overlapped by compute in a decode step: median per rank, min over ranks",
+        compute: Compute::PerStep {
+            sample: |s, _| s.overlap_pct(),
+            across: Across::Min,
+        },
+        ..BASE
+    },
+    MetricDef {
+        name: PREFILL_STEP_MS,
+        phase: Phase::Prefill,
+        tolerance: StartTolerance::Fixed("10%"),
+        meaning: "wall of a prefill step: median per rank, slowest rank",
+        ..BASE
+    },
+    MetricDef {
+        name: PREFILL_GPU_UTIL_PCT,
+        unit: Unit::Pct,
+        direction: Direction::Higher,
+        phase: Phase::Prefill,
+        meaning: "busy time / wall of a prefill step: median per rank, least busy rank",
+        compute: Compute::PerStep {
+            sample: |s, _| s.gpu_util_pct(),
+            across: Across::Min,
+        },
+        ..BASE
+    },
+    MetricDef {
+        name: PREFILL_COMM_PCT,
+        unit: Unit::Pct,
+        phase: Phase::Prefill,
+        meaning: "comm kernel time / kernel time of a prefill step: median per rank, max over ranks",
+        compute: Compute::PerStep {
+            sample: |s, c| c.prefill_comm.then(|| s.comm_pct()).flatten(),
+            across: Across::Max,
+        },
+        ..BASE
+    },
+];
+
+/// The entry of a metric, by name.
+pub fn def(name: &str) -> Option<&'static MetricDef> {
+    METRICS.iter().find(|d| d.name == name)
+}
+
+/// Names of every metric, in registry order.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    METRICS.iter().map(|d| d.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_tolerances_parse_in_their_unit() {
+        let mut seen = std::collections::HashSet::new();
+        for d in METRICS {
+            assert!(seen.insert(d.name), "{} twice", d.name);
+            assert!(!d.meaning.is_empty(), "{} has no meaning", d.name);
+            if let StartTolerance::Fixed(t) = d.tolerance {
+                let t: crate::baseline::Tolerance = t.parse().unwrap();
+                t.allowance(1.0, d.unit)
+                    .unwrap_or_else(|e| panic!("{}: {e}", d.name));
+            }
+            // A per-rank statistic other than the median needs per-step samples to mean anything.
+            if d.samples == Samples::PerRank {
+                assert!(matches!(d.compute, Compute::Run(_)), "{}", d.name);
+            }
+        }
+        assert_eq!(def(DECODE_STEP_MS).unwrap().unit, Unit::Ms);
+        assert!(def("furlongs").is_none());
+    }
+
+    #[test]
+    fn the_metrics_doc_defines_every_metric() {
+        let doc = include_str!("../../docs/METRICS.md");
+        for d in METRICS {
+            let unit = match d.unit {
+                Unit::Us => "µs",
+                u => u.json(),
+            };
+            let row = format!("| `{}` | {unit} |", d.name);
+            assert!(doc.contains(&row), "docs/METRICS.md has no row {row}");
+        }
+    }
+}

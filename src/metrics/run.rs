@@ -1,0 +1,189 @@
+//! Run figures from every rank's figures: the generic per-step metric (a statistic per rank, the
+//! ranks combined) and the metrics that take all ranks at once (pooled allreduce calls, the rank
+//! ratio, rank skew), plus the MoE layer count they divide by.
+
+use std::collections::BTreeMap;
+
+use super::def::{Across, Compute, MetricDef, Phase, DECODE_STEP_MS};
+use super::figures::{Context, RankFigures, RunFigures};
+use super::{Metric, MetricMap, MoeLayers};
+use crate::stats::{self, Statistic};
+
+/// Computes every metric of the registry, in its order; metrics without inputs are absent.
+pub(crate) fn all_metrics(figures: &RunFigures<'_>, defs: &[MetricDef]) -> MetricMap {
+    let mut metrics = MetricMap::new();
+    for def in defs {
+        let metric = match def.compute {
+            Compute::PerStep { sample, across } => per_step_metric(figures, def, sample, across),
+            Compute::Run(f) => f(def, figures, &metrics),
+        };
+        if let Some(m) = metric {
+            metrics.insert(def.name, m);
+        }
+    }
+    metrics
+}
+
+/// A metric whose per-rank value is its statistic of per-step samples and whose run value is the
+/// max or min over ranks; ranks without a sample do not take part; `None` when no rank has one.
+/// With `with_p90`, each rank also has a p90 and the run's p90 is the max of them.
+fn per_step_metric(
+    figures: &RunFigures<'_>,
+    def: &MetricDef,
+    sample: fn(&super::compute::StepFigures, &Context) -> Option<f64>,
+    across: Across,
+) -> Option<Metric> {
+    let mut best: Option<(u32, f64, Vec<f64>)> = None;
+    let mut per_rank = BTreeMap::new();
+    let mut run_p90: Option<f64> = None;
+    for f in figures.ranks {
+        let steps = match def.phase {
+            Phase::Decode => &f.decode,
+            Phase::Prefill => &f.prefill,
+        };
+        let samples: Vec<f64> = steps
+            .iter()
+            .filter_map(|s| sample(s, &figures.context))
+            .collect();
+        if samples.is_empty() {
+            continue;
+        }
+        let value = def.statistic.of(&samples);
+        if def.with_p90 {
+            let q = Statistic::P90.of(&samples);
+            run_p90 = Some(run_p90.map_or(q, |r| r.max(q)));
+        }
+        per_rank.insert(f.rank, value);
+        let better = match (&best, across) {
+            (None, _) => true,
+            (Some((_, v, _)), Across::Max) => value > *v,
+            (Some((_, v, _)), Across::Min) => value < *v,
+        };
+        if better {
+            best = Some((f.rank, value, samples));
+        }
+    }
+    let (rank, value, samples) = best?;
+    Some(Metric {
+        p90: run_p90,
+        per_rank,
+        samples,
+        decided_by: Some(rank),
+        ..Metric::new(def, value)
+    })
+}
+
+fn min_max(values: &[f64]) -> (f64, f64) {
+    values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        })
+}
+
+/// `rank_skew_ms`: max − min of the per-rank `decode_step_ms`.
+pub(crate) fn rank_skew_ms(
+    def: &MetricDef,
+    _: &RunFigures<'_>,
+    metrics: &MetricMap,
+) -> Option<Metric> {
+    let step = metrics.get(DECODE_STEP_MS)?;
+    let values: Vec<f64> = step.per_rank.values().copied().collect();
+    let (lo, hi) = min_max(&values);
+    Some(Metric {
+        per_rank: step.per_rank.clone(),
+        samples: values,
+        ..Metric::new(def, hi - lo)
+    })
+}
+
+/// `allreduce_us`: every allreduce-class call of the kept decode steps, all ranks pooled.
+pub(crate) fn allreduce_us(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
+    let pooled: Vec<f64> = figures
+        .ranks
+        .iter()
+        .flat_map(|f| f.allreduce_ns.iter().map(|&ns| ns as f64 / 1e3))
+        .collect();
+    let mean = stats::mean(&pooled)?;
+    let mut sorted = pooled.clone();
+    sorted.sort_unstable_by(f64::total_cmp);
+    Some(Metric {
+        p50: stats::percentile_sorted(&sorted, 50.0),
+        p99: stats::percentile_sorted(&sorted, 99.0),
+        samples: pooled,
+        ..Metric::new(def, mean)
+    })
+}
+
+/// `allreduce_rank_ratio`: max / min over ranks of the rank's mean allreduce call.
+pub(crate) fn allreduce_rank_ratio(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
+    let per_rank: BTreeMap<u32, f64> = figures
+        .ranks
+        .iter()
+        .filter_map(|f| {
+            let calls: Vec<f64> = f.allreduce_ns.iter().map(|&ns| ns as f64 / 1e3).collect();
+            stats::mean(&calls).map(|m| (f.rank, m))
+        })
+        .collect();
+    if per_rank.len() < 2 {
+        return None;
+    }
+    let means: Vec<f64> = per_rank.values().copied().collect();
+    let (lo, hi) = min_max(&means);
+    if lo <= 0.0 {
+        return None;
+    }
+    Some(Metric {
+        per_rank,
+        samples: means,
+        ..Metric::new(def, hi / lo)
+    })
+}
+
+/// The MoE layer count: given, else for each `moe_routing` kernel name its median calls per kept
+/// decode step over all ranks' kept decode steps, the smallest of those medians that is at least 1.
+pub(crate) fn moe_layers(figures: &[RankFigures<'_>], given: Option<u32>) -> Option<MoeLayers> {
+    if let Some(n) = given.filter(|&n| n > 0) {
+        return Some(MoeLayers {
+            value: f64::from(n),
+            source: "given",
+            kernel: None,
+        });
+    }
+    let total_steps: usize = figures.iter().map(|f| f.decode.len()).sum();
+    let mut names: Vec<&str> = figures
+        .iter()
+        .flat_map(|f| f.routing_calls.keys().copied())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut best: Option<(f64, &str)> = None;
+    for name in names {
+        let mut calls: Vec<f64> = Vec::with_capacity(total_steps);
+        for f in figures {
+            match f.routing_calls.get(name) {
+                Some(c) => calls.extend(c.iter().map(|&n| f64::from(n))),
+                None => calls.extend(std::iter::repeat_n(0.0, f.decode.len())),
+            }
+        }
+        let Some(m) = stats::median(&mut calls) else {
+            continue;
+        };
+        if m >= 1.0 && best.is_none_or(|(b, _)| m < b) {
+            best = Some((m, name));
+        }
+    }
+    best.map(|(value, name)| MoeLayers {
+        value,
+        source: "counted",
+        kernel: Some(name.to_string()),
+    })
+}

@@ -1,0 +1,167 @@
+//! The units tracegate's figures are in, and the one way each is written: every renderer
+//! (markdown, terminal, TOML, the sweep table) prints a figure through [`Unit::number`] or
+//! [`Unit::figure`], and an absent figure as [`MISSING`]. JSON carries the raw value and
+//! [`Unit::json`].
+
+use std::fmt;
+
+/// What a renderer prints where a figure is absent.
+pub const MISSING: &str = "—";
+
+/// The unit of a metric (and of an absolute tolerance on it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unit {
+    Ms,
+    Us,
+    /// Percent; differences of percentages are percentage points.
+    Pct,
+    /// A bare number (ratios).
+    Ratio,
+}
+
+impl Unit {
+    /// The unit's name in JSON and in baselines: `ms`, `us`, `%`, `ratio`.
+    pub const fn json(self) -> &'static str {
+        match self {
+            Unit::Ms => "ms",
+            Unit::Us => "us",
+            Unit::Pct => "%",
+            Unit::Ratio => "ratio",
+        }
+    }
+
+    /// The unit as people read it after a number: `ms`, `µs`, `%`, nothing for a ratio.
+    pub const fn symbol(self) -> &'static str {
+        match self {
+            Unit::Ms => "ms",
+            Unit::Us => "µs",
+            Unit::Pct => "%",
+            Unit::Ratio => "",
+        }
+    }
+
+    /// The unit in a table's unit column: as [`Unit::symbol`], and `ratio` for a ratio.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Unit::Ratio => "ratio",
+            u => u.symbol(),
+        }
+    }
+
+    /// Decimals a figure in this unit is printed with: µs-level resolution for ms, 0.1 µs, 0.1 pt.
+    pub const fn decimals(self) -> usize {
+        match self {
+            Unit::Ms => 3,
+            Unit::Us | Unit::Pct => 1,
+            Unit::Ratio => 3,
+        }
+    }
+
+    /// Reads a unit as JSON and baselines write it (`µs` and `pct` accepted too).
+    pub fn parse(text: &str) -> Option<Unit> {
+        match text {
+            "ms" => Some(Unit::Ms),
+            "us" | "µs" => Some(Unit::Us),
+            "%" | "pct" => Some(Unit::Pct),
+            "ratio" => Some(Unit::Ratio),
+            _ => None,
+        }
+    }
+
+    /// The number alone, with the unit's decimals: `20.110`, `15.2`, `10.5`, `1.050`.
+    pub fn number(self, value: f64) -> String {
+        fixed(value, self.decimals())
+    }
+
+    /// The number with its symbol: `20.110 ms`, `15.2 µs`, `10.5%`, `1.050`.
+    pub fn figure(self, value: f64) -> String {
+        match self {
+            Unit::Pct => format!("{}%", self.number(value)),
+            Unit::Ratio => self.number(value),
+            _ => format!("{} {}", self.number(value), self.symbol()),
+        }
+    }
+
+    /// [`Unit::figure`], or [`MISSING`].
+    pub fn figure_or_missing(self, value: Option<f64>) -> String {
+        value.map_or_else(|| MISSING.to_string(), |v| self.figure(v))
+    }
+
+    /// [`Unit::number`], or [`MISSING`].
+    pub fn number_or_missing(self, value: Option<f64>) -> String {
+        value.map_or_else(|| MISSING.to_string(), |v| self.number(v))
+    }
+
+    /// A change between two figures: `+0.420 ms`, `-1.2 pp`, `+0.050`.
+    pub fn change(self, delta: f64) -> String {
+        let n = fixed_signed(delta, self.decimals());
+        match self {
+            Unit::Pct => format!("{n} pp"),
+            Unit::Ratio => n,
+            _ => format!("{n} {}", self.symbol()),
+        }
+    }
+}
+
+impl serde::Serialize for Unit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.json())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Unit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Unit::parse(&text).ok_or_else(|| serde::de::Error::custom(format!("unknown unit {text:?}")))
+    }
+}
+
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.json())
+    }
+}
+
+/// A figure with a fixed number of decimals (`-0.0` printed as `0.0`).
+pub fn fixed(value: f64, decimals: usize) -> String {
+    let v = if value == 0.0 { 0.0 } else { value };
+    format!("{v:.decimals$}")
+}
+
+/// A signed figure with a fixed number of decimals: `+1.5`, `-0.2`, `+0.0`.
+pub fn fixed_signed(value: f64, decimals: usize) -> String {
+    let v = if value == 0.0 { 0.0 } else { value };
+    format!("{v:+.decimals$}")
+}
+
+/// A relative change in percent: `+4.6%`.
+pub fn percent_change(pct: f64) -> String {
+    format!("{}%", fixed_signed(pct, 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_unit_has_one_written_form() {
+        assert_eq!(Unit::Ms.figure(20.1104), "20.110 ms");
+        assert_eq!(Unit::Us.figure(15.24), "15.2 µs");
+        assert_eq!(Unit::Pct.figure(10.55), "10.6%");
+        assert_eq!(Unit::Ratio.figure(1.05), "1.050");
+        assert_eq!(Unit::Ms.figure_or_missing(None), MISSING);
+        assert_eq!(Unit::Pct.change(-1.25), "-1.2 pp");
+        assert_eq!(Unit::Us.change(3.0), "+3.0 µs");
+        assert_eq!(fixed(-0.0, 1), "0.0");
+        assert_eq!(percent_change(4.56), "+4.6%");
+    }
+
+    #[test]
+    fn units_round_trip_through_their_json_name() {
+        for u in [Unit::Ms, Unit::Us, Unit::Pct, Unit::Ratio] {
+            assert_eq!(Unit::parse(u.json()), Some(u));
+        }
+        assert_eq!(Unit::parse("µs"), Some(Unit::Us));
+        assert_eq!(Unit::parse("furlongs"), None);
+    }
+}

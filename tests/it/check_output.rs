@@ -1,0 +1,365 @@
+//! Snapshots of every `check` format for a passing and a failing run, bad baselines, and the
+//! `baseline update` round trip.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use crate::common::tracegate;
+
+const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
+
+/// The shared MI355X run (seed 3) with this injection (`common::synth_run`).
+fn synth(inject: Option<&str>) -> PathBuf {
+    let mut args = vec![
+        "--scenario",
+        "mi355x-dsr1-fp4-tp4",
+        "--seed",
+        "3",
+        "--python-functions-per-step",
+        "0",
+    ];
+    if let Some(spec) = inject {
+        args.extend(["--inject", spec]);
+    }
+    common::synth_run(&args)
+}
+
+/// Runs `check` from the crate root so the baseline path in the output is relative and stable.
+fn check_output(run: &Path, baseline: &str, format: &str) -> (i32, String, String) {
+    let out = tracegate()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("check")
+        .arg(run)
+        .args(["--baseline", baseline, "--format", format])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn passing_and_failing_checks_in_every_format() {
+    let pass = synth(None);
+    let fail = synth(Some("allreduce=1.5"));
+    for (run, name, code) in [(&pass, "pass", 0), (&fail, "fail", 1)] {
+        for format in ["markdown", "table", "json"] {
+            let (status, stdout, stderr) = check_output(run, BASELINE, format);
+            assert_eq!(status, code, "{name} {format}: {stderr}");
+            insta::assert_snapshot!(format!("check_{name}_{format}"), stdout);
+        }
+    }
+}
+
+#[test]
+fn the_markdown_stays_under_the_comment_limit_for_a_huge_run() {
+    // A baseline listing thousands of kernels that all vanished: the diff and tables are huge.
+    let dir = tempfile::tempdir().unwrap();
+    let run = synth(Some("protocol=2"));
+    let mut text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE)).unwrap();
+    for i in 0..5000 {
+        text.push_str(&format!(
+            "\n[[breakdown.kernels]]\nname = \"vanished_kernel_{i}_{}\"\ncategory = \"other\"\nms_per_step = 0.01\ncalls_per_step = 1.0\n",
+            "x".repeat(60)
+        ));
+    }
+    let baseline = dir.path().join("huge.toml");
+    std::fs::write(&baseline, text).unwrap();
+    let (status, stdout, _) = check_output(&run, baseline.to_str().unwrap(), "markdown");
+    assert_eq!(status, 1);
+    assert!(
+        stdout.chars().count() < 65_536,
+        "{} characters",
+        stdout.chars().count()
+    );
+    assert!(stdout.contains("REGRESSION"));
+}
+
+fn assert_bad_baseline(text: Option<&str>, needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let run = synth(None);
+    let baseline = dir.path().join("bad.toml");
+    if let Some(text) = text {
+        std::fs::write(&baseline, text).unwrap();
+    }
+    let (status, stdout, stderr) = check_output(&run, baseline.to_str().unwrap(), "markdown");
+    assert_eq!(status, 2, "{stderr}");
+    assert!(stdout.is_empty(), "no verdict printed: {stdout}");
+    assert!(stderr.contains("bad.toml"), "names the file: {stderr}");
+    assert!(stderr.contains(needle), "says {needle:?}: {stderr}");
+}
+
+fn shipped_with(from: &str, to: &str) -> String {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE)).unwrap();
+    assert!(text.contains(from), "{from}");
+    text.replacen(from, to, 1)
+}
+
+#[test]
+fn missing_baseline_is_exit_2() {
+    assert_bad_baseline(None, "cannot read baseline");
+}
+
+#[test]
+fn invalid_toml_is_exit_2_with_its_line() {
+    assert_bad_baseline(
+        Some(&shipped_with(
+            "[metrics.decode_step_ms]",
+            "[metrics.decode_step_ms",
+        )),
+        "bad.toml:",
+    );
+}
+
+#[test]
+fn unknown_metric_is_exit_2() {
+    assert_bad_baseline(
+        Some(&shipped_with(
+            "[metrics.comm_pct]",
+            "[metrics.comm_percent]",
+        )),
+        "unknown metric",
+    );
+}
+
+#[test]
+fn tolerance_abc_is_exit_2() {
+    assert_bad_baseline(
+        Some(&shipped_with("tolerance = \"3%\"", "tolerance = \"abc\"")),
+        "\"abc\"",
+    );
+}
+
+#[test]
+fn negative_tolerance_is_exit_2() {
+    assert_bad_baseline(
+        Some(&shipped_with("tolerance = \"3%\"", "tolerance = \"-3%\"")),
+        "negative",
+    );
+}
+
+#[test]
+fn a_bad_trace_is_exit_2_whatever_the_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("rank-0.json.gz");
+    std::fs::write(&trace, &common::gzip(b"{\"traceEvents\": [")[..20]).unwrap();
+    let (status, stdout, stderr) = check_output(&trace, BASELINE, "markdown");
+    assert_eq!(status, 2, "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(stderr.contains("rank-0.json.gz"), "{stderr}");
+}
+
+#[test]
+fn baseline_update_round_trips_and_keeps_hand_edits() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = synth(Some("moe=1.2"));
+    let baseline = dir.path().join("edited.toml");
+    let edited = shipped_with(
+        "[metrics.comm_pct]",
+        "# comm is gated loosely on this machine\n[metrics.comm_pct]",
+    )
+    .replacen("tolerance = \"1.5pp\"", "tolerance = \"2pp\"", 1);
+    std::fs::write(&baseline, &edited).unwrap();
+    let b = baseline.to_str().unwrap();
+    // The slower MoE fails against the old figures...
+    assert_eq!(check_output(&run, b, "markdown").0, 1);
+    // ...a dry run prints the change and writes nothing...
+    let dry = tracegate()
+        .args(["baseline", "update"])
+        .arg(&run)
+        .args(["--baseline", b, "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(
+        dry.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dry.stderr)
+    );
+    let diff = String::from_utf8(dry.stdout).unwrap();
+    assert!(
+        diff.contains("-value = ") && diff.contains("+value = "),
+        "{diff}"
+    );
+    assert_eq!(std::fs::read_to_string(&baseline).unwrap(), edited);
+    // ...the update writes it, keeping the comment and the edited tolerance...
+    let upd = tracegate()
+        .args(["baseline", "update"])
+        .arg(&run)
+        .args(["--baseline", b])
+        .output()
+        .unwrap();
+    assert!(
+        upd.status.success(),
+        "{}",
+        String::from_utf8_lossy(&upd.stderr)
+    );
+    let updated = std::fs::read_to_string(&baseline).unwrap();
+    assert!(
+        updated.contains("# comm is gated loosely on this machine\n[metrics.comm_pct]"),
+        "{updated}"
+    );
+    assert!(updated.contains("tolerance = \"2pp\""));
+    // ...and the same run now passes.
+    assert_eq!(check_output(&run, b, "markdown").0, 0);
+}
+
+#[test]
+fn baseline_update_refuses_other_hardware_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = synth(None);
+    let baseline = dir.path().join("other.toml");
+    std::fs::write(
+        &baseline,
+        shipped_with(
+            "hardware = \"AMD Instinct MI355X\"",
+            "hardware = \"NVIDIA B200\"",
+        ),
+    )
+    .unwrap();
+    let b = baseline.to_str().unwrap();
+    let out = tracegate()
+        .args(["baseline", "update"])
+        .arg(&run)
+        .args(["--baseline", b])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("refusing"));
+    let out = tracegate()
+        .args(["baseline", "update"])
+        .arg(&run)
+        .args(["--baseline", b, "--force"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+}
+
+#[test]
+fn a_baseline_for_other_hardware_cannot_judge_the_run() {
+    let run = synth(None);
+    let other = "baselines/dsr1-fp4-b200-sglang-tp4-ep4-conc64.toml";
+    let (status, stdout, _) = check_output(&run, other, "markdown");
+    assert_eq!(status, 2, "{stdout}");
+    assert!(
+        stdout.contains("Cannot judge") && stdout.contains("NVIDIA B200"),
+        "{stdout}"
+    );
+    // The rank count is checked too: an 8-rank baseline for a 4-rank run.
+    let eight = "baselines/dsr1-fp8-mi325x-sglang-tp8-conc64.toml";
+    let out = tracegate()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("check")
+        .arg(&run)
+        .args(["--baseline", eight, "--format", "json"])
+        .output()
+        .unwrap();
+    let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        verdict["problems"].as_array().unwrap().len(),
+        2,
+        "{verdict}"
+    );
+    // Judged anyway when asked to: the verdict is about the figures then.
+    let out = tracegate()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("check")
+        .arg(&run)
+        .args(["--baseline", other, "--allow-other-hardware"])
+        .output()
+        .unwrap();
+    assert_ne!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// A metric written as an inline table is a valid baseline: `check` reads it, and `baseline
+/// update` (dry run and for real) rewrites its figures in place, still inline.
+#[test]
+fn an_inline_table_metric_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = synth(Some("moe=1.2"));
+    let baseline = dir.path().join("inline.toml");
+    let inline = shipped_with(
+        "[metrics.decode_step_ms]\nvalue = 20.1206\ntolerance = \"3%\"\np90 = 20.1435\nspread = 0.0182567\nsamples = 23\n",
+        "[metrics]\ndecode_step_ms = { value = 20.1206, tolerance = \"3%\" }\n",
+    );
+    std::fs::write(&baseline, &inline).unwrap();
+    let b = baseline.to_str().unwrap();
+    assert_eq!(check_output(&run, b, "markdown").0, 1);
+    for dry_run in [true, false] {
+        let mut cmd = tracegate();
+        cmd.args(["baseline", "update"])
+            .arg(&run)
+            .args(["--baseline", b]);
+        if dry_run {
+            cmd.arg("--dry-run");
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "dry run {dry_run}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let updated = std::fs::read_to_string(&baseline).unwrap();
+    let line = updated
+        .lines()
+        .find(|l| l.starts_with("decode_step_ms = {"))
+        .unwrap_or_else(|| panic!("not inline any more: {updated}"));
+    assert!(
+        line.contains("tolerance = \"3%\"") && !line.contains("20.1206"),
+        "{line}"
+    );
+    assert_eq!(check_output(&run, b, "markdown").0, 0);
+}
+
+/// `baseline new` records `decode_step_p90_ms` gated with its registry tolerance, and the gate
+/// judges it like any other metric.
+#[test]
+fn the_decode_step_p90_is_recorded_and_gated() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = synth(None);
+    let baseline = dir.path().join("new.toml");
+    let out = tracegate()
+        .args(["baseline", "new"])
+        .arg(&run)
+        .arg("--baseline")
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    let entry = text
+        .split("[metrics.decode_step_p90_ms]")
+        .nth(1)
+        .expect("decode_step_p90_ms recorded");
+    assert!(entry.contains("tolerance = \"5%\"") && !entry.starts_with("\ngate = false"));
+    let (status, json, _) = check_output(&run, baseline.to_str().unwrap(), "json");
+    assert_eq!(status, 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let p90 = v["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "decode_step_p90_ms")
+        .unwrap();
+    assert_eq!(
+        (p90["gated"].as_bool(), p90["verdict"].as_str()),
+        (Some(true), Some("ok"))
+    );
+    assert!(p90["samples"].as_u64().unwrap() > 10, "{p90}");
+}

@@ -1,0 +1,234 @@
+//! Helpers shared by the end-to-end tests.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use assert_cmd::Command;
+
+/// The binary, with the GitHub Actions environment removed so that a test run inside Actions
+/// neither writes annotations or a job summary nor comments (GITHUB_ACTIONS=true turns
+/// `check --github` on); tests that want it set it themselves.
+pub fn tracegate() -> Command {
+    let mut cmd = Command::cargo_bin("tracegate").expect("binary built");
+    for name in GITHUB_ENV {
+        cmd.env_remove(name);
+    }
+    cmd
+}
+
+pub const GITHUB_ENV: &[&str] = &[
+    "GITHUB_ACTIONS",
+    "GITHUB_STEP_SUMMARY",
+    "GITHUB_OUTPUT",
+    "GITHUB_EVENT_PATH",
+    "GITHUB_REPOSITORY",
+    "GITHUB_REF",
+    "GITHUB_TOKEN",
+    "GITHUB_API_URL",
+    "GITHUB_SERVER_URL",
+    "GITHUB_RUN_ID",
+    "GITHUB_WORKSPACE",
+    "RUNNER_TEMP",
+    "TRACEGATE_MAX_MEMORY",
+];
+
+/// A run written by `tracegate synth ARGS --out DIR`, generated once per test process for each
+/// distinct `args` and shared by every test that asks for it. Tests must not change it: copy it
+/// first. Runs of different arguments are generated in parallel.
+pub fn synth_run(args: &[&str]) -> PathBuf {
+    type Slot = Arc<OnceLock<PathBuf>>;
+    static RUNS: OnceLock<Mutex<HashMap<String, Slot>>> = OnceLock::new();
+    let key = args.join(" ");
+    let slot = RUNS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap()
+        .entry(key.clone())
+        .or_default()
+        .clone();
+    slot.get_or_init(|| {
+        let name: String = key
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("synth-{}", std::process::id()))
+            .join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = tracegate()
+            .arg("synth")
+            .args(args)
+            .arg("--out")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "synth {key}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dir
+    })
+    .clone()
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it/fixtures")
+        .join(name)
+}
+
+/// `../shared/traces` beside the checkout, or `TRACEGATE_SHARED_TRACES`; `None` (with a line on
+/// stderr saying the test skips) when neither exists.
+pub fn shared_traces(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("TRACEGATE_SHARED_TRACES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces"));
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "{test}: SKIPPED: real traces not found at {} (set TRACEGATE_SHARED_TRACES)",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// The whole JSON of a (possibly gzipped) trace, parsed the slow, independent way.
+pub fn load_json(path: &Path) -> serde_json::Value {
+    let raw = std::fs::read(path).unwrap();
+    let text = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut s = String::new();
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_string(&mut s)
+            .unwrap();
+        s
+    } else {
+        String::from_utf8(raw).unwrap()
+    };
+    serde_json::from_str(&text).unwrap()
+}
+
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+/// Counts computed from the full DOM, independently of tracegate's reader.
+#[derive(Debug, PartialEq)]
+pub struct IndependentCounts {
+    pub kernels: u64,
+    pub memcpys: u64,
+    pub cpu_ops: u64,
+    pub cpu_ops_with_dims: u64,
+    pub launches_with_correlation: u64,
+    pub graph_launches: u64,
+    pub streams: Vec<u64>,
+}
+
+pub fn independent_counts(trace: &serde_json::Value) -> IndependentCounts {
+    let mut c = IndependentCounts {
+        kernels: 0,
+        memcpys: 0,
+        cpu_ops: 0,
+        cpu_ops_with_dims: 0,
+        launches_with_correlation: 0,
+        graph_launches: 0,
+        streams: Vec::new(),
+    };
+    for e in trace["traceEvents"].as_array().unwrap() {
+        if e["ph"] != "X" {
+            continue;
+        }
+        let cat = e["cat"].as_str().unwrap_or("");
+        match cat {
+            "kernel" => c.kernels += 1,
+            "gpu_memcpy" => c.memcpys += 1,
+            "cpu_op" => {
+                c.cpu_ops += 1;
+                let dims = e["args"]["Input Dims"].to_string();
+                if e["args"].get("Input Dims").is_some()
+                    && dims.chars().any(|ch| ch.is_ascii_digit())
+                {
+                    c.cpu_ops_with_dims += 1;
+                }
+            }
+            "cuda_runtime" | "cuda_driver" if e["args"].get("correlation").is_some() => {
+                c.launches_with_correlation += 1;
+                let name = e["name"].as_str().unwrap_or("");
+                if name == "cudaGraphLaunch" || name == "hipGraphLaunch" {
+                    c.graph_launches += 1;
+                }
+            }
+            _ => {}
+        }
+        if matches!(cat, "kernel" | "gpu_memcpy" | "gpu_memset") {
+            let s = e["args"]["stream"]
+                .as_u64()
+                .or_else(|| e["tid"].as_u64())
+                .unwrap();
+            if !c.streams.contains(&s) {
+                c.streams.push(s);
+            }
+        }
+    }
+    c.streams.sort();
+    c
+}
+
+/// The same counts from `tracegate inspect --format json` for one rank.
+pub fn inspected_counts(rank: &serde_json::Value) -> IndependentCounts {
+    let mut streams: Vec<u64> = rank["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stream"].as_u64().unwrap())
+        .collect();
+    streams.sort();
+    IndependentCounts {
+        kernels: rank["kernels"].as_u64().unwrap(),
+        memcpys: rank["memcpys"].as_u64().unwrap(),
+        cpu_ops: rank["cpu_ops"].as_u64().unwrap(),
+        cpu_ops_with_dims: rank["input_dims"]["with_dims"].as_u64().unwrap(),
+        launches_with_correlation: rank["runtime_launches"].as_u64().unwrap(),
+        graph_launches: rank["graph_launches"]["launches"].as_u64().unwrap(),
+        streams,
+    }
+}
+
+/// Asserts a command's exit status, showing its stderr when it differs.
+pub fn assert_exit(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+pub fn inspect_json(paths: &[&Path]) -> serde_json::Value {
+    let out = tracegate()
+        .arg("inspect")
+        .args(paths)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "inspect failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}

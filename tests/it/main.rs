@@ -1,0 +1,21 @@
+//! The end-to-end tests, in one binary: one link instead of one per file, and runs that several
+//! test files need are generated once (`common::synth_run`).
+
+mod common;
+
+mod bad_input;
+mod check;
+mod check_output;
+mod extract_truth;
+mod fuzz;
+mod github;
+mod identity;
+mod inspect;
+mod install;
+mod properties;
+mod real_traces;
+mod reference_tables;
+mod render;
+mod report;
+mod sweep;
+mod threads;

@@ -1,0 +1,216 @@
+//! A sweep of configurations: baseline discovery, verdict files, one merged answer.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use crate::common::tracegate;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Synthesises a scenario and checks it with baseline discovery, writing its verdict file.
+fn job(work: &Path, scenario: &str, inject: Option<&str>, verdicts: &Path) -> (i32, String) {
+    let run = work.join(scenario);
+    let mut cmd = tracegate();
+    cmd.args([
+        "synth",
+        "--scenario",
+        scenario,
+        "--seed",
+        "9",
+        "--python-functions-per-step",
+        "0",
+        "--out",
+    ]);
+    cmd.arg(&run);
+    if let Some(spec) = inject {
+        cmd.args(["--inject", spec]);
+    }
+    assert!(cmd.output().unwrap().status.success());
+    let out = tracegate()
+        .current_dir(root())
+        .arg("check")
+        .arg(&run)
+        .args([
+            "--baselines",
+            "baselines",
+            "--format",
+            "json",
+            "--verdict-out",
+        ])
+        .arg(verdicts.join(format!("{scenario}.json")))
+        .output()
+        .unwrap();
+    let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    (
+        out.status.code().unwrap(),
+        verdict["baseline"]["path"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    )
+}
+
+const ALL: [&str; 4] = [
+    "dsr1-fp4-mi355x-sglang-tp4-conc64",
+    "dsr1-fp4-b200-sglang-tp4-ep4-conc64",
+    "dsr1-fp8-h200-sglang-tp8-conc64",
+    "dsr1-fp8-mi325x-sglang-tp8-conc64",
+];
+
+#[test]
+fn a_sweep_with_a_regression_and_a_missing_verdict() {
+    let work = tempfile::tempdir().unwrap();
+    let verdicts = work.path().join("verdicts");
+    std::fs::create_dir(&verdicts).unwrap();
+    // Discovery picks each scenario's own baseline from hardware and rank count.
+    for (scenario, inject, code, baseline) in [
+        ("mi355x-dsr1-fp4-tp4", Some("allreduce=1.5"), 1, ALL[0]),
+        ("b200-dsr1-fp4-tp4-ep4", None, 0, ALL[1]),
+        ("mi325x-dsr1-fp8-tp8", None, 0, ALL[3]),
+    ] {
+        let (status, path) = job(work.path(), scenario, inject, &verdicts);
+        assert_eq!(status, code, "{scenario}");
+        assert_eq!(path, format!("baselines/{baseline}.toml"), "{scenario}");
+    }
+    // The H200 job "crashed": no verdict file. Listed as expected, it fails the sweep.
+    let sweep = |expect: &str| {
+        tracegate()
+            .arg("sweep")
+            .arg(&verdicts)
+            .args(["--expect", expect])
+            .output()
+            .unwrap()
+    };
+    let out = sweep(&ALL.join(","));
+    assert_eq!(out.status.code(), Some(2));
+    let markdown = String::from_utf8(out.stdout).unwrap();
+    insta::assert_snapshot!("sweep_regression_and_missing", markdown);
+    // Without the missing one expected, the regression decides.
+    let out = sweep(&[ALL[0], ALL[1], ALL[3]].join(","));
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn two_matching_baselines_are_exit_2_with_the_candidates() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("baselines");
+    std::fs::create_dir(&dir).unwrap();
+    let text =
+        std::fs::read_to_string(root().join("baselines").join(format!("{}.toml", ALL[0]))).unwrap();
+    std::fs::write(dir.join("a-fp4.toml"), &text).unwrap();
+    std::fs::write(
+        dir.join("b-fp8.toml"),
+        text.replace("precision = \"fp4\"", "precision = \"fp8\""),
+    )
+    .unwrap();
+    let run = work.path().join("run");
+    assert!(tracegate()
+        .args([
+            "synth",
+            "--scenario",
+            "mi355x-dsr1-fp4-tp4",
+            "--python-functions-per-step",
+            "0",
+            "--out"
+        ])
+        .arg(&run)
+        .output()
+        .unwrap()
+        .status
+        .success());
+    let out = tracegate()
+        .arg("check")
+        .arg(&run)
+        .arg("--baselines")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("2 baselines match")
+            && stderr.contains("a-fp4.toml")
+            && stderr.contains("b-fp8.toml"),
+        "{stderr}"
+    );
+    let out = tracegate()
+        .arg("check")
+        .arg(&run)
+        .arg("--baselines")
+        .arg(&dir)
+        .args(["--key", "precision=fp4"])
+        .output()
+        .unwrap();
+    common::assert_exit(&out, 0);
+}
+
+#[test]
+fn a_64_configuration_sweep_fits_in_one_comment() {
+    let work = tempfile::tempdir().unwrap();
+    let verdicts = work.path().join("verdicts");
+    std::fs::create_dir(&verdicts).unwrap();
+    let (status, _) = job(
+        work.path(),
+        "mi355x-dsr1-fp4-tp4",
+        Some("protocol=2"),
+        &verdicts,
+    );
+    assert_eq!(status, 1);
+    let one: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(verdicts.join("mi355x-dsr1-fp4-tp4.json")).unwrap(),
+    )
+    .unwrap();
+    let mut names: Vec<PathBuf> = Vec::new();
+    for i in 0..64 {
+        let mut v = one.clone();
+        let name = format!(
+            "dsr1-fp4-mi355x-sglang-tp4-conc{}-variant-with-a-long-name-{i:02}",
+            4 * (i + 1)
+        );
+        v["baseline"]["path"] = serde_json::Value::String(format!("baselines/{name}.toml"));
+        let path = verdicts.join(format!("{name}.json"));
+        std::fs::write(&path, v.to_string()).unwrap();
+        names.push(path);
+    }
+    std::fs::remove_file(verdicts.join("mi355x-dsr1-fp4-tp4.json")).unwrap();
+    let out = tracegate().arg("sweep").arg(&verdicts).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let markdown = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        markdown.chars().count() < 65_536,
+        "{} characters",
+        markdown.chars().count()
+    );
+    assert!(markdown.contains("64 configurations, 64 regressed"));
+    assert_eq!(
+        markdown
+            .lines()
+            .filter(|l| l.starts_with("| ❌ | dsr1"))
+            .count(),
+        64,
+        "every configuration has its row"
+    );
+}
+
+#[test]
+fn an_unreadable_verdict_file_is_a_failed_configuration() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        work.path().join("broken.json"),
+        "{\"schema_version\": 1, \"stat",
+    )
+    .unwrap();
+    let out = tracegate()
+        .arg("sweep")
+        .arg(work.path())
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let sweep: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(sweep["configurations"][0]["name"], "broken");
+    assert_eq!(sweep["configurations"][0]["status"], "cannot_judge");
+}
