@@ -4,6 +4,8 @@
     bench/run.sh                  # 100 MB, 1 GB and 4 GB runs, then the fidelity check
     bench/run.sh --quick          # 100 MB only, one repeat, then the fidelity check
     bench/run.sh --fidelity-only  # only the per-rank comparison with HTA
+    bench/run.sh --threads-only   # no HTA: one merged 800 MB file and the per-rank 1 GB run,
+                                  # extract on all cores vs --threads 1 vs gzip -dc
 
 Needs only the project's prerequisites (Rust toolchain, Python 3.11, gcc) and gzip. It creates
 bench/.venv with HTA (pinned below), builds the release binary, makes `tracegate synth --scale`
@@ -150,6 +152,7 @@ def run_measured(cmd, timeout=None, max_rss_kb=None, env=None, stdout=subprocess
     if why is None and code != 0:
         why = f"exit {code}: {err.strip().splitlines()[-1] if err.strip() else ''}"
     return {"wall": wall, "rss_mb": max(usage.ru_maxrss, peak_tree) / 1024.0, "ok": why is None,
+            "cpu": usage.ru_utime + usage.ru_stime,
             "why": why, "out": out, "err": err}
 
 
@@ -189,24 +192,24 @@ def uncompressed_bytes(files):
     return total
 
 
-def synth_run(label, scale):
+def synth_run(label, scale, layout="per-rank"):
     """A synth run of 8 ranks at --scale, its trace files alone in WORK/label/traces (HTA reads
     every .json/.gz of the directory, so truth.json stays outside). Reused when already there."""
     base = os.path.join(WORK, label)
     traces = os.path.join(base, "traces")
     stamp = os.path.join(base, "scale.txt")
-    if os.path.exists(stamp) and open(stamp).read().strip() == repr(scale):
+    if os.path.exists(stamp) and open(stamp).read().strip() == repr((scale, layout)):
         return traces
     shutil.rmtree(base, ignore_errors=True)
     gen = os.path.join(base, "gen")
-    log(f"== synth {label}: --scenario {SCENARIO} --ranks {RANKS} --scale {scale}")
+    log(f"== synth {label}: --scenario {SCENARIO} --ranks {RANKS} --scale {scale} --layout {layout}")
     subprocess.run([BIN, "synth", "--scenario", SCENARIO, "--ranks", str(RANKS), "--scale", repr(scale),
-                    "--seed", "1", "--out", gen], check=True, stdout=subprocess.DEVNULL)
+                    "--seed", "1", "--layout", layout, "--out", gen], check=True, stdout=subprocess.DEVNULL)
     os.makedirs(traces)
     for f in trace_files(gen):
         os.rename(f, os.path.join(traces, os.path.basename(f)))
     with open(stamp, "w") as f:
-        f.write(repr(scale))
+        f.write(repr((scale, layout)))
     return traces
 
 
@@ -289,6 +292,63 @@ def bench_tables(rows):
         ratios.append(f"| {row['label']} | {fmt_mb(raw_mb)} ({row['gz'] / MB:.0f}) | {row['reps']} | {speed} | {mem} "
                       f"| {med(t, 'wall') / med(g, 'wall'):.2f} |")
     return "\n".join(out), "\n".join(ratios)
+
+
+# ---------------------------------------------------------------- threads
+
+# --scale of the single merged file: about 800 MB of JSON (806.8 MB at 4.8).
+MERGED_SCALE = 4.8
+
+
+def threads_bench(repeats, sizes):
+    """tracegate on all cores, tracegate --threads 1 and gzip -dc, alternating, on SGLang's
+    single merged file (8 ranks in one .json.gz) and on per-rank runs of `sizes`. Returns rows."""
+    runs = [("merged 800 MB (1 file)", synth_run("merged-800", MERGED_SCALE, "merged"))]
+    if sizes:
+        fixed, per_unit = calibrate()
+        for label, target_mb in sizes:
+            scale = round((target_mb * MB - fixed) / per_unit, 3)
+            runs.append((f"per rank {label} (8 files)", synth_run(label, scale)))
+    rows = []
+    for label, d in runs:
+        files = trace_files(d)
+        raw = uncompressed_bytes(files)
+        tools = {
+            "all": [BIN, "extract", d, "--format", "json"],
+            "gzip": ["sh", "-c", "for f in \"$@\"; do gzip -dc \"$f\"; done > /dev/null", "sh"] + files,
+            "one": [BIN, "extract", d, "--format", "json", "--threads", "1"],
+        }
+        res = {k: [] for k in tools}
+        load = [os.getloadavg()[0]]
+        for i in range(repeats):
+            for name, cmd in tools.items():
+                r = run_measured(cmd)
+                if not r["ok"]:
+                    sys.exit(f"{name} failed: {r['why']}\n{r['err']}")
+                log(f"   {label} #{i + 1} {name}: {r['wall']:.2f} s, {r['rss_mb']:.0f} MB")
+                res[name].append(r)
+            load.append(os.getloadavg()[0])
+        rows.append({"label": label, "raw": raw, "files": len(files), "res": res, "load": load})
+    return rows
+
+
+def threads_table(rows, repeats):
+    cores = os.cpu_count()
+    out = [f"| run | JSON MB | `extract` ({cores} threads) wall, CPU | `extract --threads 1` wall, CPU "
+           f"| `gzip -dc` wall, CPU | extract / gzip wall | `--threads 1` / `--threads {cores}` wall "
+           f"| peak RSS ({cores} threads) | RSS / JSON | load average (1 min) |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        a, o, g = (row["res"][k] for k in ("all", "one", "gzip"))
+        wa, wo, wg, rss = med(a, "wall"), med(o, "wall"), med(g, "wall"), med(a, "rss_mb")
+        ca, co, cg = med(a, "cpu"), med(o, "cpu"), med(g, "cpu")
+        out.append(f"| {row['label']} | {fmt_mb(row['raw'] / MB)} | {wa:.2f} s, {ca:.2f} s | {wo:.2f} s, {co:.2f} s "
+                   f"| {wg:.2f} s, {cg:.2f} s | **{wa / wg:.2f}** | **{wo / wa:.2f}x** | {rss:,.0f} MB "
+                   f"| {100 * rss * 2**20 / row['raw']:.1f}% | {min(row['load']):.1f} to {max(row['load']):.1f} |")
+    return (f"Medians of {repeats} alternating repeats (extract on all cores, `gzip -dc`, extract --threads 1); "
+            "CPU = user + system time of the process (`wait4`); MB = 10^6 bytes of uncompressed JSON; peak RSS "
+            "as above. On a machine shared with other jobs (the load average column) wall times stretch and "
+            "their ratios say little; CPU times stay meaningful.\n\n" + "\n".join(out))
 
 
 # ---------------------------------------------------------------- fidelity
@@ -396,7 +456,7 @@ def machine():
             f"tracegate commit {commit}{' (with uncommitted changes)' if dirty else ''}")
 
 
-def write_results(hta_version, mode, bench_part, fid_part):
+def write_results(hta_version, mode, bench_part, fid_part, threads_part=None):
     keep = ""
     if os.path.exists(RESULTS):
         text = open(RESULTS).read()
@@ -418,6 +478,12 @@ def write_results(hta_version, mode, bench_part, fid_part):
                 "is the larger of the child's `ru_maxrss` and the largest sampled (50 ms) RSS sum of its process "
                 "tree (HTA parses in a pool of 2 forked workers). MB = 10^6 bytes of uncompressed JSON.\n",
                 ratios + "\n", table + "\n"]
+    if threads_part:
+        doc += ["## One merged file on every core\n",
+                f"`tracegate synth --scenario {SCENARIO} --ranks {RANKS} --scale {MERGED_SCALE} --seed 1 --layout merged` "
+                "(one `.json.gz` holding every rank, as SGLang's profile merger writes it) and per-rank runs. "
+                "`extract` reads a single file with one thread inflating and the others parsing chunks of "
+                "events; several files side by side.\n", threads_part + "\n"]
     if fid_part:
         table, notes = fid_part
         doc += ["## Fidelity: per-rank figures of both tools\n",
@@ -439,6 +505,9 @@ def main():
     ap.add_argument("--quick", action="store_true", help="100 MB only, one repeat")
     ap.add_argument("--fidelity-only", action="store_true")
     ap.add_argument("--no-fidelity", action="store_true")
+    ap.add_argument("--threads-only", action="store_true",
+                    help="no HTA: the single merged file (800 MB) and the per-rank 1 GB run (--quick: merged "
+                    "only), extract on all cores against --threads 1 and gzip -dc; table under " + WORK)
     ap.add_argument("--repeats", type=int, default=3, help="repeats of the 100 MB and 1 GB runs (4 GB: 1)")
     ap.add_argument("--hta-timeout", type=float, default=900.0, help="seconds before HTA is killed")
     ap.add_argument("--hta-max-rss-gb", type=float, default=18.0, help="HTA tree RSS at which it is killed")
@@ -451,10 +520,23 @@ def main():
         RESULTS = os.path.abspath(args.results)
     elif args.quick or args.fidelity_only:
         RESULTS = os.path.join(WORK, "RESULTS-quick.md" if args.quick else "RESULTS-fidelity.md")
+    if args.threads_only:
+        build()
+        os.makedirs(WORK, exist_ok=True)
+        rows = threads_bench(args.repeats, [] if args.quick else [("1 GB", 1000)])
+        table = threads_table(rows, args.repeats)
+        print(table)
+        path = args.results or os.path.join(WORK, "RESULTS-threads.md")
+        with open(path, "w") as f:
+            f.write(f"`bench/run.sh --threads-only` on "
+                    f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}: {machine()}\n\n"
+                    + table + "\n")
+        log(f"== wrote {path}")
+        return
     hta_version = setup_venv()
     build()
     os.makedirs(WORK, exist_ok=True)
-    bench_part = fid_part = None
+    bench_part = fid_part = threads_part = None
     mode = " --quick" if args.quick else " --fidelity-only" if args.fidelity_only else ""
     if not args.fidelity_only:
         if args.quick:
@@ -465,10 +547,12 @@ def main():
         rows = bench(sizes, repeats, args.hta_timeout, args.hta_max_rss_gb)
         bench_part = bench_tables(rows)
         print(bench_part[0] + "\n\n" + bench_part[1] + "\n")
+        threads_part = threads_table(threads_bench(1 if args.quick else args.repeats, []), 1 if args.quick else args.repeats)
+        print(threads_part + "\n")
     if not args.no_fidelity:
         fid_part = fidelity()
         print(fid_part[0] + "\n\n" + fid_part[1])
-    write_results(hta_version, mode, bench_part, fid_part)
+    write_results(hta_version, mode, bench_part, fid_part, threads_part)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,10 @@ pub struct Cli {
     /// (512M, 4G...); also from TRACEGATE_MAX_MEMORY. A clear error beats the OS killing the job.
     #[arg(long, global = true, value_name = "SIZE")]
     pub max_memory: Option<String>,
+    /// Threads to read and analyse with (default: one per core). The output is the same for any
+    /// number; one file alone (SGLang's merged file) is parsed on all of them.
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -257,6 +261,10 @@ pub struct SynthArgs {
     /// repeatable.
     #[arg(long, value_name = "KIND=FACTOR")]
     pub inject: Vec<String>,
+    /// per-rank: one file per rank; merged: one SGLang/InferenceX merged file of every rank
+    /// (pids "[TPnn] pid", ids repeating across ranks).
+    #[arg(long, value_enum, default_value = "per-rank")]
+    pub layout: crate::synth::Layout,
 }
 
 #[derive(Debug, Args)]

@@ -23,6 +23,7 @@ pub(super) fn synth(args: SynthArgs) -> Result<i32> {
         scale: args.scale,
         python_functions_per_step: args.python_functions_per_step,
         injections,
+        layout: args.layout,
     };
     let summary = crate::synth::generate_to_dir(&options, &args.out)?;
     eprintln!(

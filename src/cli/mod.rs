@@ -28,6 +28,13 @@ pub fn run(cli: Cli) -> Result<i32> {
             crate::reader::parse_size(&text).map_err(|e| anyhow::anyhow!("--max-memory: {e}"))?;
         crate::reader::set_memory_limit(Some(bytes));
     }
+    if let Some(n) = cli.threads {
+        crate::reader::set_threads(Some(n.into()));
+        // Every later stage's parallel work too; it only fails if a pool already exists.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(n.into())
+            .build_global();
+    }
     match cli.command {
         Command::Inspect(args) => analyse::inspect(args),
         Command::Extract(args) => analyse::extract(args),

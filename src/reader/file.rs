@@ -8,7 +8,7 @@ use std::path::Path;
 use flate2::read::MultiGzDecoder;
 use serde::Deserialize;
 
-use super::error::{ReadError, ReadErrorKind};
+use super::error::ReadErrorKind;
 use super::event::{looks_like_python_function, EventSink, RawEvent};
 use super::model::{DeviceInfo, DistributedInfo, RankId, RankSource, RankTrace};
 use super::rank::{label_tp_index, process_label, rank_from_file_name, stage_from_file_name};
@@ -48,9 +48,9 @@ fn json_u64(v: &Option<serde_json::Value>) -> Option<u64> {
     }
 }
 
-/// Everything one file yields before ranks are resolved.
+/// Everything one file yields before ranks are resolved (or one chunk of it, see `parallel`).
 #[derive(Default)]
-struct FileContents {
+pub(super) struct FileContents {
     saw_trace_events: bool,
     events: u64,
     malformed: u64,
@@ -61,29 +61,72 @@ struct FileContents {
     sinks: Vec<EventSink>,
     labels: Vec<String>,
     by_label: HashMap<String, usize>,
+    /// The top-level value is an object (not a bare array of events).
+    pub(super) top_is_object: bool,
 }
 
-pub fn read_file(path: &Path) -> Result<Vec<RankTrace>, ReadError> {
-    let err = |kind| ReadError {
-        path: path.to_path_buf(),
-        kind,
-    };
-    let mut file = File::open(path).map_err(|e| err(ReadErrorKind::Io(e)))?;
+impl FileContents {
+    /// An empty collection, with the unlabelled sink in place.
+    pub(super) fn new() -> Self {
+        FileContents {
+            sinks: vec![EventSink::default()],
+            labels: vec![String::new()],
+            ..Default::default()
+        }
+    }
+
+    /// Appends what a later stretch of the same file yielded, as if its events had been read here
+    /// one after another: counts add up, first-seen things (the first malformed event, process
+    /// labels, names, launch dimensions) keep the order of the file.
+    pub(super) fn absorb(&mut self, part: FileContents) {
+        self.saw_trace_events |= part.saw_trace_events;
+        self.top_is_object |= part.top_is_object;
+        // What the file says before traceEvents comes with the first chunk.
+        if self.devices.is_empty() {
+            self.devices = part.devices;
+        }
+        if self.distributed.is_none() {
+            self.distributed = part.distributed;
+        }
+        self.events += part.events;
+        self.malformed += part.malformed;
+        if self.first_malformed.is_none() {
+            self.first_malformed = part.first_malformed;
+        }
+        for (i, sink) in part.sinks.into_iter().enumerate() {
+            let at = if i == 0 {
+                0
+            } else {
+                let label = &part.labels[i];
+                match self.by_label.get(label) {
+                    Some(&at) => at,
+                    None => {
+                        self.sinks.push(EventSink::default());
+                        self.labels.push(label.clone());
+                        self.by_label.insert(label.clone(), self.sinks.len() - 1);
+                        self.sinks.len() - 1
+                    }
+                }
+            };
+            self.sinks[at].absorb(sink);
+        }
+    }
+}
+
+/// The decoded JSON stream of a file (gzip detected by content), and whether it is gzip.
+pub(super) fn open(path: &Path) -> Result<(Box<dyn Read + Send>, bool), ReadErrorKind> {
+    let mut file = File::open(path).map_err(ReadErrorKind::Io)?;
     let mut magic = [0u8; 2];
-    let got = read_up_to(&mut file, &mut magic).map_err(|e| err(ReadErrorKind::Io(e)))?;
+    let got = read_up_to(&mut file, &mut magic).map_err(ReadErrorKind::Io)?;
     let head = std::io::Cursor::new(magic[..got].to_vec());
     let gzip = got == 2 && magic == [0x1f, 0x8b];
     let chained = head.chain(file);
-    let (contents, json_bytes) = if gzip {
-        read_stream(
-            MultiGzDecoder::new(BufReader::with_capacity(1 << 16, chained)),
-            true,
-        )
+    Ok(if gzip {
+        let decoder = MultiGzDecoder::new(BufReader::with_capacity(1 << 16, chained));
+        (Box::new(decoder), true)
     } else {
-        read_stream(chained, false)
-    }
-    .map_err(err)?;
-    assemble(path, contents, json_bytes).map_err(err)
+        (Box::new(chained), false)
+    })
 }
 
 fn read_up_to(src: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -97,7 +140,7 @@ fn read_up_to(src: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(got)
 }
 
-fn scan_error(e: ScanError, gzip: bool, context: &'static str) -> ReadErrorKind {
+pub(super) fn scan_error(e: ScanError, gzip: bool, context: &'static str) -> ReadErrorKind {
     match e {
         ScanError::Io(source) if gzip => ReadErrorKind::Gzip(source),
         ScanError::Io(source) => ReadErrorKind::Io(source),
@@ -113,7 +156,10 @@ fn scan_error(e: ScanError, gzip: bool, context: &'static str) -> ReadErrorKind 
     }
 }
 
-fn read_stream<R: Read>(src: R, gzip: bool) -> Result<(FileContents, u64), ReadErrorKind> {
+pub(super) fn read_stream<R: Read>(
+    src: R,
+    gzip: bool,
+) -> Result<(FileContents, u64), ReadErrorKind> {
     let mut scan = Scanner::new(src);
     match read_scanned(&mut scan, gzip) {
         Err(e @ (ReadErrorKind::Json { .. } | ReadErrorKind::TruncatedJson { .. })) if gzip => {
@@ -132,23 +178,56 @@ fn read_scanned<R: Read>(
     scan: &mut Scanner<R>,
     gzip: bool,
 ) -> Result<(FileContents, u64), ReadErrorKind> {
-    let mut contents = FileContents {
-        sinks: vec![EventSink::default()],
-        labels: vec![String::new()],
-        ..Default::default()
-    };
+    let mut contents = FileContents::new();
+    read_top(scan, &mut contents, gzip, false)?;
+    finish_document(scan, &contents, gzip)?;
+    Ok((contents, scan.offset()))
+}
+
+/// Where the top-level reading stopped.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Stop {
+    /// At the end of the top-level value.
+    End,
+    /// Just inside the `traceEvents` array (asked for with `stop_at_events`).
+    AtEvents,
+}
+
+/// Reads the top-level value: a `traceEvents` array alone or an object holding one. With
+/// `stop_at_events`, stops just inside the array instead of reading it.
+pub(super) fn read_top<R: Read>(
+    scan: &mut Scanner<R>,
+    contents: &mut FileContents,
+    gzip: bool,
+    stop_at_events: bool,
+) -> Result<Stop, ReadErrorKind> {
     let top = |e| scan_error(e, gzip, "the top-level object");
     match scan.peek().map_err(top)? {
-        None => return Err(ReadErrorKind::Empty),
-        Some(b'[') => read_events(scan, &mut contents, gzip)?,
-        Some(b'{') => read_object(scan, &mut contents, gzip)?,
-        Some(b) => {
-            return Err(ReadErrorKind::NotATrace(format!(
-                "it starts with {:?}, not a JSON object or array",
-                b as char
-            )))
+        None => Err(ReadErrorKind::Empty),
+        Some(b'[') if stop_at_events => {
+            contents.saw_trace_events = true;
+            scan.expect(b'[', "'['").map_err(top)?;
+            Ok(Stop::AtEvents)
         }
+        Some(b'[') => read_events(scan, contents, gzip).map(|()| Stop::End),
+        Some(b'{') => {
+            contents.top_is_object = true;
+            read_object(scan, contents, gzip, stop_at_events)
+        }
+        Some(b) => Err(ReadErrorKind::NotATrace(format!(
+            "it starts with {:?}, not a JSON object or array",
+            b as char
+        ))),
     }
+}
+
+/// After the top-level value: nothing but whitespace, and a `traceEvents` array was seen.
+pub(super) fn finish_document<R: Read>(
+    scan: &mut Scanner<R>,
+    contents: &FileContents,
+    gzip: bool,
+) -> Result<(), ReadErrorKind> {
+    let top = |e| scan_error(e, gzip, "the top-level object");
     if let Some(b) = scan.peek().map_err(top)? {
         return Err(ReadErrorKind::Json {
             offset: scan.offset(),
@@ -160,26 +239,45 @@ fn read_scanned<R: Read>(
             "it has no \"traceEvents\" array".into(),
         ));
     }
-    Ok((contents, scan.offset()))
+    Ok(())
 }
 
 fn read_object<R: Read>(
     scan: &mut Scanner<R>,
     contents: &mut FileContents,
     gzip: bool,
-) -> Result<(), ReadErrorKind> {
+    stop_at_events: bool,
+) -> Result<Stop, ReadErrorKind> {
     let top = |e| scan_error(e, gzip, "the top-level object");
     scan.expect(b'{', "'{'").map_err(top)?;
     if scan.peek().map_err(top)? == Some(b'}') {
         scan.expect(b'}', "'}'").map_err(top)?;
-        return Ok(());
+        return Ok(Stop::End);
     }
+    read_members(scan, contents, gzip, stop_at_events)
+}
+
+/// Reads `"key": value` members of the top-level object up to its closing brace (or, with
+/// `stop_at_events`, up to just inside the `traceEvents` array).
+pub(super) fn read_members<R: Read>(
+    scan: &mut Scanner<R>,
+    contents: &mut FileContents,
+    gzip: bool,
+    stop_at_events: bool,
+) -> Result<Stop, ReadErrorKind> {
+    let top = |e| scan_error(e, gzip, "the top-level object");
     loop {
         let (offset, key_bytes) = scan.next_value().map_err(top)?;
         let key: String =
             serde_json::from_slice(key_bytes).map_err(|e| json_error(offset, key_bytes, &e))?;
         scan.expect(b':', "':'").map_err(top)?;
         match key.as_str() {
+            "traceEvents" if stop_at_events => {
+                contents.saw_trace_events = true;
+                scan.expect(b'[', "'[' (traceEvents must be an array)")
+                    .map_err(|e| scan_error(e, gzip, "the traceEvents array"))?;
+                return Ok(Stop::AtEvents);
+            }
             "traceEvents" => read_events(scan, contents, gzip)?,
             "deviceProperties" => {
                 let (offset, bytes) = scan.next_value().map_err(top)?;
@@ -197,22 +295,30 @@ fn read_object<R: Read>(
                 scan.next_value().map_err(top)?;
             }
         }
-        match scan.peek().map_err(top)? {
-            Some(b',') => scan.expect(b',', "','").map_err(top)?,
-            Some(b'}') => return scan.expect(b'}', "'}'").map_err(top),
-            Some(found) => {
-                return Err(ReadErrorKind::Json {
-                    offset: scan.offset(),
-                    message: format!("found {:?} where ',' or '}}' was expected", found as char),
-                })
-            }
-            None => {
-                return Err(ReadErrorKind::TruncatedJson {
-                    offset: scan.offset(),
-                    context: "the top-level object",
-                })
-            }
+        if !more_members(scan, gzip)? {
+            return Ok(Stop::End);
         }
+    }
+}
+
+/// After a member of the top-level object: true after a comma (another member follows), false
+/// after the closing brace.
+pub(super) fn more_members<R: Read>(
+    scan: &mut Scanner<R>,
+    gzip: bool,
+) -> Result<bool, ReadErrorKind> {
+    let top = |e| scan_error(e, gzip, "the top-level object");
+    match scan.peek().map_err(top)? {
+        Some(b',') => scan.expect(b',', "','").map_err(top).map(|()| true),
+        Some(b'}') => scan.expect(b'}', "'}'").map_err(top).map(|()| false),
+        Some(found) => Err(ReadErrorKind::Json {
+            offset: scan.offset(),
+            message: format!("found {:?} where ',' or '}}' was expected", found as char),
+        }),
+        None => Err(ReadErrorKind::TruncatedJson {
+            offset: scan.offset(),
+            context: "the top-level object",
+        }),
     }
 }
 
@@ -259,14 +365,38 @@ fn read_events<R: Read>(
     contents.saw_trace_events = true;
     scan.expect(b'[', "'[' (traceEvents must be an array)")
         .map_err(ctx)?;
+    read_event_list(scan, contents, gzip, false).map(|_| ())
+}
+
+/// How a run of events ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum ListEnd {
+    /// At the `]` closing the array (consumed).
+    Closed,
+    /// At the end of the data, right after a comma: the end of a chunk, not of the array.
+    ChunkEnd,
+}
+
+/// Reads events from inside the `traceEvents` array up to its closing bracket. With `chunk`,
+/// the data may also end right after a comma ([`ListEnd::ChunkEnd`]); otherwise that is
+/// truncated JSON.
+pub(super) fn read_event_list<R: Read>(
+    scan: &mut Scanner<R>,
+    contents: &mut FileContents,
+    gzip: bool,
+    chunk: bool,
+) -> Result<ListEnd, ReadErrorKind> {
+    let ctx = |e| scan_error(e, gzip, "the traceEvents array");
     let mut last: Option<(Vec<u8>, usize)> = None;
+    let mut after_comma = false;
     loop {
         match scan.peek().map_err(ctx)? {
             Some(b']') => {
                 scan.expect(b']', "']'").map_err(ctx)?;
-                return Ok(());
+                return Ok(ListEnd::Closed);
             }
             Some(_) => {}
+            None if chunk && after_comma => return Ok(ListEnd::ChunkEnd),
             None => {
                 return Err(ReadErrorKind::TruncatedJson {
                     offset: scan.offset(),
@@ -281,7 +411,10 @@ fn read_events<R: Read>(
         }
         read_one_event(scan, contents, gzip, &mut last)?;
         match scan.peek().map_err(ctx)? {
-            Some(b',') => scan.expect(b',', "','").map_err(ctx)?,
+            Some(b',') => {
+                scan.expect(b',', "','").map_err(ctx)?;
+                after_comma = true;
+            }
             Some(b']') => {}
             Some(found) => {
                 return Err(ReadErrorKind::Json {
@@ -490,7 +623,7 @@ fn refuse_unusable(contents: &FileContents) -> Result<(), ReadErrorKind> {
     }
 }
 
-fn assemble(
+pub(super) fn assemble(
     path: &Path,
     mut contents: FileContents,
     json_bytes: u64,

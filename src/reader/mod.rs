@@ -9,10 +9,12 @@ mod file;
 mod memory;
 pub mod model;
 mod numbers;
+mod parallel;
 mod rank;
-mod scan;
+pub(crate) mod scan;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -60,9 +62,43 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
     Ok(files)
 }
 
+/// Threads the reader uses; 0: one per core.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets how many threads [`read_run`] uses (`--threads`); `None`: one per core. The result is
+/// the same for any number.
+pub fn set_threads(threads: Option<usize>) {
+    THREADS.store(threads.unwrap_or(0), Ordering::Relaxed);
+}
+
+/// The number of threads [`read_run`] uses.
+pub fn threads() -> usize {
+    match THREADS.load(Ordering::Relaxed) {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
+
 /// Reads one file; a merged file gives one trace per rank.
 pub fn read_file(path: &Path) -> Result<Vec<RankTrace>, ReadError> {
-    file::read_file(path)
+    read_one(path, threads())
+}
+
+/// Reads one file with `threads` threads (one: a single pass; more: inflate on one thread,
+/// parse chunks of events on the others). The result does not depend on `threads`.
+pub fn read_file_with_threads(path: &Path, threads: usize) -> Result<Vec<RankTrace>, ReadError> {
+    read_one(path, threads)
+}
+
+/// The parallel pass alone, with chunks of about `chunk` bytes and no single-pass fallback:
+/// `Ok(None)` where it gave up. For tests that must know the parallel pass made the result.
+#[doc(hidden)]
+pub fn read_file_parallel_only(
+    path: &Path,
+    threads: usize,
+    chunk: usize,
+) -> Result<Option<Vec<RankTrace>>, ReadError> {
+    read_one_parallel_only(path, threads, chunk)
 }
 
 /// Reads every file of a run in parallel. The first error, in argument order, wins, so the
@@ -77,18 +113,25 @@ pub fn read_run_with_progress(
     on_file: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Run, ReadError> {
     let files = expand_paths(paths)?;
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<Result<Vec<RankTrace>, ReadError>> = files
-        .par_iter()
-        .map(|f| {
-            let result = read_file(f);
-            on_file(
-                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
-                files.len(),
-            );
-            result
-        })
-        .collect();
+    let done = AtomicUsize::new(0);
+    // Files are read side by side; when there are fewer files than threads, each file is read
+    // with its share of the threads.
+    let threads = threads();
+    let per_file = (threads / files.len().max(1)).max(1);
+    let read_all = || -> Vec<Result<Vec<RankTrace>, ReadError>> {
+        files
+            .par_iter()
+            .map(|f| {
+                let result = read_one(f, per_file);
+                on_file(done.fetch_add(1, Ordering::Relaxed) + 1, files.len());
+                result
+            })
+            .collect()
+    };
+    let results = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(read_all),
+        Err(_) => read_all(),
+    };
     let mut traces = Vec::new();
     for result in results {
         traces.extend(result?);
@@ -148,4 +191,50 @@ fn check_complete(traces: &[RankTrace], paths: &[PathBuf]) -> Result<(), ReadErr
             why,
         },
     })
+}
+
+/// Reads one file with `threads` threads: one alone reads it in a single pass; more inflate on
+/// one thread and parse chunks of events on the others (`parallel`). The result is the same
+/// for any number: whatever the parallel pass cannot vouch for (bad input, a chunk boundary
+/// guessed inside a string) is read again in a single pass, so errors read the same too.
+fn read_one(path: &Path, threads: usize) -> Result<Vec<RankTrace>, ReadError> {
+    let err = |kind| ReadError {
+        path: path.to_path_buf(),
+        kind,
+    };
+    let (src, gzip) = file::open(path).map_err(err)?;
+    let read = if threads > 1 {
+        match parallel::read(src, gzip, threads) {
+            Ok(Some(read)) => Ok(read),
+            Err(e @ ReadErrorKind::MemoryLimit { .. }) => Err(e),
+            Ok(None) | Err(_) => {
+                let (src, gzip) = file::open(path).map_err(err)?;
+                file::read_stream(src, gzip)
+            }
+        }
+    } else {
+        file::read_stream(src, gzip)
+    };
+    let (contents, json_bytes) = read.map_err(err)?;
+    file::assemble(path, contents, json_bytes).map_err(err)
+}
+
+/// The parallel pass alone, without the single-pass fallback: `None` where it gave up. For tests
+/// that must know the parallel pass, not the fallback, produced a result.
+fn read_one_parallel_only(
+    path: &Path,
+    threads: usize,
+    chunk: usize,
+) -> Result<Option<Vec<RankTrace>>, ReadError> {
+    let err = |kind| ReadError {
+        path: path.to_path_buf(),
+        kind,
+    };
+    let (src, gzip) = file::open(path).map_err(err)?;
+    match parallel::read_chunked(src, gzip, threads, chunk).map_err(err)? {
+        Some((contents, json_bytes)) => file::assemble(path, contents, json_bytes)
+            .map(Some)
+            .map_err(err),
+        None => Ok(None),
+    }
 }

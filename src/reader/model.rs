@@ -27,6 +27,18 @@ pub struct NameTable {
     /// Distinct raw names that were not valid UTF-8, and the first of them (replaced).
     not_utf8: u64,
     first_not_utf8: Option<NameId>,
+    /// Every distinct raw name in the order it was first interned: its id, and its bytes where
+    /// they are not the name's text (not UTF-8). Replaying it in another table
+    /// ([`NameTable::absorb`]) gives that table the same state as interning the names there.
+    raws: Vec<(NameId, Option<Box<[u8]>>)>,
+}
+
+/// Two tables are equal when they hold the same names under the same ids and found the same
+/// names that were not UTF-8 (how they are hashed inside does not matter).
+impl PartialEq for NameTable {
+    fn eq(&self, other: &Self) -> bool {
+        self.names == other.names && self.not_utf8() == other.not_utf8()
+    }
 }
 
 impl NameTable {
@@ -51,9 +63,27 @@ impl NameTable {
         if let std::borrow::Cow::Owned(_) = text {
             self.not_utf8 += 1;
             self.first_not_utf8.get_or_insert(id);
+            self.raws.push((id, Some(raw.into())));
+        } else {
+            self.raws.push((id, None));
         }
         self.by_bytes.insert(raw.into(), id);
         id
+    }
+
+    /// Interns every raw name of `other` in the order `other` first saw them, so that this table
+    /// ends as if it had read `other`'s events after its own; returns the new id of each of
+    /// `other`'s ids.
+    pub(crate) fn absorb(&mut self, other: &NameTable) -> Vec<NameId> {
+        let mut ids = vec![0; other.names.len()];
+        for (id, bad) in &other.raws {
+            let raw = match bad {
+                Some(bytes) => bytes,
+                None => other.names[*id as usize].as_bytes(),
+            };
+            ids[*id as usize] = self.intern_bytes(raw);
+        }
+        ids
     }
 
     /// How many distinct raw names were not valid UTF-8, and the first (with U+FFFD for the bad
@@ -285,8 +315,24 @@ pub struct ReadStats {
     pub json_bytes: u64,
 }
 
+impl ReadStats {
+    /// Adds the counts the reader makes while reading events (the others are set afterwards).
+    pub(crate) fn absorb(&mut self, other: ReadStats) {
+        for (cat, n) in other.events_by_category {
+            *self.events_by_category.entry(cat).or_default() += n;
+        }
+        self.python_functions_skipped += other.python_functions_skipped;
+        self.incomplete_events += other.incomplete_events;
+        self.negative_durations += other.negative_durations;
+        self.flow_events += other.flow_events;
+        self.malformed_events += other.malformed_events;
+        self.unattributed_events += other.unattributed_events;
+        self.json_bytes += other.json_bytes;
+    }
+}
+
 /// All events of one rank from one file (or one rank's share of a merged file).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RankTrace {
     pub rank: RankId,
     pub file: PathBuf,

@@ -35,6 +35,26 @@ pub struct Scanner<R> {
     eof: bool,
 }
 
+impl Scanner<io::Empty> {
+    /// A scanner over bytes already in memory, `buf[..len]` (one chunk of a file, starting at
+    /// stream offset `base`): their end is the end of the data.
+    pub fn over(buf: Vec<u8>, len: usize, base: u64) -> Self {
+        Scanner {
+            src: io::empty(),
+            end: len.min(buf.len()),
+            buf,
+            start: 0,
+            base,
+            eof: true,
+        }
+    }
+
+    /// Gives the bytes back, to be reused.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
 impl<R: Read> Scanner<R> {
     pub fn new(src: R) -> Self {
         Scanner {

@@ -35,6 +35,20 @@ pub struct SynthOptions {
     /// `python_function` events per step (default 50).
     pub python_functions_per_step: u32,
     pub injections: Vec<Injection>,
+    /// One file per rank, or one SGLang-style merged file holding every rank.
+    pub layout: Layout,
+}
+
+/// How a run's ranks are laid out in files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Layout {
+    /// One `<stamp>-TP-<r>.trace.json.gz` per rank, as SGLang's profiler writes them.
+    #[default]
+    PerRank,
+    /// One `merged-<stamp>.trace.json.gz` as SGLang's profile merger (and InferenceX) uploads:
+    /// every rank's events, rank after rank, with pids rewritten to `"[TPnn] pid"` (so ids repeat
+    /// across ranks), `traceEvents` first and every rank's `deviceProperties` last.
+    Merged,
 }
 
 impl SynthOptions {
@@ -56,6 +70,7 @@ impl Default for SynthOptions {
             scale: 1.0,
             python_functions_per_step: 50,
             injections: Vec::new(),
+            layout: Layout::PerRank,
         }
     }
 }
@@ -209,7 +224,7 @@ pub struct SynthSummary {
     pub ranks: u32,
     /// Decode steps per rank, warm-up included.
     pub decode_steps_per_rank: u32,
-    /// One trace per rank, in rank order.
+    /// One trace per rank, in rank order (one merged file for [`Layout::Merged`]).
     pub files: Vec<PathBuf>,
     pub truth_path: PathBuf,
     pub bytes_uncompressed: u64,
@@ -273,7 +288,13 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
             plan.ranks
         )));
     }
-    let results = generate::write_all(&plan, out)?;
+    // A merged file is made from the rank files, written first beside it and removed after.
+    let rank_dir = match opts.layout {
+        Layout::PerRank => out.to_path_buf(),
+        Layout::Merged => out.join(".tracegate-synth-ranks"),
+    };
+    std::fs::create_dir_all(&rank_dir).map_err(|e| SynthError::io(&rank_dir, e))?;
+    let results = generate::write_all(&plan, &rank_dir)?;
 
     let mut rank_steps = Vec::with_capacity(results.len());
     let mut files = Vec::with_capacity(results.len());
@@ -289,6 +310,18 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
             rank: r as u32,
             steps: o.steps,
         });
+    }
+    if opts.layout == Layout::Merged {
+        let first = plan.file_name(0);
+        // Eager-loop runs name their rank files `rank-<r>.json.gz`, without a stamp.
+        let stamp = first.strip_suffix("-TP-0.trace.json.gz").unwrap_or("eager");
+        let path = out.join(format!("merged-{stamp}.trace.json.gz"));
+        (bytes_uncompressed, events) = write::merge_rank_files(&files, &path)?;
+        std::fs::remove_dir_all(&rank_dir).map_err(|e| SynthError::io(&rank_dir, e))?;
+        bytes_compressed = std::fs::metadata(&path)
+            .map_err(|e| SynthError::io(&path, e))?
+            .len();
+        files = vec![path];
     }
     let mut t = Map::new();
     t.insert("scenario".into(), json!(plan.sc.name));

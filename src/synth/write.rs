@@ -10,6 +10,7 @@ use flate2::write::GzEncoder;
 use flate2::{Compression, GzBuilder};
 
 use super::SynthError;
+use crate::reader::scan::Scanner;
 
 /// Integer nanoseconds shown as Kineto microseconds with exactly three decimals.
 #[derive(Clone, Copy)]
@@ -106,4 +107,121 @@ impl Out {
         f.sync_all().ok();
         Ok((bytes, events))
     }
+}
+
+/// The position of the top-level `"pid":` value in one event of this generator's output, and
+/// the length of its number; `None` when the event has no numeric pid.
+fn numeric_pid(event: &[u8]) -> Option<(usize, usize)> {
+    let at = memchr::memmem::find(event, b"\"pid\":")? + 6;
+    let len = event[at..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    (len > 0).then_some((at, len))
+}
+
+/// Frames the next value of a rank file, as bytes.
+fn next_value<'a, R: std::io::Read>(
+    scan: &'a mut Scanner<R>,
+    path: &Path,
+) -> Result<&'a [u8], SynthError> {
+    scan.next_value()
+        .map(|(_, v)| v)
+        .map_err(|e| SynthError::io(path, std::io::Error::other(format!("{e:?}"))))
+}
+
+fn expect<R: std::io::Read>(scan: &mut Scanner<R>, b: u8, path: &Path) -> Result<(), SynthError> {
+    scan.expect(b, "a byte of the generator's own output")
+        .map_err(|e| SynthError::io(path, std::io::Error::other(format!("{e:?}"))))
+}
+
+fn peek<R: std::io::Read>(scan: &mut Scanner<R>, path: &Path) -> Result<Option<u8>, SynthError> {
+    scan.peek()
+        .map_err(|e| SynthError::io(path, std::io::Error::other(format!("{e:?}"))))
+}
+
+/// Writes the rank files `parts` (rank order) as one merged file, the way SGLang's profile
+/// merger does: one JSON line, `traceEvents` first with every rank's events in rank order and
+/// each pid rewritten to `"[TPnn] pid"`, then the other top-level keys of rank 0, then the
+/// `deviceProperties` of every rank. Streams: one event at a time. Returns (JSON bytes, events).
+pub(crate) fn merge_rank_files(parts: &[PathBuf], path: &Path) -> Result<(u64, u64), SynthError> {
+    let mut out = Out::create(path)?;
+    out.raw("{\"traceEvents\": [")?;
+    let mut others: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut devices: Vec<Box<serde_json::value::RawValue>> = Vec::new();
+    let mut first = true;
+    for (rank, part) in parts.iter().enumerate() {
+        let file = File::open(part).map_err(|e| SynthError::io(part, e))?;
+        let mut scan = Scanner::new(flate2::read::MultiGzDecoder::new(
+            std::io::BufReader::with_capacity(1 << 16, file),
+        ));
+        let label = format!("[TP{rank:02}] ");
+        expect(&mut scan, b'{', part)?;
+        loop {
+            let key: String = serde_json::from_slice(next_value(&mut scan, part)?)
+                .map_err(|e| SynthError::io(part, e.into()))?;
+            expect(&mut scan, b':', part)?;
+            if key == "traceEvents" {
+                expect(&mut scan, b'[', part)?;
+                while peek(&mut scan, part)? != Some(b']') {
+                    let event = next_value(&mut scan, part)?;
+                    out.ev.clear();
+                    match numeric_pid(event) {
+                        Some((at, len)) => {
+                            let text = |r: std::ops::Range<usize>| {
+                                std::str::from_utf8(&event[r]).unwrap_or_default()
+                            };
+                            out.ev.push_str(text(0..at));
+                            out.ev.push('"');
+                            out.ev.push_str(&label);
+                            out.ev.push_str(text(at..at + len));
+                            out.ev.push('"');
+                            out.ev.push_str(text(at + len..event.len()));
+                        }
+                        None => out
+                            .ev
+                            .push_str(std::str::from_utf8(event).unwrap_or_default()),
+                    }
+                    let sep = if first { "" } else { ", " };
+                    first = false;
+                    let ev = std::mem::take(&mut out.ev);
+                    out.raw(sep)?;
+                    out.raw(&ev)?;
+                    out.ev = ev;
+                    out.events += 1;
+                    if peek(&mut scan, part)? == Some(b',') {
+                        expect(&mut scan, b',', part)?;
+                    }
+                }
+                expect(&mut scan, b']', part)?;
+            } else {
+                let value = next_value(&mut scan, part)?;
+                if key == "deviceProperties" {
+                    let list: Vec<Box<serde_json::value::RawValue>> = serde_json::from_slice(value)
+                        .map_err(|e| SynthError::io(part, e.into()))?;
+                    devices.extend(list);
+                } else if rank == 0 {
+                    others.push((key, value.to_vec()));
+                }
+            }
+            if peek(&mut scan, part)? == Some(b',') {
+                expect(&mut scan, b',', part)?;
+                continue;
+            }
+            expect(&mut scan, b'}', part)?;
+            break;
+        }
+    }
+    out.raw("]")?;
+    for (key, value) in others {
+        out.raw(&format!(", {}: ", json_str(&key)))?;
+        out.raw(std::str::from_utf8(&value).unwrap_or("null"))?;
+    }
+    let devices: Vec<&str> = devices.iter().map(|d| d.get()).collect();
+    out.raw(&format!(
+        ", \"deviceProperties\": [{}]}}",
+        devices.join(", ")
+    ))?;
+    out.ev.clear();
+    out.finish()
 }

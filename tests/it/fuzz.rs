@@ -139,6 +139,66 @@ fn mutated_trace(seed: &[u8], flips: &[(usize, u8)]) -> Result<(), TestCaseError
     Ok(())
 }
 
+/// A trace whose event names are `names` (JSON-escaped: quotes, backslashes and `}, {` seams
+/// end up inside strings), each name on a kernel and on a python_function event.
+fn trace_named(names: &[String]) -> Vec<u8> {
+    let mut events = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let name = serde_json::to_string(name).unwrap();
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": {name}, "pid": "[TP0{r}] 1", "tid": 7, "ts": {i}, "dur": 1, "args": {{"stream": 7, "l": [{{"a": {name}}}, {{}}]}}}}"#,
+            r = i % 3
+        ));
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "python_function", "name": {name}, "pid": "[TP0{r}] 1", "ts": {i}, "dur": 1}}"#,
+            r = i % 2
+        ));
+    }
+    format!(
+        r#"{{"traceEvents": [{}], "deviceProperties": [{{"id": 0, "name": "}}, {{"}}, {{"id": 1}}]}}"#,
+        events.join(", ")
+    )
+    .into_bytes()
+}
+
+/// The chunk framer (`--threads` above 1) gives the single pass's result for any chunk size,
+/// wherever its guessed boundaries land, or gives up and leaves the file to the single pass.
+fn framer_agrees(trace: &[u8], chunk: usize) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("merged-1.json");
+    std::fs::write(&path, trace).unwrap();
+    let single = tracegate::reader::read_file_with_threads(&path, 1).map_err(|e| e.to_string());
+    for threads in [2, 3] {
+        if let Some(got) = tracegate::reader::read_file_parallel_only(&path, threads, chunk)
+            .map_err(|e| e.to_string())
+            .transpose()
+        {
+            prop_assert_eq!(&got, &single, "chunk {}", chunk);
+        }
+        let got =
+            tracegate::reader::read_file_with_threads(&path, threads).map_err(|e| e.to_string());
+        prop_assert_eq!(&got, &single);
+    }
+    Ok(())
+}
+
+/// A trace cut at any byte is the same error, at the same byte, on any number of threads.
+fn cut_reads_the_same_on_any_threads(
+    seed: &[u8],
+    cut: usize,
+    chunk: usize,
+) -> Result<(), TestCaseError> {
+    let cut = cut % seed.len();
+    framer_agrees(&seed[..cut], chunk)
+}
+
+fn seam_names() -> impl Strategy<Value = Vec<String>> {
+    proptest::collection::vec(
+        "([a-z{}\\[\\],: \"\\\\]|\\}, \\{|\\\\\"\\}, \\{\"){0,8}",
+        1..12,
+    )
+}
+
 fn arbitrary_baseline(text: &str) -> Result<(), TestCaseError> {
     let _ = Baseline::parse(text, Path::new("fuzz.toml"));
     Ok(())
@@ -190,6 +250,16 @@ proptest! {
     fn the_reader_survives_mutated_traces(flips in flips()) {
         mutated_trace(seed_trace(), &flips)?;
         mutated_trace(seed_synth(), &flips)?;
+    }
+
+    #[test]
+    fn the_chunk_framer_reads_seams_inside_strings_and_escapes_the_same(names in seam_names(), chunk in 1usize..600) {
+        framer_agrees(&trace_named(&names), chunk)?;
+    }
+
+    #[test]
+    fn a_cut_trace_is_the_same_error_on_any_number_of_threads(cut in 0usize..1_000_000, chunk in 1usize..20_000) {
+        cut_reads_the_same_on_any_threads(seed_synth(), cut, chunk)?;
     }
 
     #[test]
@@ -275,6 +345,18 @@ fn long_run_the_trace_reader() {
             mutated_trace(seed_trace(), &flips)?;
             mutated_trace(seed_synth(), &flips)
         }
+    });
+}
+
+#[test]
+fn long_run_the_chunk_framer() {
+    let strategy = prop_oneof![
+        (seam_names(), 1usize..600).prop_map(|(n, c)| (Err(n), c)),
+        (0usize..10_000_000, 1usize..20_000).prop_map(|(cut, c)| (Ok(cut), c)),
+    ];
+    run_for("framer", strategy, |(input, chunk)| match input {
+        Err(names) => framer_agrees(&trace_named(&names), chunk),
+        Ok(cut) => cut_reads_the_same_on_any_threads(seed_synth(), cut, chunk),
     });
 }
 

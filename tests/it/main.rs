@@ -20,4 +20,5 @@ mod reference_tables;
 mod render;
 mod report;
 mod sweep;
+mod threads;
 mod unclassified;
