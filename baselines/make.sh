@@ -7,17 +7,21 @@ cd "$(dirname "$0")/.."
 bin=${1:-target/release/tracegate}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-make_one() { # scenario, baseline name, extra `baseline new` options...
-  local scenario=$1 name=$2
-  shift 2
+make_one() { # scenario, baseline name, framework, extra `baseline new` options...
+  local scenario=$1 name=$2 framework=$3
+  shift 3
   "$bin" synth --scenario "$scenario" --seed 1 --out "$work/$scenario" 2>/dev/null
   "$bin" baseline new "$work/$scenario" --baseline "baselines/$name.toml" --force \
-    --model DeepSeek-R1-0528 --framework sglang --concurrency 64 --moe-layers 58 \
+    --model DeepSeek-R1-0528 --framework "$framework" --concurrency 64 --moe-layers 58 \
     --source "tracegate synth --scenario $scenario --seed 1" "$@" >/dev/null
   echo "baselines/$name.toml"
 }
-make_one mi355x-dsr1-fp4-tp4 dsr1-fp4-mi355x-sglang-tp4-conc64 --precision fp4 --tp 4 --ep 1
-make_one b200-dsr1-fp4-tp4-ep4 dsr1-fp4-b200-sglang-tp4-ep4-conc64 --precision fp4 --tp 4 --ep 4
-make_one h200-dsr1-fp8-tp8 dsr1-fp8-h200-sglang-tp8-conc64 --precision fp8 --tp 8 --ep 1
-make_one mi325x-dsr1-fp8-tp8 dsr1-fp8-mi325x-sglang-tp8-conc64 --precision fp8 --tp 8 --ep 1 \
+make_one mi355x-dsr1-fp4-tp4 dsr1-fp4-mi355x-sglang-tp4-conc64 sglang --precision fp4 --tp 4 --ep 1
+make_one b200-dsr1-fp4-tp4-ep4 dsr1-fp4-b200-sglang-tp4-ep4-conc64 sglang --precision fp4 --tp 4 --ep 4
+make_one h200-dsr1-fp8-tp8 dsr1-fp8-h200-sglang-tp8-conc64 sglang --precision fp8 --tp 8 --ep 1
+make_one mi325x-dsr1-fp8-tp8 dsr1-fp8-mi325x-sglang-tp8-conc64 sglang --precision fp8 --tp 8 --ep 1 \
   --image lmsysorg/sglang:v0.5.9-rocm700-mi30x
+# Eager serving loops on the MI355X model: no annotations, forwards 0.1 to 4 ms apart. In their
+# own directory: `check --baselines baselines` tells the others apart by hardware and ranks alone.
+make_one vllm-eager vllm/dsr1-fp4-mi355x-vllm-eager-tp4-conc64 vllm --precision fp4 --tp 4 --ep 1
+make_one vllm-piecewise vllm/dsr1-fp4-mi355x-vllm-piecewise-tp4-conc64 vllm --precision fp4 --tp 4 --ep 1

@@ -74,7 +74,7 @@ fn meta_field(m: &Meta, name: &str) -> Option<String> {
 fn describe(b: &Baseline) -> String {
     let m = &b.meta;
     let mut parts = vec![format!("hardware {:?}", m.hardware)];
-    for name in ["tp", "ep", "model", "precision", "concurrency"] {
+    for name in ["tp", "ep", "model", "precision", "framework", "concurrency"] {
         let v = meta_field(m, name).unwrap_or_default();
         if !v.is_empty() {
             parts.push(format!("{name} {v}"));

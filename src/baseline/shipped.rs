@@ -1,7 +1,7 @@
 //! The baselines shipped in `baselines/`, compiled in so that `tracegate demo` needs no files.
 
 /// (synth scenario, file name, TOML text) of every shipped baseline.
-pub const SHIPPED: [(&str, &str, &str); 4] = [
+pub const SHIPPED: [(&str, &str, &str); 6] = [
     (
         "mi355x-dsr1-fp4-tp4",
         "dsr1-fp4-mi355x-sglang-tp4-conc64.toml",
@@ -21,6 +21,16 @@ pub const SHIPPED: [(&str, &str, &str); 4] = [
         "mi325x-dsr1-fp8-tp8",
         "dsr1-fp8-mi325x-sglang-tp8-conc64.toml",
         include_str!("../../baselines/dsr1-fp8-mi325x-sglang-tp8-conc64.toml"),
+    ),
+    (
+        "vllm-eager",
+        "dsr1-fp4-mi355x-vllm-eager-tp4-conc64.toml",
+        include_str!("../../baselines/vllm/dsr1-fp4-mi355x-vllm-eager-tp4-conc64.toml"),
+    ),
+    (
+        "vllm-piecewise",
+        "dsr1-fp4-mi355x-vllm-piecewise-tp4-conc64.toml",
+        include_str!("../../baselines/vllm/dsr1-fp4-mi355x-vllm-piecewise-tp4-conc64.toml"),
     ),
 ];
 

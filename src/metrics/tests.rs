@@ -354,7 +354,7 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     assert_close(m(OTHER_PCT).value, 10.0 / 370.0 * 100.0);
     assert_close(m(OTHER_PCT).per_rank[&0], 0.0);
     assert_eq!(m(OTHER_PCT).decided_by, Some(1));
-    assert_eq!(x.metrics.len(), 13);
+    assert_eq!(x.metrics.len(), 14);
 
     // Breakdown: per-step means over ranks. Kernel time per step 0.350 and 0.370 ms → 0.360.
     let cat = |c: Category| &x.breakdown.categories[&c];

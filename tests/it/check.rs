@@ -24,7 +24,7 @@ struct Scenario {
     allreduce_inside: &'static str,
 }
 
-const SCENARIOS: [Scenario; 4] = [
+const SCENARIOS: [Scenario; 6] = [
     Scenario {
         name: "mi355x-dsr1-fp4-tp4",
         baseline: "dsr1-fp4-mi355x-sglang-tp4-conc64.toml",
@@ -61,6 +61,28 @@ const SCENARIOS: [Scenario; 4] = [
         allreduce_kernel: "cross_device_reduce_2stage",
         allreduce_leader: "cross_device_reduce_2stage",
         moe_kernel: "fmoe_bf16_blockscaleFp8",
+        protocol_new: "cross_device_reduce_1stage",
+        attention_factor: 2.0,
+        allreduce_inside: "allreduce=1.02",
+    },
+    // Eager serving loops on the MI355X model: steps found from the gaps, kinds from GEMM M
+    // (eager) or the walls (piecewise).
+    Scenario {
+        name: "vllm-eager",
+        baseline: "vllm/dsr1-fp4-mi355x-vllm-eager-tp4-conc64.toml",
+        allreduce_kernel: "cross_device_reduce_2stage",
+        allreduce_leader: "cross_device_reduce_2stage",
+        moe_kernel: "moe_mxgemm",
+        protocol_new: "cross_device_reduce_1stage",
+        attention_factor: 2.0,
+        allreduce_inside: "allreduce=1.02",
+    },
+    Scenario {
+        name: "vllm-piecewise",
+        baseline: "vllm/dsr1-fp4-mi355x-vllm-piecewise-tp4-conc64.toml",
+        allreduce_kernel: "cross_device_reduce_2stage",
+        allreduce_leader: "cross_device_reduce_2stage",
+        moe_kernel: "moe_mxgemm",
         protocol_new: "cross_device_reduce_1stage",
         attention_factor: 2.0,
         allreduce_inside: "allreduce=1.02",
