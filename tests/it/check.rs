@@ -226,6 +226,24 @@ fn slower_moe_is_caught_and_the_moe_kernel_named() {
     );
 }
 
+/// A MoE GEMM under a name no rule knows (a fork's build): its time leaves `moe_gemm` for
+/// `other`, and `other_pct` regressing fails the check on every scenario, eager loops included.
+#[test]
+fn an_unknown_moe_kernel_is_caught_as_unclassified_time() {
+    assert_caught(
+        |_| "unknown-moe".into(),
+        "other_pct",
+        |s, c| {
+            assert!(
+                lead(c).contains("moved into kernels no rule classifies"),
+                "{}: {}",
+                s.name,
+                lead(c)
+            );
+        },
+    );
+}
+
 #[test]
 fn slower_attention_is_caught_and_attention_named() {
     assert_caught(
