@@ -100,15 +100,23 @@ impl SplitMix {
     }
 }
 
+/// Draws per resample at most. Up to this many samples the bootstrap resamples them all (the
+/// plain percentile bootstrap); above it (a long profile pools millions of collective calls) it
+/// draws this many and scales the spread of the resampled statistic by `sqrt(m / n)`, the
+/// m-out-of-n bootstrap, so that an interval costs the same whatever the number of samples.
+pub const MAX_DRAWS: usize = 32_768;
+
 /// The `CONFIDENCE` percentile-bootstrap interval of `statistic` over `samples`.
-/// `None` with fewer than two samples: nothing to resample.
+/// `None` with fewer than two samples: nothing to resample. Its cost is bounded by
+/// [`RESAMPLES`] × [`MAX_DRAWS`] draws, plus one pass over the samples.
 pub fn bootstrap_interval(samples: &[f64], statistic: Statistic, seed: u64) -> Option<(f64, f64)> {
     let n = samples.len();
     if n < 2 {
         return None;
     }
+    let m = n.min(MAX_DRAWS);
     let mut rng = SplitMix(seed ^ 0x7472_6163_6567_6174);
-    let mut resample = vec![0.0; n];
+    let mut resample = vec![0.0; m];
     let mut stats: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
             for slot in resample.iter_mut() {
@@ -120,7 +128,17 @@ pub fn bootstrap_interval(samples: &[f64], statistic: Statistic, seed: u64) -> O
     stats.sort_by(f64::total_cmp);
     let tail = (1.0 - CONFIDENCE) / 2.0;
     let at = |q: f64| stats[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
-    Some((at(tail), at(1.0 - tail)))
+    let (lo, hi) = (at(tail), at(1.0 - tail));
+    if m == n {
+        return Some((lo, hi));
+    }
+    // The statistic of m draws spreads sqrt(n / m) times wider than that of n.
+    let centre = statistic.of(samples);
+    let scale = (m as f64 / n as f64).sqrt();
+    Some((
+        centre + (lo - centre) * scale,
+        centre + (hi - centre) * scale,
+    ))
 }
 
 /// Median absolute deviation scaled to estimate σ for normal data (× 1.4826).
@@ -198,6 +216,28 @@ mod tests {
         assert_eq!(
             bootstrap_interval(&[5.0; 10], Statistic::Mean, 3),
             Some((5.0, 5.0))
+        );
+    }
+
+    #[test]
+    fn many_samples_are_drawn_m_out_of_n_with_the_width_of_n() {
+        // 200,000 samples, about 6 times MAX_DRAWS: the interval must still be that of n samples,
+        // 1.96 standard errors either side of the mean.
+        let n = 200_000;
+        let mut rng = SplitMix(9);
+        let samples: Vec<f64> = (0..n)
+            .map(|_| 10.0 + (rng.next() >> 11) as f64 / (1u64 << 53) as f64)
+            .collect();
+        let mean = Statistic::Mean.of(&samples);
+        let sd = (samples.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+        let half = 1.96 * sd / (n as f64).sqrt();
+        let (lo, hi) = bootstrap_interval(&samples, Statistic::Mean, 4).unwrap();
+        assert!(lo < mean && mean < hi, "{lo} {mean} {hi}");
+        let width = (hi - lo) / 2.0;
+        assert!((width / half - 1.0).abs() < 0.15, "{width} against {half}");
+        assert_eq!(
+            bootstrap_interval(&samples, Statistic::Mean, 4),
+            Some((lo, hi))
         );
     }
 }

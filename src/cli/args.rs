@@ -21,6 +21,10 @@ pub struct Cli {
     /// (512M, 4G...); also from TRACEGATE_MAX_MEMORY. A clear error beats the OS killing the job.
     #[arg(long, global = true, value_name = "SIZE")]
     pub max_memory: Option<String>,
+    /// The longest single JSON string a trace may hold (default 16M); a longer one is exit 2,
+    /// naming the event. Also from TRACEGATE_MAX_STRING. Names over 64 KiB are kept truncated.
+    #[arg(long, global = true, value_name = "SIZE")]
+    pub max_string: Option<String>,
     /// Threads to read and analyse with (default: one per core). The output is the same for any
     /// number; one file alone (SGLang's merged file) is parsed on all of them.
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]

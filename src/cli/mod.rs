@@ -28,6 +28,16 @@ pub fn run(cli: Cli) -> Result<i32> {
             crate::reader::parse_size(&text).map_err(|e| anyhow::anyhow!("--max-memory: {e}"))?;
         crate::reader::set_memory_limit(Some(bytes));
     }
+    let max_string = cli.max_string.clone().or_else(|| {
+        std::env::var("TRACEGATE_MAX_STRING")
+            .ok()
+            .filter(|v| !v.is_empty())
+    });
+    if let Some(text) = max_string {
+        let bytes =
+            crate::reader::parse_size(&text).map_err(|e| anyhow::anyhow!("--max-string: {e}"))?;
+        crate::reader::set_string_limit(Some(bytes));
+    }
     if let Some(n) = cli.threads {
         crate::reader::set_threads(Some(n.into()));
         // Every later stage's parallel work too; it only fails if a pool already exists.

@@ -387,22 +387,60 @@ fn metric_change(metrics: &[MetricCheck], name: &str) -> Option<f64> {
         .and_then(|m| m.change)
 }
 
+/// Lines of the kernel diff kept for the report and the comment; the verdict JSON lists every
+/// name in `appeared` and `vanished`.
+pub const KERNEL_DIFF_LINES: usize = 200;
+
+/// Names the lead sentence lists of those that appeared (and of those that vanished).
+const LEAD_NAMES: usize = 10;
+
 /// Unified diff of sorted kernel names (demangled, as every table shows them); only changed
-/// lines and no context, to stay short.
+/// lines and no context, to stay short, and at most [`KERNEL_DIFF_LINES`] of them. Both sides
+/// are sorted sets, so the diff is one merge of the two: n log n in the names (the sort), where
+/// a general line diff is quadratic when most lines differ.
 fn name_diff(base: &BTreeSet<&str>, cur: &BTreeSet<&str>) -> String {
-    let join = |s: &BTreeSet<&str>| {
-        let names: BTreeSet<String> = s.iter().map(|n| readable(n).into_owned()).collect();
-        names.iter().map(|n| format!("{n}\n")).collect::<String>()
+    let readable_set = |s: &BTreeSet<&str>| -> BTreeSet<String> {
+        s.iter().map(|n| readable(n).into_owned()).collect()
     };
-    let (old, new) = (join(base), join(cur));
-    if old == new {
+    let (old, new) = (readable_set(base), readable_set(cur));
+    let total = old.difference(&new).count() + new.difference(&old).count();
+    if total == 0 {
         return String::new();
     }
-    similar::TextDiff::from_lines(&old, &new)
-        .unified_diff()
-        .context_radius(0)
-        .header("baseline kernels", "current kernels")
-        .to_string()
+    let (mut gone, mut came) = (
+        old.difference(&new).peekable(),
+        new.difference(&old).peekable(),
+    );
+    let mut out = String::from("--- baseline kernels\n+++ current kernels\n");
+    let mut shown = 0;
+    // In name order, as a line diff of the two sorted lists reads.
+    loop {
+        let take_gone = match (gone.peek(), came.peek()) {
+            (Some(g), Some(c)) => g <= c,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        if shown == KERNEL_DIFF_LINES {
+            out.push_str(&format!(
+                "# ... and {} more (the verdict JSON lists them all in appeared and vanished)\n",
+                total - shown
+            ));
+            break;
+        }
+        let (sign, name) = if take_gone {
+            ('-', gone.next())
+        } else {
+            ('+', came.next())
+        };
+        if let Some(name) = name {
+            out.push(sign);
+            out.push_str(name);
+            out.push('\n');
+        }
+        shown += 1;
+    }
+    out
 }
 
 /// The rank the others wait for, when the waiting grew beyond tolerance: the rank that arrived
@@ -584,10 +622,44 @@ fn list(names: &[String]) -> String {
     if names.is_empty() {
         "none".into()
     } else {
-        names
+        let mut shown: Vec<String> = names
             .iter()
+            .take(LEAD_NAMES)
             .map(|n| format!("`{}`", short_name(n)))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .collect();
+        if names.len() > LEAD_NAMES {
+            shown.push(format!("and {} more", names.len() - LEAD_NAMES));
+        }
+        shown.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_diff_of_many_names_is_a_capped_merge() {
+        // 300,000 names against 3: a line diff (Myers) of two lists that differ almost
+        // everywhere is quadratic and would not finish; the merge of two sorted sets does.
+        let current: Vec<String> = (0..300_000).map(|i| format!("kernel_{i:06}")).collect();
+        let cur: BTreeSet<&str> = current.iter().map(String::as_str).collect();
+        let base: BTreeSet<&str> = ["kernel_000001", "aaa_gone", "zzz_gone"].into();
+        let diff = name_diff(&base, &cur);
+        let lines: Vec<&str> = diff.lines().collect();
+        assert_eq!(lines.len(), 2 + KERNEL_DIFF_LINES + 1, "{diff}");
+        assert_eq!(
+            &lines[..4],
+            [
+                "--- baseline kernels",
+                "+++ current kernels",
+                "-aaa_gone",
+                "+kernel_000000"
+            ]
+        );
+        // kernel_000001 is on both sides: no line.
+        assert_eq!(lines[4], "+kernel_000002");
+        assert!(lines.last().unwrap().contains("and 299801 more"), "{diff}");
+        assert_eq!(name_diff(&base, &base), "");
     }
 }

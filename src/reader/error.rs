@@ -35,6 +35,18 @@ pub enum ReadErrorKind {
     NoTraceFiles,
     #[error("{what} appears twice: also in {other}")]
     Duplicate { what: String, other: PathBuf },
+    #[error("{what}: over the {cap} ranks tracegate accepts in one run")]
+    TooManyRanks { what: String, cap: u64 },
+    #[error(
+        "a string of more than {limit} bytes (the --max-string limit) at byte {offset}, in {place}"
+    )]
+    StringTooLong {
+        offset: u64,
+        limit: u64,
+        /// The event that holds it (`the event starting {"ph": "X", "name": "...`) or the part
+        /// of the file.
+        place: String,
+    },
     #[error("the run is incomplete: rank(s) {missing} of {expected} missing ({why})")]
     MissingRanks {
         missing: String,

@@ -12,7 +12,7 @@ use super::error::ReadErrorKind;
 use super::event::{looks_like_python_function, EventSink, RawEvent};
 use super::model::{DeviceInfo, DistributedInfo, RankId, RankSource, RankTrace};
 use super::rank::{label_tp_index, process_label, rank_from_file_name, stage_from_file_name};
-use super::scan::{ScanError, Scanner};
+use super::scan::{first_long_string, ScanError, Scanner};
 
 #[derive(Debug, Default, Deserialize)]
 struct RawDevice {
@@ -153,7 +153,23 @@ pub(super) fn scan_error(e: ScanError, gzip: bool, context: &'static str) -> Rea
             offset,
             message: format!("found {:?} where {expected} was expected", found as char),
         },
+        ScanError::StringTooLong { offset, limit } => ReadErrorKind::StringTooLong {
+            offset,
+            limit,
+            place: context.to_string(),
+        },
+        ScanError::MemoryLimit { held, limit } => ReadErrorKind::MemoryLimit { held, limit },
     }
+}
+
+/// What names the event at the scanner's position in an error: its first bytes.
+fn event_place(head: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&head[..head.len().min(80)]);
+    let text: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    format!("the event starting `{text}`")
 }
 
 pub(super) fn read_stream<R: Read>(
@@ -291,9 +307,8 @@ pub(super) fn read_members<R: Read>(
                     .map(Some)
                     .or_else(|e| tolerate(offset, bytes, e))?;
             }
-            _ => {
-                scan.next_value().map_err(top)?;
-            }
+            // Unknown keys are skipped as they stream by, never held.
+            _ => scan.skip_value().map_err(top)?,
         }
         if !more_members(scan, gzip)? {
             return Ok(Stop::End);
@@ -389,6 +404,7 @@ pub(super) fn read_event_list<R: Read>(
     let ctx = |e| scan_error(e, gzip, "the traceEvents array");
     let mut last: Option<(Vec<u8>, usize)> = None;
     let mut after_comma = false;
+    let mut checked_at = scan.offset();
     loop {
         match scan.peek().map_err(ctx)? {
             Some(b']') => {
@@ -405,8 +421,12 @@ pub(super) fn read_event_list<R: Read>(
             }
         }
         contents.events += 1;
-        // At the first event too, so that a limit below what the process already holds shows.
-        if contents.events % super::memory::CHECK_EVERY == 1 {
+        // At the first event too, so that a limit below what the process already holds shows;
+        // then every CHECK_EVERY events or CHECK_EVERY_BYTES of input, whichever comes first.
+        if contents.events % super::memory::CHECK_EVERY == 1
+            || scan.offset() >= checked_at + super::memory::CHECK_EVERY_BYTES
+        {
+            checked_at = scan.offset();
             super::memory::check()?;
         }
         read_one_event(scan, contents, gzip, &mut last)?;
@@ -490,6 +510,12 @@ fn sink_for(
     (idx, device)
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Bytes handed to serde by [`read_one_event`], to count the work a long event costs.
+    static PARSED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// How many bytes at the head of an event are enough to spot a `python_function` event.
 const EVENT_HEAD: usize = 96;
 
@@ -507,7 +533,17 @@ fn read_one_event<R: Read>(
     if head.first() == Some(&b'{')
         && looks_like_python_function(&head[..head.len().min(EVENT_HEAD)])
     {
-        let (_, bytes) = scan.next_value().map_err(ctx)?;
+        let (_, bytes) = match scan.next_value() {
+            Ok(framed) => framed,
+            Err(ScanError::StringTooLong { offset, limit }) => {
+                return Err(ReadErrorKind::StringTooLong {
+                    offset,
+                    limit,
+                    place: event_place(scan.buffered()),
+                })
+            }
+            Err(e) => return Err(ctx(e)),
+        };
         let pid = pid_text(bytes)
             .map(String::from_utf8_lossy)
             .map(|p| p.into_owned());
@@ -515,54 +551,70 @@ fn read_one_event<R: Read>(
         contents.sinks[idx].stats.python_functions_skipped += 1;
         return Ok(());
     }
-    loop {
-        let mut events =
-            serde_json::Deserializer::from_slice(scan.buffered()).into_iter::<RawEvent>();
-        match events.next() {
-            Some(Ok(event)) => {
-                let used = events.byte_offset();
-                let (idx, device) = sink_for(contents, event.pid.map(|p| p.get()), last);
-                contents.sinks[idx].add(&event, device);
-                scan.consume(used);
-                return Ok(());
-            }
-            // The buffer ends inside the event: read more and parse it again.
-            Some(Err(e)) if e.is_eof() => {
-                if !scan.fill_more().map_err(ctx)? {
-                    let offset = scan.offset() + scan.buffered().len() as u64;
-                    return Err(ReadErrorKind::TruncatedJson {
-                        offset,
-                        context: "the traceEvents array",
+    let mut events = serde_json::Deserializer::from_slice(scan.buffered()).into_iter::<RawEvent>();
+    let first = events.next();
+    #[cfg(test)]
+    PARSED.with(|p| p.set(p.get() + events.byte_offset() as u64));
+    match first {
+        Some(Ok(event)) => {
+            let used = events.byte_offset();
+            // Framing measures strings; an event parsed straight from the buffer is measured
+            // here, when it is long enough to hold one over the limit.
+            let limit = super::memory::string_limit();
+            if used as u64 > limit {
+                if let Some(at) = first_long_string(&scan.buffered()[..used], limit) {
+                    return Err(ReadErrorKind::StringTooLong {
+                        offset: scan.offset() + at as u64,
+                        limit,
+                        place: event_place(scan.buffered()),
                     });
                 }
             }
-            // Frame the whole value and parse it again: serde reports some cuts at the buffer's
-            // end as syntax errors (a number ending in "1." reads as invalid, not as cut short).
-            // What still fails is valid JSON of an unexpected shape (untidy data, counted) or
-            // invalid JSON (fatal, with its offset).
-            Some(Err(e)) => {
-                let (offset, bytes) = scan.next_value().map_err(ctx)?;
-                match serde_json::from_slice::<RawEvent>(bytes) {
-                    Ok(event) => {
-                        let (idx, device) = sink_for(contents, event.pid.map(|p| p.get()), last);
-                        contents.sinks[idx].add(&event, device);
-                    }
-                    Err(_) => {
-                        serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
-                            .map_err(|_| json_error(offset, bytes, &e))?;
-                        contents.malformed += 1;
-                        contents.first_malformed.get_or_insert(offset);
-                    }
-                }
-                return Ok(());
-            }
-            None => {
-                return Err(ReadErrorKind::TruncatedJson {
-                    offset: scan.offset(),
-                    context: "the traceEvents array",
-                })
-            }
+            let (idx, device) = sink_for(contents, event.pid.map(|p| p.get()), last);
+            contents.sinks[idx].add(&event, device);
+            scan.consume(used);
+            Ok(())
         }
+        // The buffer ends inside the event (serde reports some cuts at the buffer's end as
+        // syntax errors: a number ending in "1." reads as invalid, not as cut short), or the
+        // event is bad: frame the whole value, reading on as far as it goes, and parse it
+        // again. Framing is linear in the event's size, and bounded by `--max-string` for its
+        // strings and `--max-memory` for the rest; parsing again from the start of the buffer
+        // on every refill would be quadratic. What still fails is valid JSON of an unexpected
+        // shape (untidy data, counted) or invalid JSON (fatal, with its offset).
+        Some(Err(_)) => {
+            let framed = scan.next_value();
+            let (offset, bytes) = match framed {
+                Ok(framed) => framed,
+                Err(ScanError::StringTooLong { offset, limit }) => {
+                    return Err(ReadErrorKind::StringTooLong {
+                        offset,
+                        limit,
+                        place: event_place(scan.buffered()),
+                    })
+                }
+                Err(e) => return Err(ctx(e)),
+            };
+            #[cfg(test)]
+            PARSED.with(|p| p.set(p.get() + bytes.len() as u64));
+            match serde_json::from_slice::<RawEvent>(bytes) {
+                Ok(event) => {
+                    let (idx, device) = sink_for(contents, event.pid.map(|p| p.get()), last);
+                    contents.sinks[idx].add(&event, device);
+                }
+                Err(e) => {
+                    serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
+                        .map_err(|_| json_error(offset, bytes, &e))?;
+                    contents.malformed += 1;
+                    contents.first_malformed.get_or_insert(offset);
+                }
+            }
+            Ok(())
+        }
+        None => Err(ReadErrorKind::TruncatedJson {
+            offset: scan.offset(),
+            context: "the traceEvents array",
+        }),
     }
 }
 
@@ -690,7 +742,11 @@ pub(super) fn assemble(
         }
     } else {
         let (index, source) = match distributed.as_ref().and_then(|d| d.rank) {
-            Some(r) => (r as u32, RankSource::DistributedInfo),
+            // A rank beyond u32 is kept as u32::MAX, for the rank cap to refuse, not wrapped.
+            Some(r) => (
+                u32::try_from(r).unwrap_or(u32::MAX),
+                RankSource::DistributedInfo,
+            ),
             None => match rank_from_file_name(&file_name) {
                 Some(r) => (r, RankSource::FileName),
                 None => (0, RankSource::Default),
@@ -780,6 +836,27 @@ mod tests {
             .iter()
             .all(|a| a.ts == 1_767_000_000_123_456 && a.dur == 12_500));
         assert_eq!(contents.sinks[0].names.get(gpu[0].name), "ké");
+    }
+
+    #[test]
+    fn a_long_event_is_parsed_once_not_on_every_refill() {
+        // A 24 MiB name spans 96 refills of the 256 KiB buffer: parsing the buffer again from
+        // the event's start at each would hand serde about 1.2 GB; framing first, about 48 MiB.
+        crate::reader::set_string_limit(Some(64 << 20));
+        let name = "n".repeat(24 << 20);
+        let text = format!(
+            r#"{{"traceEvents": [{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, "ts": 1, "dur": 1}}]}}"#
+        );
+        PARSED.with(|p| p.set(0));
+        let (contents, _) = read_stream(std::io::Cursor::new(text.as_bytes()), false).unwrap();
+        crate::reader::set_string_limit(None);
+        assert_eq!(contents.sinks[0].gpu.len(), 1);
+        let parsed = PARSED.with(|p| p.get());
+        assert!(
+            parsed <= 3 * text.len() as u64,
+            "{parsed} bytes parsed for {}",
+            text.len()
+        );
     }
 
     #[test]

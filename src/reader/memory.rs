@@ -11,6 +11,28 @@ static LIMIT: AtomicU64 = AtomicU64::new(0);
 /// How many events pass between two looks at the resident size (a read of /proc/self/status).
 pub(crate) const CHECK_EVERY: u64 = 1 << 15;
 
+/// The longest single JSON string the reader frames, in bytes (`--max-string`); longer is an
+/// error naming the event. Kernel names are shorter still in the model (see `event::MAX_NAME`).
+static STRING_LIMIT: AtomicU64 = AtomicU64::new(DEFAULT_STRING_LIMIT);
+
+/// The default of `--max-string`: 16 MiB, far above any string a profiler writes (stacks and
+/// `Input Dims` of real traces stay under 1 MiB).
+pub const DEFAULT_STRING_LIMIT: u64 = 16 << 20;
+
+/// Sets (or with `None` resets to the default) the longest string the reader accepts.
+pub fn set_string_limit(bytes: Option<u64>) {
+    STRING_LIMIT.store(bytes.unwrap_or(DEFAULT_STRING_LIMIT), Ordering::Relaxed);
+}
+
+/// The longest string the reader accepts, in bytes.
+pub fn string_limit() -> u64 {
+    STRING_LIMIT.load(Ordering::Relaxed)
+}
+
+/// Bytes of input between two looks at the resident size, whatever the number of events: what
+/// the reader keeps cannot grow faster than what it reads.
+pub(crate) const CHECK_EVERY_BYTES: u64 = 64 << 20;
+
 /// Sets (or with `None` clears) the resident-memory limit for every read that follows.
 pub fn set_memory_limit(bytes: Option<u64>) {
     LIMIT.store(bytes.unwrap_or(0), Ordering::Relaxed);
@@ -48,12 +70,21 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 
 /// Errors when the process holds more than the limit.
 pub(crate) fn check() -> Result<(), ReadErrorKind> {
+    check_room(0)
+}
+
+/// Errors when the process, holding `extra` bytes more, would hold more than the limit: checked
+/// before a buffer grows, so that the growth itself never passes the limit.
+pub(crate) fn check_room(extra: u64) -> Result<(), ReadErrorKind> {
     let limit = LIMIT.load(Ordering::Relaxed);
     if limit == 0 {
         return Ok(());
     }
     match resident_bytes() {
-        Some(held) if held > limit => Err(ReadErrorKind::MemoryLimit { held, limit }),
+        Some(held) if held.saturating_add(extra) > limit => Err(ReadErrorKind::MemoryLimit {
+            held: held.saturating_add(extra),
+            limit,
+        }),
         _ => Ok(()),
     }
 }

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 
 pub use error::{ReadError, ReadErrorKind};
-pub use memory::{parse_size, set_memory_limit};
+pub use memory::{parse_size, set_memory_limit, set_string_limit, DEFAULT_STRING_LIMIT};
 pub use model::*;
 
 /// File names a directory walk skips: the files `tracegate synth` and `check` write beside traces.
@@ -156,14 +156,61 @@ pub fn read_run_with_progress(
     Ok(Run { traces })
 }
 
+/// The most ranks a run may have (from `distributedInfo.world_size` or the rank numbers found).
+/// Ranks are ids: nothing is allocated per rank id, but a run said to hold more ranks than this
+/// is refused before its missing ranks are even listed.
+pub const MAX_RANKS: u64 = 65_536;
+
+/// How many missing ranks the error lists before it counts the rest.
+const MISSING_LISTED: usize = 16;
+
 /// A multi-rank run must hold every rank: a rank file missing from the artifact would otherwise
 /// gate the remaining ranks as if they were the whole run. One rank alone (a single rank's file
-/// analysed on purpose) is accepted.
+/// analysed on purpose) is accepted. World sizes and rank numbers are checked against
+/// [`MAX_RANKS`] first, so the work done here is bounded by the files given and that cap.
 fn check_complete(traces: &[RankTrace], paths: &[PathBuf]) -> Result<(), ReadError> {
     let mut ranks: Vec<u32> = traces.iter().map(|t| t.rank.index).collect();
+    ranks.sort_unstable();
     ranks.dedup();
     if ranks.len() < 2 {
         return Ok(());
+    }
+    let too_many = |path: &Path, what: String| ReadError {
+        path: path.to_path_buf(),
+        kind: ReadErrorKind::TooManyRanks {
+            what,
+            cap: MAX_RANKS,
+        },
+    };
+    if let Some(t) = traces
+        .iter()
+        .filter(|t| t.distributed.as_ref().and_then(|d| d.world_size) > Some(MAX_RANKS))
+        .max_by_key(|t| t.distributed.as_ref().and_then(|d| d.world_size))
+    {
+        let w = t
+            .distributed
+            .as_ref()
+            .and_then(|d| d.world_size)
+            .unwrap_or(0);
+        return Err(too_many(
+            &t.file,
+            format!("distributedInfo.world_size is {w}"),
+        ));
+    }
+    if let Some(t) = traces
+        .iter()
+        .filter(|t| u64::from(t.rank.index) >= MAX_RANKS)
+        .max_by_key(|t| t.rank.index)
+    {
+        return Err(too_many(
+            &t.file,
+            format!(
+                "rank {} (from the {}) in a run of {} ranks",
+                t.rank.index,
+                t.rank.source.describe(),
+                ranks.len()
+            ),
+        ));
     }
     let world = traces
         .iter()
@@ -176,17 +223,25 @@ fn check_complete(traces: &[RankTrace], paths: &[PathBuf]) -> Result<(), ReadErr
             "rank numbers found".to_string(),
         ),
     };
-    let missing: Vec<String> = (0..expected)
-        .filter(|r| !ranks.contains(&(*r as u32)))
-        .map(|r| r.to_string())
+    // Both bounds are at most MAX_RANKS here.
+    let missing: Vec<u64> = (0..expected)
+        .filter(|r| ranks.binary_search(&(*r as u32)).is_err())
         .collect();
     if missing.is_empty() {
         return Ok(());
     }
+    let mut listed: Vec<String> = missing
+        .iter()
+        .take(MISSING_LISTED)
+        .map(|r| r.to_string())
+        .collect();
+    if missing.len() > MISSING_LISTED {
+        listed.push(format!("and {} more", missing.len() - MISSING_LISTED));
+    }
     Err(ReadError {
         path: paths.first().cloned().unwrap_or_default(),
         kind: ReadErrorKind::MissingRanks {
-            missing: missing.join(", "),
+            missing: listed.join(", "),
             expected,
             why,
         },

@@ -41,12 +41,31 @@ impl PartialEq for NameTable {
     }
 }
 
+/// The longest name kept, in bytes: a longer one (a kernel name of megabytes in a hostile or
+/// broken trace) is cut to a little less and ends with a marker saying how long it was.
+pub const MAX_NAME: usize = 64 << 10;
+
+/// `name` cut at a character boundary below [`MAX_NAME`], with `…[truncated from N bytes]`
+/// appended; at most `MAX_NAME` bytes, so cutting again changes nothing.
+pub fn truncated_name(name: &[u8]) -> Vec<u8> {
+    let mut keep = MAX_NAME - 64;
+    while keep > 0 && name.get(keep).is_some_and(|b| b & 0xC0 == 0x80) {
+        keep -= 1;
+    }
+    let mut out = name[..keep.min(name.len())].to_vec();
+    out.extend_from_slice(format!("…[truncated from {} bytes]", name.len()).as_bytes());
+    out
+}
+
 impl NameTable {
     pub fn intern(&mut self, name: &str) -> NameId {
         self.intern_bytes(name.as_bytes())
     }
 
     pub fn intern_bytes(&mut self, raw: &[u8]) -> NameId {
+        if raw.len() > MAX_NAME {
+            return self.intern_bytes(&truncated_name(raw));
+        }
         if let Some(&id) = self.by_bytes.get(raw) {
             return id;
         }
@@ -281,6 +300,18 @@ pub enum RankSource {
     FileName,
     /// Nothing said: the only rank of a single file.
     Default,
+}
+
+impl RankSource {
+    /// Where the rank number came from, for messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            RankSource::ProcessLabel => "process label",
+            RankSource::DistributedInfo => "distributedInfo.rank",
+            RankSource::FileName => "file name",
+            RankSource::Default => "default",
+        }
+    }
 }
 
 /// Which rank a [`RankTrace`] belongs to.

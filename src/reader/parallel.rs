@@ -127,6 +127,7 @@ fn produce<R: Read>(
         }
         buf[..len].copy_from_slice(&carry);
         let mut want = chunk.max(len + chunk / 2);
+        let mut searched = 0usize;
         let (split, eof) = loop {
             if buf.len() < want {
                 buf.resize(want, 0);
@@ -154,10 +155,25 @@ fn produce<R: Read>(
                 },
                 _ => 0,
             };
-            match boundary(&buf[from..len]) {
-                Some(at) => break (from + at, false),
-                // No seam in the whole buffer (one huge event): read on.
-                None => want = len + chunk,
+            match boundary(&buf[from.max(searched)..len]) {
+                Some(at) => break (from.max(searched) + at, false),
+                // No seam in the whole buffer (one huge event): read on, searching only what
+                // comes next (the seam's `}` and comma may sit just before it). An event too
+                // large to be a chunk leaves the file to the single pass, which frames it in
+                // linear time under the string and memory limits.
+                None if len >= EVENT_MAX => {
+                    let _ = done.send(Message::End(
+                        index,
+                        Err(std::io::Error::other(
+                            "an event too large for the parallel pass",
+                        )),
+                    ));
+                    return;
+                }
+                None => {
+                    searched = len.saturating_sub(SEAM_BACK);
+                    want = len + chunk;
+                }
             }
         };
         carry.clear();
@@ -194,6 +210,14 @@ fn fill<R: Read>(src: &mut R, buf: &mut [u8], len: &mut usize) -> std::io::Resul
     }
     Ok(false)
 }
+
+/// The most bytes one chunk may hold: past it, with no seam between events found, the parallel
+/// pass gives up for the single pass.
+const EVENT_MAX: usize = 96 << 20;
+
+/// How far back before the new bytes a seam search starts again: a `{` just read may follow a
+/// comma and a `}` (and whitespace) read before.
+const SEAM_BACK: usize = 4096;
 
 /// How far the first chunk may grow looking for the traceEvents array; past it, the chunk is
 /// cut anyway (and a file whose events start later is read in a single pass).
@@ -316,6 +340,9 @@ fn merge(
                     return Err(e)
                 }
                 (Phase::Events, Outcome::Failed(_)) => return Ok(None),
+                // What follows traceEvents is held to be read at the end: past a chunk's
+                // worth of it (an unknown key of gigabytes), the single pass skips it instead.
+                (Phase::Tail { bytes, .. }, _) if bytes.len() + len > EVENT_MAX => return Ok(None),
                 (Phase::Tail { bytes, .. }, _) => bytes.extend_from_slice(&buf[..len]),
             }
             // The producer may be gone already (the stream ended); the buffer is then dropped.

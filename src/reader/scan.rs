@@ -21,6 +21,42 @@ pub enum ScanError {
         found: u8,
         expected: &'static str,
     },
+    /// A string longer than the limit (`--max-string`), starting at this offset.
+    StringTooLong { offset: u64, limit: u64 },
+    /// The process holds more than `--max-memory` (checked as the buffer grows).
+    MemoryLimit { held: u64, limit: u64 },
+}
+
+/// Where the first string longer than `limit` bytes opens in `bytes` (a framed JSON value), if
+/// any: for values parsed straight from a buffer that already held them whole, which framing
+/// did not measure. Linear in `bytes`.
+pub fn first_long_string(bytes: &[u8], limit: u64) -> Option<usize> {
+    let mut at = 0;
+    while let Some(open) = memchr::memchr(b'"', &bytes[at..]) {
+        let open = at + open;
+        let mut rel = open + 1;
+        loop {
+            match memchr::memchr2(b'"', b'\\', &bytes[rel..]) {
+                Some(i) if bytes[rel + i] == b'"' => {
+                    rel += i + 1;
+                    break;
+                }
+                Some(i) => rel += i + 2,
+                None => rel = bytes.len(),
+            }
+            if rel >= bytes.len() {
+                break;
+            }
+        }
+        if (rel - open) as u64 > limit.saturating_add(2) {
+            return Some(open);
+        }
+        if rel >= bytes.len() {
+            return None;
+        }
+        at = rel;
+    }
+    None
 }
 
 pub struct Scanner<R> {
@@ -33,6 +69,8 @@ pub struct Scanner<R> {
     /// Stream offset of `buf[0]`.
     base: u64,
     eof: bool,
+    /// The longest string framed or skipped, in bytes.
+    max_string: u64,
 }
 
 impl Scanner<io::Empty> {
@@ -46,6 +84,7 @@ impl Scanner<io::Empty> {
             start: 0,
             base,
             eof: true,
+            max_string: super::memory::string_limit(),
         }
     }
 
@@ -64,6 +103,7 @@ impl<R: Read> Scanner<R> {
             end: 0,
             base: 0,
             eof: false,
+            max_string: super::memory::string_limit(),
         }
     }
 
@@ -80,11 +120,6 @@ impl<R: Read> Scanner<R> {
     /// Marks `n` buffered bytes as consumed.
     pub fn consume(&mut self, n: usize) {
         self.start = (self.start + n).min(self.end);
-    }
-
-    /// Buffers more of the stream, keeping what is unconsumed; false at end of stream.
-    pub fn fill_more(&mut self) -> Result<bool, ScanError> {
-        self.fill()
     }
 
     /// Makes at least `n` bytes available in [`Self::buffered`] unless the stream ends first.
@@ -114,7 +149,19 @@ impl<R: Read> Scanner<R> {
             self.start = 0;
         }
         if self.buf.len() - self.end < CHUNK / 2 {
-            self.buf.resize(self.buf.len().max(self.end) + CHUNK, 0);
+            // The buffer grows only while one value is framed: the memory limit is checked as
+            // it does, not only between events. Growth doubles, so that framing a long value
+            // costs linear time (amortised) and few checks.
+            let grow = self.buf.len().max(CHUNK);
+            if self.buf.len() >= CHUNK * 4 {
+                super::memory::check_room(grow as u64).map_err(|e| match e {
+                    super::error::ReadErrorKind::MemoryLimit { held, limit } => {
+                        ScanError::MemoryLimit { held, limit }
+                    }
+                    _ => ScanError::MemoryLimit { held: 0, limit: 0 },
+                })?;
+            }
+            self.buf.resize(self.buf.len().max(self.end) + grow, 0);
         }
         loop {
             match self.src.read(&mut self.buf[self.end..]) {
@@ -195,6 +242,93 @@ impl<R: Read> Scanner<R> {
         Ok((offset, value))
     }
 
+    /// Consumes one complete JSON value without holding it: the buffer never grows past a
+    /// chunk, whatever the size of the value (an unknown top-level key of gigabytes). Strings
+    /// in it are not limited, since nothing of them is kept. The value is checked for structure
+    /// only (brackets balance, strings close), as [`Self::next_value`] frames it.
+    pub fn skip_value(&mut self) -> Result<(), ScanError> {
+        let first = match self.peek()? {
+            Some(b) => b,
+            None => {
+                return Err(ScanError::UnexpectedEof {
+                    offset: self.offset(),
+                })
+            }
+        };
+        match first {
+            b'{' | b'[' | b'"' => {}
+            b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
+                // Scalars: consumed byte by byte up to their end.
+                loop {
+                    while self.start < self.end {
+                        match self.buf[self.start] {
+                            b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t' => return Ok(()),
+                            _ => self.start += 1,
+                        }
+                    }
+                    if !self.fill()? {
+                        return Ok(());
+                    }
+                }
+            }
+            found => {
+                return Err(ScanError::Unexpected {
+                    offset: self.offset(),
+                    found,
+                    expected: "a JSON value",
+                })
+            }
+        }
+        let mut depth = 0usize;
+        let mut in_string = false;
+        let mut escaped = false;
+        loop {
+            if self.start >= self.end && !self.fill()? {
+                return Err(ScanError::UnexpectedEof {
+                    offset: self.offset(),
+                });
+            }
+            while self.start < self.end {
+                if in_string {
+                    if escaped {
+                        escaped = false;
+                        self.start += 1;
+                        continue;
+                    }
+                    let hay = &self.buf[self.start..self.end];
+                    match memchr::memchr2(b'"', b'\\', hay) {
+                        Some(i) if hay[i] == b'"' => {
+                            self.start += i + 1;
+                            in_string = false;
+                            if depth == 0 {
+                                return Ok(());
+                            }
+                        }
+                        Some(i) => {
+                            self.start += i + 1;
+                            escaped = true;
+                        }
+                        None => self.start = self.end,
+                    }
+                    continue;
+                }
+                let b = self.buf[self.start];
+                self.start += 1;
+                match b {
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            return Ok(());
+                        }
+                    }
+                    b'"' => in_string = true,
+                    _ => {}
+                }
+            }
+        }
+    }
+
     /// Makes sure `buf[start + rel]` is available; false at end of stream.
     fn ensure(&mut self, rel: usize) -> Result<bool, ScanError> {
         while self.start + rel >= self.end {
@@ -218,7 +352,14 @@ impl<R: Read> Scanner<R> {
 
     /// Given `rel` just past an opening quote, returns `rel` just past the closing quote.
     fn string_end(&mut self, mut rel: usize) -> Result<usize, ScanError> {
+        let opened = rel - 1;
         loop {
+            if (rel - opened) as u64 > self.max_string.saturating_add(1) {
+                return Err(ScanError::StringTooLong {
+                    offset: self.offset() + opened as u64,
+                    limit: self.max_string,
+                });
+            }
             if !self.ensure(rel)? {
                 return Err(self.eof_error(rel));
             }

@@ -21,4 +21,5 @@ mod render;
 mod report;
 mod sweep;
 mod threads;
+mod unbounded;
 mod unclassified;

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The hostile inputs of issue 21, cases 5-9, at full size: generates them into a temp dir and
+# prints, for each, the exit status, the wall time and the peak RSS (/usr/bin/time), and the first
+# line of what tracegate said. Every case must answer in under 10 s (15 s for 10^6 names, 5 s for
+# the pooled calls) and the huge strings must stay under --max-memory 1G.
+#
+# usage: [LIMIT=60] [BEFORE_LIMIT=20] [HOSTILE_DIR=DIR] bench/hostile.sh [TRACEGATE] [BEFORE]   (default: target/release/tracegate; BEFORE, another
+#        build, is run on the same inputs, each command cut at BEFORE_LIMIT s, default 20; the
+#        build measured is cut at 60 s)
+set -u
+cd "$(dirname "$0")/.."
+BIN=${1:-target/release/tracegate}
+BEFORE=${2:-}
+BASELINE=baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml
+# HOSTILE_DIR: inputs generated before (by `bench/hostile.py DIR TRACEGATE`), kept.
+if [ -n "${HOSTILE_DIR:-}" ]; then
+  TMP=$HOSTILE_DIR
+else
+  TMP=$(mktemp -d "${TMPDIR:-/tmp}/hostile.XXXXXX")
+  trap 'rm -rf "$TMP"' EXIT
+  echo "generating into $TMP ..." >&2
+  python3 bench/hostile.py "$TMP" "$BIN" || exit 1
+fi
+
+measure() { # label binary args...
+  local label=$1 bin=$2; shift 2
+  local limit=${LIMIT:-60}
+  [ "$bin" = "$BEFORE" ] && limit=${BEFORE_LIMIT:-20}
+  /usr/bin/time -f "%e %M" -o "$TMP/time" timeout "$limit" "$bin" "$@" >/dev/null 2>"$TMP/err"
+  local rc=$?
+  # With a non-zero exit, time writes "Command exited with non-zero status N" first.
+  read -r wall rss < <(tail -n 1 "$TMP/time") || { wall=?; rss=0; }
+  [ "$rc" = 124 ] && wall=">$limit"
+  printf '%-34s %-7s exit %-3s %8s s %8.1f MiB  %s\n' "$label" "$(basename "$bin")" "$rc" "$wall" \
+    "$(awk -v k="${rss:-0}" 'BEGIN { print k / 1024 }')" "$(grep -v '^Command' "$TMP/err" | head -1 | cut -c1-150)"
+}
+
+both() { # label args...
+  local label=$1; shift
+  measure "$label" "$BIN" "$@"
+  [ -n "$BEFORE" ] && measure "$label" "$BEFORE" "$@"
+}
+
+# 5, 6: rank counts and world sizes far beyond the files given.
+both "5 world_size 2^32-1" extract "$TMP/world-2e32"
+both "5 world_size 2^64-1" extract "$TMP/world-2e64"
+both "6 TP-0 + TP-4000000000" extract "$TMP/tp-4e9"
+# 7: huge strings, under --max-memory 1G.
+both "7 name 128 MiB" --max-memory 1G inspect "$TMP/name-128m.json"
+both "7 name 128 MiB, --max-string 256M" --max-memory 1G --max-string 256M inspect "$TMP/name-128m.json"
+measure "7 name 2 GiB" "$BIN" --max-memory 1G inspect "$TMP/name-2g.json"
+measure "7 name 2 GiB, --max-string 4G" "$BIN" --max-memory 1G --max-string 4G inspect "$TMP/name-2g.json"
+measure "7 args string 2 GiB" "$BIN" --max-memory 1G inspect "$TMP/args-2g.json"
+measure "7 unknown top-level key 2 GiB" "$BIN" --max-memory 1G inspect "$TMP/top-2g.json"
+# 8: ~10^6 distinct kernel names against a small baseline.
+both "8 extract, 10^6 names" extract "$TMP/names"
+both "8 check, 10^6 names" check "$TMP/names" --baseline "$BASELINE" --no-github
+# 9: pooled allreduce calls.
+both "9 check, pooled calls" check "$TMP/pooled" --baseline "$BASELINE" --no-github
+both "9 extract, pooled calls" extract "$TMP/pooled"
