@@ -17,6 +17,7 @@ mod install;
 mod properties;
 mod real_traces;
 mod reference_tables;
+mod renamed;
 mod render;
 mod report;
 mod sweep;
