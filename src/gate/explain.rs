@@ -230,8 +230,8 @@ fn unclassified_sentence(u: &Unclassified) -> String {
         .iter()
         .map(|k| {
             format!(
-                "`{}` ({:.1}%{})",
-                short_name(&k.name),
+                "{} ({:.1}%{})",
+                span(&short_name(&k.name)),
                 k.pct,
                 if k.new { ", new in this run" } else { "" }
             )
@@ -260,6 +260,20 @@ fn unclassified_sentence(u: &Unclassified) -> String {
             named.join(", ")
         }
     )
+}
+
+/// A name in the lead as a CommonMark code span: a fence longer than any backtick run in it,
+/// padded when it starts or ends with a backtick or a space (the markdown renders it as code).
+fn span(name: &str) -> String {
+    let name = name.replace(['\n', '\r'], " ");
+    let longest = name.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if name.starts_with(['`', ' ']) || name.ends_with(['`', ' ']) {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{name}{pad}{fence}")
 }
 
 /// Milliseconds and calls per step.
@@ -636,7 +650,7 @@ fn lead_sentence(
     // a longer step: it comes first.
     if let Some(s) = straggler {
         let what = match (&s.category, &s.kernel) {
-            (Some(c), Some(k)) => format!(" ({c}, led by `{}`)", short_name(k)),
+            (Some(c), Some(k)) => format!(" ({c}, led by {})", span(&short_name(k))),
             (Some(c), None) => format!(" ({c})"),
             _ => String::new(),
         };
@@ -660,7 +674,7 @@ fn lead_sentence(
         let kernel = t
             .kernel
             .as_deref()
-            .map(|k| format!(", led by `{}`", short_name(k)))
+            .map(|k| format!(", led by {}", span(&short_name(k))))
             .unwrap_or_default();
         sentences.push(format!(
             "The allreduce itself is slower: {:+.2} us per call net of waiting{pct}{kernel}.",
@@ -691,13 +705,15 @@ fn lead_sentence(
                     Some(old) => {
                         let (old, new) = distinguishing_names(old, &k.name);
                         format!(
-                            ", led by `{new}` (renamed from `{old}`, {:+.3} ms per step)",
+                            ", led by {} (renamed from {}, {:+.3} ms per step)",
+                            span(&new),
+                            span(&old),
                             k.delta_ms_per_step
                         )
                     }
                     None => format!(
-                        ", led by `{}` ({:+.3} ms per step)",
-                        short_name(&k.name),
+                        ", led by {} ({:+.3} ms per step)",
+                        span(&short_name(&k.name)),
                         k.delta_ms_per_step
                     ),
                 })
@@ -752,7 +768,7 @@ fn list(names: &[String]) -> String {
     } else {
         names
             .iter()
-            .map(|n| format!("`{}`", short_name(n)))
+            .map(|n| span(&short_name(n)))
             .collect::<Vec<_>>()
             .join(", ")
     }
