@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::common::{synth_run, tracegate};
 
-fn gfm_html(markdown: &str) -> String {
+pub(crate) fn gfm_html(markdown: &str) -> String {
     let mut options = comrak::Options::default();
     options.extension.table = true;
     options.extension.autolink = true;
@@ -97,7 +97,7 @@ fn source_cells(line: &str) -> usize {
     n - 1
 }
 
-fn assert_renders_as_github_should(name: &str, markdown: &str) {
+pub(crate) fn assert_renders_as_github_should(name: &str, markdown: &str) {
     // Source: every line of a table has the header's cell count (a renderer drops extra cells).
     let mut header: Option<usize> = None;
     for line in markdown.lines() {
