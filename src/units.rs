@@ -128,6 +128,15 @@ pub fn fixed(value: f64, decimals: usize) -> String {
     format!("{v:.decimals$}")
 }
 
+/// A count per step: an integer when it is whole (`124`), else one decimal (`116.5`).
+pub fn count(value: f64) -> String {
+    if (value - value.round()).abs() < 0.05 {
+        fixed(value.round(), 0)
+    } else {
+        fixed(value, 1)
+    }
+}
+
 /// A signed figure with a fixed number of decimals: `+1.5`, `-0.2`, `+0.0`.
 pub fn fixed_signed(value: f64, decimals: usize) -> String {
     let v = if value == 0.0 { 0.0 } else { value };

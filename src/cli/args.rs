@@ -261,7 +261,8 @@ pub struct SynthArgs {
     pub python_functions_per_step: u32,
     /// A regression to inject, KIND=FACTOR (allreduce, moe, attention, straggler, protocol,
     /// single-stream; straggler=R:F picks the rank), or a renamed build (rename: every kernel
-    /// renamed as a fork would; unknown-moe: the main MoE GEMM under a name no rule knows);
+    /// renamed as a fork would; unknown-moe: the main MoE GEMM under a name no rule knows;
+    /// rename-moe: the main MoE GEMM with one more template argument, as a new build);
     /// repeatable.
     #[arg(long, value_name = "KIND=FACTOR")]
     pub inject: Vec<String>,

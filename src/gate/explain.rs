@@ -18,8 +18,23 @@ use crate::metrics::breakdown::Breakdown;
 use crate::metrics::{
     Extraction, ALLREDUCE_TRANSFER_US, ALLREDUCE_US, DECODE_STEP_MS, OTHER_PCT, RANK_SKEW_MS,
 };
-use crate::taxonomy::{readable, short_name, Category, OTHER_LIMIT_PCT};
+use crate::taxonomy::{
+    distinguishing_names, readable, short_name, untruncated_short_name, Category, OTHER_LIMIT_PCT,
+};
 
+/// A vanished and an appeared kernel of one category are the same kernel renamed when their
+/// demangled, shortened names are at least this similar (`similar`'s character ratio: twice the
+/// matching characters over both lengths). A new template argument, a namespace suffix or a build
+/// tag on a 40-character name stays above 0.85; two unrelated kernels of one library rarely reach it.
+pub const RENAME_SIMILARITY: f32 = 0.85;
+/// ... and their calls per step differ by at most this share of the larger count.
+pub const RENAME_CALLS_TOLERANCE: f64 = 0.10;
+
+/// Name pairs compared character by character at most, per check (each diff is cheap; a
+/// million of them is not).
+const RENAME_DIFFS: usize = 10_000;
+/// Renamed pairs the lead names (the most changed first); the JSON lists all.
+const RENAMED_NAMED: usize = 3;
 /// Kernels kept in the explanation's delta list.
 const TOP_KERNEL_DELTAS: usize = 10;
 /// Changes smaller than this (ms per step) are rounding, not movement: a microsecond.
@@ -38,6 +53,27 @@ pub struct Delta {
     pub current_calls_per_step: f64,
     /// This delta as a share of the summed kernel-time change, percent (signed).
     pub share_of_change_pct: Option<f64>,
+    /// For a kernel paired as renamed: its baseline name (the baseline figures are that one's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renamed_from: Option<String>,
+}
+
+/// A kernel that vanished paired with one that appeared in the same category, with a similar
+/// name and call count: the same kernel under a new name (a new template argument, a new build).
+#[derive(Debug, Clone, Serialize)]
+pub struct Renamed {
+    /// Baseline name (raw, as the baseline lists it).
+    pub old: String,
+    /// Current name (raw).
+    pub new: String,
+    pub category: String,
+    /// `similar`'s ratio of the two demangled names, 0 to 1.
+    pub similarity: f64,
+    pub baseline_ms_per_step: f64,
+    pub current_ms_per_step: f64,
+    pub delta_ms_per_step: f64,
+    pub baseline_calls_per_step: f64,
+    pub current_calls_per_step: f64,
 }
 
 /// The rank the others wait for.
@@ -81,6 +117,8 @@ pub struct Explanation {
     pub kernels: Vec<Delta>,
     pub appeared: Vec<String>,
     pub vanished: Vec<String>,
+    /// Vanished kernels paired with an appeared one as renamed (not in `appeared`/`vanished`).
+    pub renamed: Vec<Renamed>,
     /// Unified diff of the sorted kernel-name lists (baseline → current), empty when equal.
     pub kernel_diff: String,
     pub straggler: Option<Straggler>,
@@ -195,8 +233,8 @@ fn unclassified_sentence(u: &Unclassified) -> String {
         .iter()
         .map(|k| {
             format!(
-                "`{}` ({:.1}%{})",
-                short_name(&k.name),
+                "{} ({:.1}%{})",
+                span(&short_name(&k.name)),
                 k.pct,
                 if k.new { ", new in this run" } else { "" }
             )
@@ -227,6 +265,20 @@ fn unclassified_sentence(u: &Unclassified) -> String {
     )
 }
 
+/// A name in the lead as a CommonMark code span: a fence longer than any backtick run in it,
+/// padded when it starts or ends with a backtick or a space (the markdown renders it as code).
+fn span(name: &str) -> String {
+    let name = name.replace(['\n', '\r'], " ");
+    let longest = name.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if name.starts_with(['`', ' ']) || name.ends_with(['`', ' ']) {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{name}{pad}{fence}")
+}
+
 /// Milliseconds and calls per step.
 type PerStep = (f64, f64);
 /// A kernel's category and its baseline and current figures.
@@ -242,6 +294,7 @@ fn delta(name: &str, category: Option<String>, base: PerStep, cur: PerStep) -> D
         baseline_calls_per_step: base.1,
         current_calls_per_step: cur.1,
         share_of_change_pct: None,
+        renamed_from: None,
     }
 }
 
@@ -286,14 +339,6 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         e.0 = Some(k.category.key().to_string());
         e.2 = (k.ms_per_step, k.calls_per_step);
     }
-    let mut kernel_deltas = with_shares(
-        kernels
-            .iter()
-            .map(|(n, (c, b, cur))| delta(n, c.clone(), *b, *cur))
-            .collect(),
-        total,
-    );
-    kernel_deltas.truncate(TOP_KERNEL_DELTAS);
 
     // Appeared / vanished only count when the baseline lists kernels at all.
     let base_names: BTreeSet<&str> = b
@@ -308,21 +353,37 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         .iter()
         .map(|k| k.name.as_str())
         .collect();
-    let (appeared, vanished, kernel_diff) = if base_names.is_empty() {
-        (Vec::new(), Vec::new(), String::new())
-    } else {
-        (
-            cur_names
-                .difference(&base_names)
-                .map(|s| s.to_string())
-                .collect(),
-            base_names
-                .difference(&cur_names)
-                .map(|s| s.to_string())
-                .collect(),
-            name_diff(&base_names, &cur_names),
+    let (mut appeared, mut vanished, kernel_diff): (Vec<&str>, Vec<&str>, String) =
+        if base_names.is_empty() {
+            (Vec::new(), Vec::new(), String::new())
+        } else {
+            (
+                cur_names.difference(&base_names).copied().collect(),
+                base_names.difference(&cur_names).copied().collect(),
+                name_diff(&base_names, &cur_names),
+            )
+        };
+    let renamed = pair_renamed(&kernels, &mut vanished, &mut appeared);
+    let appeared: Vec<String> = appeared.iter().map(|s| s.to_string()).collect();
+    let vanished: Vec<String> = vanished.iter().map(|s| s.to_string()).collect();
+
+    // A renamed kernel is one row: its current name, its baseline figures under the old name.
+    let mut rows: Vec<Delta> = kernels
+        .iter()
+        .filter(|(n, _)| !renamed.iter().any(|r| r.old == **n || r.new == **n))
+        .map(|(n, (c, b, cur))| delta(n, c.clone(), *b, *cur))
+        .collect();
+    rows.extend(renamed.iter().map(|r| Delta {
+        renamed_from: Some(r.old.clone()),
+        ..delta(
+            &r.new,
+            Some(r.category.clone()),
+            (r.baseline_ms_per_step, r.baseline_calls_per_step),
+            (r.current_ms_per_step, r.current_calls_per_step),
         )
-    };
+    }));
+    let mut kernel_deltas = with_shares(rows, total);
+    kernel_deltas.truncate(TOP_KERNEL_DELTAS);
 
     let decode_step_change_ms = metric_change(metrics, DECODE_STEP_MS);
     let unclassified = unclassified(x, b, metrics);
@@ -351,6 +412,7 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         &kernel_deltas,
         &appeared,
         &vanished,
+        &renamed,
         straggler.as_ref(),
         slower_transfer.as_ref(),
     );
@@ -366,11 +428,101 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         kernels: kernel_deltas,
         appeared,
         vanished,
+        renamed,
         kernel_diff,
         straggler,
         unclassified,
         slower_transfer,
     }
+}
+
+/// Pairs each vanished kernel with the appeared kernel of its category whose demangled name is
+/// most similar, when the names are at least [`RENAME_SIMILARITY`] alike and the calls per step
+/// within [`RENAME_CALLS_TOLERANCE`], and they name the same function ([`same_function`]); the most similar pairs are taken first and each kernel
+/// pairs once. Paired names leave `vanished` and `appeared`.
+fn pair_renamed(
+    kernels: &BTreeMap<&str, KernelSides>,
+    vanished: &mut Vec<&str>,
+    appeared: &mut Vec<&str>,
+) -> Vec<Renamed> {
+    let mut candidates: Vec<(f32, &str, &str)> = Vec::new();
+    // Short names once per kernel, and a bounded number of character diffs: a run with a
+    // million new names must not make this quadratic (the cheap tests run first).
+    let shown = |names: &[&str]| -> Vec<String> {
+        names.iter().map(|n| untruncated_short_name(n)).collect()
+    };
+    let (old_names, new_names) = (shown(vanished), shown(appeared));
+    let mut diffs_left = RENAME_DIFFS;
+    for (&old, old_name) in vanished.iter().zip(&old_names) {
+        let (old_cat, old_base, _) = &kernels[old];
+        for (&new, new_name) in appeared.iter().zip(&new_names) {
+            let (new_cat, _, new_cur) = &kernels[new];
+            if old_cat != new_cat
+                || !similar_calls(old_base.1, new_cur.1)
+                || !same_function(old_name, new_name)
+            {
+                continue;
+            }
+            if diffs_left == 0 {
+                break;
+            }
+            diffs_left -= 1;
+            let ratio = similar::TextDiff::from_chars(old_name.as_str(), new_name.as_str()).ratio();
+            if ratio >= RENAME_SIMILARITY {
+                candidates.push((ratio, old, new));
+            }
+        }
+    }
+    candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)).then(a.2.cmp(b.2)));
+    let mut renamed = Vec::new();
+    for (ratio, old, new) in candidates {
+        if !vanished.contains(&old) || !appeared.contains(&new) {
+            continue;
+        }
+        vanished.retain(|n| *n != old);
+        appeared.retain(|n| *n != new);
+        let (category, base, _) = &kernels[old];
+        let (_, _, cur) = &kernels[new];
+        renamed.push(Renamed {
+            old: old.to_string(),
+            new: new.to_string(),
+            category: category.clone().unwrap_or_default(),
+            similarity: f64::from(ratio),
+            baseline_ms_per_step: base.0,
+            current_ms_per_step: cur.0,
+            delta_ms_per_step: cur.0 - base.0,
+            baseline_calls_per_step: base.1,
+            current_calls_per_step: cur.1,
+        });
+    }
+    renamed.sort_by(|a, b| {
+        b.delta_ms_per_step
+            .abs()
+            .total_cmp(&a.delta_ms_per_step.abs())
+    });
+    renamed
+}
+
+/// The kernel's own function name: the last `::` part before its template or parameter list.
+fn function_name(name: &str) -> &str {
+    let head = &name[..name.find(['<', '(']).unwrap_or(name.len())];
+    head.rsplit("::").next().unwrap_or(head).trim()
+}
+
+/// A rename keeps the function (the namespace, the template arguments and a build suffix such as
+/// `_v2` may change); another implementation of the same job does not (`cross_device_reduce_2stage`
+/// → `_1stage`, `oneshot` → `twoshot`), however similar the whole names are.
+fn same_function(old: &str, new: &str) -> bool {
+    let (a, b) = (function_name(old), function_name(new));
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    !short.is_empty()
+        && long
+            .strip_prefix(short)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('_'))
+}
+
+fn similar_calls(a: f64, b: f64) -> bool {
+    (a - b).abs() <= RENAME_CALLS_TOLERANCE * a.max(b)
 }
 
 /// The metric moved beyond its tolerance in its bad direction (regressed, or too noisy to say).
@@ -539,6 +691,7 @@ fn lead_sentence(
     kernels: &[Delta],
     appeared: &[String],
     vanished: &[String],
+    renamed: &[Renamed],
     straggler: Option<&Straggler>,
     slower_transfer: Option<&SlowerTransfer>,
 ) -> String {
@@ -547,7 +700,7 @@ fn lead_sentence(
     // a longer step: it comes first.
     if let Some(s) = straggler {
         let what = match (&s.category, &s.kernel) {
-            (Some(c), Some(k)) => format!(" ({c}, led by `{}`)", short_name(k)),
+            (Some(c), Some(k)) => format!(" ({c}, led by {})", span(&short_name(k))),
             (Some(c), None) => format!(" ({c})"),
             _ => String::new(),
         };
@@ -571,7 +724,7 @@ fn lead_sentence(
         let kernel = t
             .kernel
             .as_deref()
-            .map(|k| format!(", led by `{}`", short_name(k)))
+            .map(|k| format!(", led by {}", span(&short_name(k))))
             .unwrap_or_default();
         sentences.push(format!(
             "The allreduce itself is slower: {:+.2} us per call net of waiting{pct}{kernel}.",
@@ -579,6 +732,8 @@ fn lead_sentence(
         ));
     }
     let change = decode_change.unwrap_or(total).abs();
+    // The renamed kernel the sentence on categories names, not to be named twice.
+    let mut named_rename: Option<&str> = None;
     // With a straggler named, the comm time that grew is the others' waiting: not a lead.
     let top = categories
         .first()
@@ -591,10 +746,27 @@ fn lead_sentence(
                 .share_of_change_pct
                 .map(|s| format!(", {s:.0}% of the kernel-time change"))
                 .unwrap_or_default();
-            let led_by = kernels
+            let leader = kernels
                 .iter()
-                .find(|k| k.category.as_deref() == Some(top.name.as_str()))
-                .map(|k| format!(", led by `{}` ({:+.3} ms per step)", short_name(&k.name), k.delta_ms_per_step))
+                .find(|k| k.category.as_deref() == Some(top.name.as_str()));
+            named_rename = leader.and_then(|k| k.renamed_from.as_ref().map(|_| k.name.as_str()));
+            let led_by = leader
+                .map(|k| match &k.renamed_from {
+                    Some(old) => {
+                        let (old, new) = distinguishing_names(old, &k.name);
+                        format!(
+                            ", led by {} (renamed from {}, {:+.3} ms per step)",
+                            span(&new),
+                            span(&old),
+                            k.delta_ms_per_step
+                        )
+                    }
+                    None => format!(
+                        ", led by {} ({:+.3} ms per step)",
+                        span(&short_name(&k.name)),
+                        k.delta_ms_per_step
+                    ),
+                })
                 .unwrap_or_default();
             sentences.push(format!(
                 "Most of it is {} ({:+.3} ms per step{share}){led_by}.",
@@ -607,6 +779,28 @@ fn lead_sentence(
             "Kernel time per step moved by only {total:+.3} ms: the step changed through concurrency or idle time, not slower kernels."
         )),
         _ => sentences.push("No category's kernel time per step moved by a microsecond or more.".into()),
+    }
+    let others: Vec<&Renamed> = renamed
+        .iter()
+        .filter(|r| Some(r.new.as_str()) != named_rename)
+        .collect();
+    if !others.is_empty() {
+        let mut pairs: Vec<String> = others
+            .iter()
+            .take(RENAMED_NAMED)
+            .map(|r| {
+                let (old, new) = distinguishing_names(&r.old, &r.new);
+                format!(
+                    "`{old}` → `{new}` ({:+.3} ms per step)",
+                    r.delta_ms_per_step
+                )
+            })
+            .collect();
+        if others.len() > RENAMED_NAMED {
+            pairs.push(format!("{} more", others.len() - RENAMED_NAMED));
+        }
+        let also = if named_rename.is_some() { " also" } else { "" };
+        sentences.push(format!("Kernels{also} renamed: {}.", pairs.join(", ")));
     }
     if !appeared.is_empty() || !vanished.is_empty() {
         sentences.push(format!(
@@ -625,7 +819,7 @@ fn list(names: &[String]) -> String {
         let mut shown: Vec<String> = names
             .iter()
             .take(LEAD_NAMES)
-            .map(|n| format!("`{}`", short_name(n)))
+            .map(|n| span(&short_name(n)))
             .collect();
         if names.len() > LEAD_NAMES {
             shown.push(format!("and {} more", names.len() - LEAD_NAMES));
@@ -635,7 +829,7 @@ fn list(names: &[String]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+mod diff_tests {
     use super::*;
 
     #[test]
@@ -661,5 +855,34 @@ mod tests {
         assert_eq!(lines[4], "+kernel_000002");
         assert!(lines.last().unwrap().contains("and 299801 more"), "{diff}");
         assert_eq!(name_diff(&base, &base), "");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rename_keeps_the_function_and_another_implementation_does_not() {
+        assert!(same_function(
+            "ck::kernel_moe_mxgemm_2lds<a, 1>",
+            "ck::kernel_moe_mxgemm_2lds<a, 1, 1>"
+        ));
+        assert!(same_function(
+            "aiter::mla_decode<4>",
+            "aiter_v2::mla_decode<4>"
+        ));
+        assert!(same_function(
+            "nvjet_tst_64x32_TNT",
+            "nvjet_tst_64x32_TNT_v2"
+        ));
+        assert!(!same_function(
+            "aiter::cross_device_reduce_2stage<__hip_bfloat16, 4>",
+            "aiter::cross_device_reduce_1stage<__hip_bfloat16, 4>"
+        ));
+        assert!(!same_function(
+            "ns::allreduce_fusion_kernel_oneshot_lamport<1>",
+            "ns::allreduce_fusion_kernel_twoshot_sync<1>"
+        ));
     }
 }

@@ -293,6 +293,7 @@ mod tests {
                 kernels: vec![],
                 appeared: vec![],
                 vanished: vec![],
+                renamed: vec![],
                 kernel_diff: String::new(),
                 straggler: None,
                 unclassified: None,

@@ -81,9 +81,20 @@ impl Doc {
 
     /// A table whose rows beyond [`SHOWN_ROWS`] fold into `<details>` (markdown) or are cut with
     /// a count (terminal).
-    pub fn long_table(&mut self, columns: &[(&str, Align)], rows: Vec<Vec<String>>, what: &str) {
+    /// `names`: the column of kernel or op names, shown as code in markdown.
+    pub fn long_table(
+        &mut self,
+        columns: &[(&str, Align)],
+        names: Option<usize>,
+        rows: Vec<Vec<String>>,
+        what: &str,
+    ) {
         let mut head = Table::new(columns);
         let mut rest = Table::new(columns);
+        if let Some(i) = names {
+            head = head.code_column(i);
+            rest = rest.code_column(i);
+        }
         let total = rows.len();
         for (i, row) in rows.into_iter().enumerate() {
             if i < SHOWN_ROWS {
@@ -332,14 +343,14 @@ fn breakdown(d: &mut Doc, a: &RunAnalysis) {
     for (c, s) in &cats {
         t.row(vec![
             c.label().to_string(),
-            fixed(s.calls_per_step, 1),
+            crate::units::count(s.calls_per_step),
             fixed(s.ms_per_step, 2),
             fixed(s.pct, 1),
         ]);
     }
     t.row(vec![
         "Total".into(),
-        fixed(b.total_calls, 1),
+        crate::units::count(b.total_calls),
         fixed(b.total_ms, 2),
         "100.0".into(),
     ]);
@@ -382,7 +393,7 @@ fn breakdown(d: &mut Doc, a: &RunAnalysis) {
             vec![
                 display_kernel_name(&k.name),
                 k.category.label().to_string(),
-                fixed(k.calls_per_step, 1),
+                crate::units::count(k.calls_per_step),
                 fixed(k.ms_per_step, 3),
                 fixed(k.pct, 1),
             ]
@@ -397,6 +408,7 @@ fn breakdown(d: &mut Doc, a: &RunAnalysis) {
             ("Time (ms)", Align::Right),
             ("%", Align::Right),
         ],
+        Some(0),
         rows,
         "kernels",
     );
@@ -426,13 +438,14 @@ fn comm(d: &mut Doc, a: &RunAnalysis) {
         ("Calls/layer", Align::Right),
         ("First call (µs)", Align::Right),
         ("What it is", Align::Left),
-    ]);
+    ])
+    .code_column(0);
     for k in &c.kernels {
         t.row(vec![
             display_kernel_name(&k.name),
             k.collective
                 .map_or_else(|| MISSING.into(), |c| c.label().to_string()),
-            fixed(k.calls, 1),
+            crate::units::count(k.calls),
             fixed(k.ms, 3),
             fixed(k.mean_us, 1),
             opt(k.calls_per_layer, 2),
@@ -451,7 +464,7 @@ fn comm(d: &mut Doc, a: &RunAnalysis) {
     t.row(vec![
         "Total comms".into(),
         "".into(),
-        fixed(c.calls, 1),
+        crate::units::count(c.calls),
         fixed(c.ms, 3),
         MISSING.into(),
         "".into(),
@@ -805,7 +818,7 @@ fn shapes(d: &mut Doc, a: &RunAnalysis) {
                 shape_text(&r.shape),
                 r.precision.clone().unwrap_or_else(|| MISSING.into()),
                 source_text(r.source, r.m_from_batch_size).to_string(),
-                fixed(r.calls, 1),
+                crate::units::count(r.calls),
                 fixed(r.mean_us, 1),
                 opt(r.tflops, 1),
                 fixed(r.pct, 1),
@@ -829,6 +842,7 @@ fn shapes(d: &mut Doc, a: &RunAnalysis) {
             ("% of time", Align::Right),
             ("Grid", Align::Left),
         ],
+        Some(0),
         rows,
         "shapes",
     );
@@ -891,6 +905,7 @@ fn coverage(d: &mut Doc, a: &RunAnalysis) {
             ("Empty dims", Align::Right),
             ("No dims", Align::Right),
         ],
+        Some(0),
         rows,
         "ops",
     );
@@ -938,7 +953,7 @@ fn unclassified(d: &mut Doc, a: &RunAnalysis) {
             };
             vec![
                 display_kernel_name(&k.name),
-                fixed(k.calls_per_step, 1),
+                crate::units::count(k.calls_per_step),
                 fixed(k.ms_per_step, 3),
                 fixed(k.pct, 1),
                 if d.markdown {
@@ -965,6 +980,7 @@ fn unclassified(d: &mut Doc, a: &RunAnalysis) {
             ("%", Align::Right),
             ("Suggested category", Align::Left),
         ],
+        Some(0),
         rows,
         "kernels",
     );

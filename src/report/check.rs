@@ -3,7 +3,7 @@
 //! The markdown is made for a pull-request comment: a one-line verdict first, the table, the
 //! cause, and the long parts folded. It never exceeds GitHub's comment limit.
 
-use super::table::{code_span, escape_markdown, Align, Table};
+use super::table::{code_span, escape_markdown, text_with_code, Align, Table};
 use super::Format;
 use crate::gate::explain::{Delta, Unclassified};
 use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
@@ -156,6 +156,9 @@ fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
         ("share of change", Align::Right),
     ]);
     let mut t = Table::new(&columns);
+    if kernels {
+        t = t.code_column(0);
+    }
     for d in deltas {
         let mut row = vec![if kernels {
             super::display_kernel_name(&d.name)
@@ -170,8 +173,9 @@ fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
             format!("{:.3}", d.current_ms_per_step),
             format!("{:+.3}", d.delta_ms_per_step),
             format!(
-                "{:.1} → {:.1}",
-                d.baseline_calls_per_step, d.current_calls_per_step
+                "{} → {}",
+                crate::units::count(d.baseline_calls_per_step),
+                crate::units::count(d.current_calls_per_step)
             ),
             d.share_of_change_pct
                 .map_or_else(|| "—".into(), |s| format!("{s:+.0}%")),
@@ -267,6 +271,30 @@ pub fn unclassified_line(u: &Unclassified) -> String {
     )
 }
 
+/// [`unclassified_line`] in markdown, the names in code spans.
+fn unclassified_markdown(u: &Unclassified) -> String {
+    let named: Vec<String> = u
+        .kernels
+        .iter()
+        .map(|k| {
+            format!(
+                "{} {:.1}%",
+                code_span(&super::display_kernel_name(&k.name)),
+                k.pct
+            )
+        })
+        .collect();
+    let baseline = u
+        .baseline_other_pct
+        .map(|p| format!(" \\(baseline {p:.1}%\\)"))
+        .unwrap_or_default();
+    format!(
+        "{:.1}% of kernel time is in kernels no rule classifies{baseline}: {}. Category figures miss that time; add rules \\(tracegate report prints them\\).",
+        u.other_pct,
+        named.join(", ")
+    )
+}
+
 /// The markdown parts, most important first; later parts are dropped to fit the budget.
 pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
     let e = &result.explanation;
@@ -281,12 +309,12 @@ pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
     if let Some(u) = &e.unclassified {
         parts.push(format!(
             "> ⚠️ **Unclassified kernels:** {}\n\n",
-            escape_markdown(&unclassified_line(u))
+            unclassified_markdown(u)
         ));
     }
     parts.push(metric_table(result, true).to_markdown() + "\n");
     let mut why = String::from("#### Why\n\n");
-    why.push_str(&escape_markdown(&e.lead));
+    why.push_str(&text_with_code(&e.lead));
     why.push_str("\n\n");
     let top: Vec<Delta> = e.categories.iter().take(SHOWN_ROWS).cloned().collect();
     if !top.is_empty() {

@@ -161,14 +161,14 @@ fn render_text(x: &Extraction, markdown: bool) -> String {
         ms += share.ms_per_step;
         t.row(vec![
             cat.label().to_string(),
-            fixed(share.calls_per_step, 1),
+            crate::units::count(share.calls_per_step),
             fixed(share.ms_per_step, 3),
             fixed(share.pct, 1),
         ]);
     }
     t.row(vec![
         "Total".into(),
-        fixed(calls, 1),
+        crate::units::count(calls),
         fixed(ms, 3),
         "100.0".into(),
     ]);
@@ -180,12 +180,13 @@ fn render_text(x: &Extraction, markdown: bool) -> String {
         ("calls/step", Align::Right),
         ("ms/step", Align::Right),
         ("%", Align::Right),
-    ]);
+    ])
+    .code_column(0);
     for k in x.breakdown.kernels.iter().take(TOP_KERNELS) {
         t.row(vec![
             super::display_kernel_name(&k.name),
             k.category.key().to_string(),
-            fixed(k.calls_per_step, 1),
+            crate::units::count(k.calls_per_step),
             fixed(k.ms_per_step, 3),
             fixed(k.pct, 1),
         ]);

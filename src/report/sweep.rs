@@ -101,7 +101,7 @@ pub fn identity_line(sweep: &Sweep, markdown: bool) -> Option<String> {
 fn details(c: &Configuration) -> String {
     let mut body = format!("{}\n\n", escape_markdown(&c.summary));
     if let Some(lead) = &c.lead {
-        body.push_str(&format!("{}\n\n", escape_markdown(lead)));
+        body.push_str(&format!("{}\n\n", super::table::text_with_code(lead)));
     }
     let failing: Vec<_> = c
         .metrics

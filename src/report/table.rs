@@ -11,6 +11,8 @@ pub enum Align {
 pub struct Table {
     headers: Vec<String>,
     align: Vec<Align>,
+    /// Columns of names (kernels, ops): code spans in markdown.
+    code: Vec<bool>,
     rows: Vec<Vec<String>>,
 }
 
@@ -54,14 +56,80 @@ pub fn code_span(text: &str) -> String {
     format!("{fence}{pad}{text}{pad}{fence}")
 }
 
+/// [`code_span`] for a table cell: GFM splits cells at `|` even inside a code span unless it is
+/// escaped, and takes `\|` there as a plain `|`.
+pub fn table_code_span(text: &str) -> String {
+    code_span(text).replace('|', "\\|")
+}
+
+/// Running text that marks names as CommonMark code spans (a run of backticks to the next run of
+/// the same length, as `explain` writes its lead) as markdown: the spans become [`code_span`]s,
+/// everything else is escaped. A backtick run without its closing run is text.
+pub fn text_with_code(text: &str) -> String {
+    let mut out = String::new();
+    let mut plain = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find('`') {
+        let run = rest[start..].len() - rest[start..].trim_start_matches('`').len();
+        let after = &rest[start + run..];
+        let close = find_run(after, run);
+        plain.push_str(&rest[..start]);
+        match close {
+            Some(end) => {
+                out.push_str(&escape_markdown(&plain));
+                plain.clear();
+                let inner = &after[..end];
+                let inner = match inner.strip_prefix(' ').and_then(|i| i.strip_suffix(' ')) {
+                    Some(i) if !i.trim().is_empty() => i,
+                    _ => inner,
+                };
+                out.push_str(&code_span(inner));
+                rest = &after[end + run..];
+            }
+            None => {
+                plain.push_str(&rest[start..start + run]);
+                rest = after;
+            }
+        }
+    }
+    plain.push_str(rest);
+    out.push_str(&escape_markdown(&plain));
+    out
+}
+
+/// The byte offset in `text` of the first run of exactly `len` backticks.
+fn find_run(text: &str, len: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'`' {
+            let n = bytes[i..].iter().take_while(|&&b| b == b'`').count();
+            if n == len {
+                return Some(i);
+            }
+            i += n;
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
 impl Table {
     /// Headers with their alignment: text columns left, figures right.
     pub fn new(columns: &[(&str, Align)]) -> Self {
         Table {
             headers: columns.iter().map(|(h, _)| h.to_string()).collect(),
             align: columns.iter().map(|(_, a)| *a).collect(),
+            code: vec![false; columns.len()],
             rows: Vec::new(),
         }
+    }
+
+    /// Markdown shows column `i` (a kernel or op name) as code spans, not escaped text.
+    pub fn code_column(mut self, i: usize) -> Self {
+        self.code[i] = true;
+        self
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
@@ -95,7 +163,16 @@ impl Table {
         out.push_str(&line(&rule));
         for row in &self.rows {
             out.push_str(&line(
-                &row.iter().map(|c| escape_markdown(c)).collect::<Vec<_>>(),
+                &row.iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        if self.code[i] && !c.is_empty() && c != crate::units::MISSING {
+                            table_code_span(c)
+                        } else {
+                            escape_markdown(c)
+                        }
+                    })
+                    .collect::<Vec<_>>(),
             ));
         }
         out
@@ -144,6 +221,17 @@ mod tests {
         assert_eq!(code_span("a``b"), "```a``b```");
         assert_eq!(code_span("`x"), "`` `x ``");
         assert_eq!(code_span("a\nb"), "`a b`");
+    }
+
+    #[test]
+    fn code_spans_in_text_become_real_code_and_the_rest_is_escaped() {
+        assert_eq!(
+            text_with_code("led by `a<b>_c` (+1 ms)."),
+            "led by `a<b>_c` \\(+1 ms\\)."
+        );
+        assert_eq!(text_with_code("x ``a`b`` y"), "x ``a`b`` y");
+        assert_eq!(text_with_code("odd ` tick"), "odd \\` tick");
+        assert_eq!(table_code_span("a|b"), "`a\\|b`");
     }
 
     #[test]

@@ -95,10 +95,13 @@ pub enum InjectionKind {
     Rename,
     /// The main MoE GEMM renamed to a name no rule knows; timings unchanged.
     UnknownMoe,
+    /// The main MoE GEMM renamed as an image bump does (one more template argument, a new build
+    /// of the same kernel); timings unchanged, combine with `moe=F` to slow it.
+    RenameMoe,
 }
 
 impl InjectionKind {
-    pub const ALL: [InjectionKind; 8] = [
+    pub const ALL: [InjectionKind; 9] = [
         InjectionKind::Allreduce,
         InjectionKind::Moe,
         InjectionKind::Attention,
@@ -107,13 +110,17 @@ impl InjectionKind {
         InjectionKind::SingleStream,
         InjectionKind::Rename,
         InjectionKind::UnknownMoe,
+        InjectionKind::RenameMoe,
     ];
 
     /// Kinds that take no factor (only `=1`, or none at all).
     pub fn takes_factor(self) -> bool {
         !matches!(
             self,
-            InjectionKind::SingleStream | InjectionKind::Rename | InjectionKind::UnknownMoe
+            InjectionKind::SingleStream
+                | InjectionKind::Rename
+                | InjectionKind::UnknownMoe
+                | InjectionKind::RenameMoe
         )
     }
 
@@ -127,6 +134,7 @@ impl InjectionKind {
             InjectionKind::SingleStream => "single-stream",
             InjectionKind::Rename => "rename",
             InjectionKind::UnknownMoe => "unknown-moe",
+            InjectionKind::RenameMoe => "rename-moe",
         }
     }
 }
@@ -153,7 +161,7 @@ impl FromStr for Injection {
 
     /// `KIND=FACTOR`: `allreduce=1.5`, `moe=1.2`, `attention=2`, `straggler=1.3` (the last rank)
     /// or `straggler=2:1.3` (rank 2), `protocol=1.4`, `single-stream=1` (or just `single-stream`),
-    /// `rename`, `unknown-moe`.
+    /// `rename`, `unknown-moe`, `rename-moe`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = |reason: String| SynthError::InvalidInjection {
             spec: s.to_string(),
@@ -172,6 +180,7 @@ impl FromStr for Injection {
             "single-stream" => InjectionKind::SingleStream,
             "rename" => InjectionKind::Rename,
             "unknown-moe" => InjectionKind::UnknownMoe,
+            "rename-moe" => InjectionKind::RenameMoe,
             _ => {
                 let valid: Vec<&str> = InjectionKind::ALL.iter().map(|k| k.as_str()).collect();
                 return Err(bad(format!(

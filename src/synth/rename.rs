@@ -1,7 +1,8 @@
 //! Renamed builds: the `rename` injection rewrites every kernel name the way a fork or a new
 //! library version does (the namespace gets a suffix, a template argument is added, the name is
 //! written mangled), and the `unknown-moe` injection renames the main MoE GEMM to a name no rule
-//! knows. Timings do not change: only the names do.
+//! knows, and the `rename-moe` injection gives the main MoE GEMM one more template argument (the
+//! same kernel from a new build, as an image bump brings). Timings do not change: only the names do.
 //!
 //! Which rewrite a name gets depends on the name alone (a hash), so every run is the same.
 
@@ -15,6 +16,8 @@ pub(crate) fn written_names(specs: &[Spec], injections: &[Injection]) -> Vec<Str
     let unknown_moe = on(InjectionKind::UnknownMoe)
         .then(|| specs.iter().find(|s| s.cat == "moe_gemm").map(|s| s.name))
         .flatten();
+    let main_moe = specs.iter().find(|s| s.cat == "moe_gemm").map(|s| s.name);
+    let rebuilt_moe = on(InjectionKind::RenameMoe).then_some(main_moe).flatten();
     let rename = on(InjectionKind::Rename);
     specs
         .iter()
@@ -25,6 +28,8 @@ pub(crate) fn written_names(specs: &[Spec], injections: &[Injection]) -> Vec<Str
                 UNKNOWN_MOE_NAME.to_string()
             } else if rename {
                 renamed(s.name)
+            } else if rebuilt_moe == Some(s.name) {
+                rebuilt(s.name)
             } else {
                 s.name.to_string()
             }
@@ -34,6 +39,16 @@ pub(crate) fn written_names(specs: &[Spec], injections: &[Injection]) -> Vec<Str
 
 /// The name the MoE GEMM takes under `unknown-moe`: no word of it says what it is.
 pub(crate) const UNKNOWN_MOE_NAME: &str = "zz_fork_ffn_blockwise_v9_kernel";
+
+/// The name of the same kernel from a new build: one more template argument (the mangled form
+/// gets its first name suffixed instead).
+pub(crate) fn rebuilt(name: &str) -> String {
+    if name.starts_with("_Z") {
+        renamed_mangled(name)
+    } else {
+        add_template_argument(name)
+    }
+}
 
 /// Namespaces of the platform (PyTorch, the C++ library, CUTLASS/CuTe) that a fork of a kernel
 /// library does not rename.

@@ -675,6 +675,16 @@ const NAME_WIDTH: usize = 96;
 /// A kernel name made readable for people: demangled, no `void ` prefix, no parameter list, and
 /// at most [`NAME_WIDTH`] characters (the cut is marked with `…`).
 pub fn short_name(name: &str) -> String {
+    let shown = untruncated_short_name(name);
+    if shown.chars().count() <= NAME_WIDTH {
+        return shown;
+    }
+    let head: String = shown.chars().take(NAME_WIDTH - 1).collect();
+    format!("{head}…")
+}
+
+/// [`short_name`] without the cut to [`NAME_WIDTH`].
+pub fn untruncated_short_name(name: &str) -> String {
     let readable = readable(name);
     let name = readable.as_ref();
     let mut shown = name.strip_prefix("void ").unwrap_or(name);
@@ -698,11 +708,42 @@ pub fn short_name(name: &str) -> String {
             }
         }
     }
-    if shown.chars().count() <= NAME_WIDTH {
-        return shown.to_string();
+    shown.to_string()
+}
+
+/// Two names of one kernel (old, new) shortened so that each still shows where they differ:
+/// [`short_name`] when that tells them apart, else each with the shared middle elided
+/// (`head<…, (ck::TailNumber)2, 1>`).
+pub fn distinguishing_names(old: &str, new: &str) -> (String, String) {
+    let (a, b) = (short_name(old), short_name(new));
+    if a != b {
+        return (a, b);
     }
-    let head: String = shown.chars().take(NAME_WIDTH - 1).collect();
-    format!("{head}…")
+    let (a, b) = (untruncated_short_name(old), untruncated_short_name(new));
+    let (ac, bc): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let common = ac.iter().zip(&bc).take_while(|(x, y)| x == y).count();
+    let head_len = ac.iter().position(|&c| c == '<').unwrap_or(24).min(48);
+    let cut = |cs: &[char]| -> String {
+        let mut from = common.saturating_sub(24).max(head_len);
+        // Start at a word: after a space, a comma or a bracket.
+        while from < common && !matches!(cs[from - 1], ' ' | ',' | '<' | '(') {
+            from += 1;
+        }
+        let head: String = cs[..head_len].iter().collect();
+        let tail: String = cs[from..].iter().collect();
+        let s = if from > head_len {
+            format!("{head}…{tail}")
+        } else {
+            cs.iter().collect()
+        };
+        if s.chars().count() > NAME_WIDTH {
+            let kept: String = s.chars().take(NAME_WIDTH - 1).collect();
+            format!("{kept}…")
+        } else {
+            s
+        }
+    };
+    (cut(&ac), cut(&bc))
 }
 
 #[cfg(test)]
