@@ -193,8 +193,8 @@ fn write_metrics(doc: &mut DocumentMut, x: &Extraction) -> Result<(), String> {
                 }
             }
         }
-        // One value per rank is not a sample to take a spread of.
-        let per_step = def.samples != Samples::PerRank;
+        // One value per rank, or a count, is not a sample to take a spread of.
+        let per_step = matches!(def.samples, Samples::PerStep | Samples::PerCall);
         match robust_spread(&m.samples).filter(|_| per_step && m.samples.len() > 1) {
             Some(spread) => {
                 t.insert("spread", value(round6(spread)));

@@ -114,6 +114,10 @@ pub struct CheckArgs {
     /// Judge a run on other hardware or another rank count than the baseline's (normally exit 2).
     #[arg(long)]
     pub allow_other_hardware: bool,
+    /// The run's hardware, asserted where the trace names no device or the baseline names no
+    /// hardware (otherwise exit 2); the report says it was asserted.
+    #[arg(long, value_name = "NAME")]
+    pub hardware: Option<String>,
     #[command(flatten)]
     pub identity: IdentityArgs,
     #[command(flatten)]
@@ -256,9 +260,9 @@ pub struct SynthArgs {
     #[arg(long, default_value_t = 50)]
     pub python_functions_per_step: u32,
     /// A regression to inject, KIND=FACTOR (allreduce, moe, attention, straggler, protocol,
-    /// single-stream; straggler=R:F picks the rank), or a renamed build (rename: every kernel
-    /// renamed as a fork would; unknown-moe: the main MoE GEMM under a name no rule knows);
-    /// repeatable.
+    /// single-stream; straggler=R:F picks the rank; stall=N:F stalls N decode steps to F× their
+    /// wall), or a renamed build (rename: every kernel renamed as a fork would; unknown-moe: the
+    /// main MoE GEMM under a name no rule knows); repeatable.
     #[arg(long, value_name = "KIND=FACTOR")]
     pub inject: Vec<String>,
     /// per-rank: one file per rank; merged: one SGLang/InferenceX merged file of every rank
