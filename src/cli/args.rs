@@ -171,7 +171,8 @@ pub struct BaselineWriteArgs {
     /// Print the change as a unified diff and write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// new: overwrite an existing file; update: accept a run on other hardware.
+    /// new: overwrite an existing file; update: accept a run on other hardware or of another
+    /// rank count (tp).
     #[arg(long)]
     pub force: bool,
     // The run's image is written as `image` (update: the old one kept as `previous_image`);
@@ -205,6 +206,10 @@ pub struct BaselineNewArgs {
 pub struct BaselineUpdateArgs {
     #[command(flatten)]
     pub write: BaselineWriteArgs,
+    /// Also add the metrics the run has and the baseline does not (gated as `baseline new` would
+    /// write them); without it, the baseline keeps its own set of metrics.
+    #[arg(long)]
+    pub add_new: bool,
 }
 
 #[derive(Debug, Args)]

@@ -326,3 +326,66 @@ fn ranks_on_different_hardware_are_refused_naming_the_files() {
         "{stdout}"
     );
 }
+
+// Case 15: `baseline update` keeps the team's set of metrics and refuses another configuration.
+#[test]
+fn baseline_update_keeps_the_set_of_metrics_and_refuses_another_rank_count() {
+    let dir = tempfile::tempdir().unwrap();
+    // The team removed rank_skew_ms from the shipped baseline.
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE)).unwrap();
+    let start = text.find("[metrics.rank_skew_ms]").unwrap();
+    let end = start + text[start..].find("\n\n").unwrap() + 2;
+    let removed = format!("{}{}", &text[..start], &text[end..]);
+    let path = dir.path().join("team.toml");
+    std::fs::write(&path, &removed).unwrap();
+    let update = |extra: &[&str], paths: &[&Path]| {
+        tracegate()
+            .args(["baseline", "update"])
+            .args(paths)
+            .arg("--baseline")
+            .arg(&path)
+            .args(extra)
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap()
+    };
+    let out = update(&[], &[&run()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("rank_skew_ms") && stderr.contains("--add-new"),
+        "{stderr}"
+    );
+    assert!(!std::fs::read_to_string(&path)
+        .unwrap()
+        .contains("[metrics.rank_skew_ms]"));
+    let out = update(&["--add-new"], &[&run()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(std::fs::read_to_string(&path)
+        .unwrap()
+        .contains("[metrics.rank_skew_ms]"));
+
+    // A metric of the baseline the run does not produce: kept, with a warning.
+    let one_rank: Vec<_> = std::fs::read_dir(run())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-TP-0.trace.json.gz"))
+        .collect();
+    let before = std::fs::read_to_string(&path).unwrap();
+    let out = update(&[], &[&one_rank[0]]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("4 ranks (tp) but the run has 1") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    let out = update(&["--force"], &[&one_rank[0]]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("does not produce") && stderr.contains("allreduce_rank_ratio"),
+        "{stderr}"
+    );
+}
