@@ -226,11 +226,23 @@ impl Baseline {
                     format!("unknown metric; known metrics: {}", names.join(", ")),
                 ));
             };
-            if !m.value.is_finite() {
-                return Err(metric_error(
-                    name,
-                    format!("value {} is not a finite number", m.value),
-                ));
+            let figures = [
+                ("value", Some(m.value)),
+                ("spread", m.spread),
+                ("p50", m.p50),
+                ("p90", m.p90),
+                ("p99", m.p99),
+            ];
+            for (key, v) in figures {
+                if let Some(v) = v.filter(|v| !v.is_finite()) {
+                    return Err(metric_error(
+                        name,
+                        format!("{key} {v} is not a finite number"),
+                    ));
+                }
+            }
+            if let Some(spread) = m.spread.filter(|s| *s < 0.0) {
+                return Err(metric_error(name, format!("spread {spread} is negative")));
             }
             m.tolerance
                 .allowance(m.value, spec.unit)

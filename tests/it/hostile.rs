@@ -389,3 +389,42 @@ fn baseline_update_keeps_the_set_of_metrics_and_refuses_another_rank_count() {
         "{stderr}"
     );
 }
+
+// Case 18: what the README says the reader refuses, it refuses.
+#[test]
+fn negative_or_string_times_and_a_non_finite_spread_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE);
+    for (ts, says) in [("-1400000000000", "is negative"), ("\"5\"", "is a string")] {
+        let trace = dir.path().join("rank-0.json");
+        std::fs::write(
+            &trace,
+            format!(
+                r#"{{"traceEvents": [{{"ph": "X", "cat": "kernel", "name": "bad_kernel", "ts": {ts}, "dur": 1}},
+                {{"ph": "X", "cat": "kernel", "name": "good", "ts": 10, "dur": 1}}]}}"#
+            ),
+        )
+        .unwrap();
+        let (code, stdout, stderr) = check(&[&trace], &baseline, &[]);
+        assert_eq!(code, Some(2), "{stdout}{stderr}");
+        assert!(
+            stderr.contains("rank-0.json")
+                && stderr.contains("bad_kernel")
+                && stderr.contains(says),
+            "{stderr}"
+        );
+    }
+    let nan = edited_baseline(dir.path(), |l| {
+        if l.starts_with("spread = ") {
+            "spread = nan".to_string()
+        } else {
+            l.to_string()
+        }
+    });
+    let (code, stdout, stderr) = check(&[&run()], &nan, &[]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("edited.toml") && stderr.contains("spread NaN is not a finite number"),
+        "{stderr}"
+    );
+}
