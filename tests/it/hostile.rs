@@ -40,6 +40,8 @@ fn a_special_file_as_baseline_is_refused_without_reading_it() {
             baseline.display()
         );
         assert!(stderr.contains("not a regular file"), "{stderr}");
+        // Case 21: said once, not "not a regular file: not a regular file".
+        assert_eq!(stderr.matches("not a regular file").count(), 1, "{stderr}");
     }
     // A FIFO among the baselines of a directory does not hang discovery either.
     std::fs::copy(
