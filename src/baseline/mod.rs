@@ -149,10 +149,12 @@ pub const RULES_KEY: &str = "[[rules]]";
 /// A baseline that cannot be used. Displayed as `<file>[:<line>]: <what is wrong>`.
 #[derive(Debug, thiserror::Error)]
 pub enum BaselineError {
-    #[error("{}: cannot read baseline: {source}", path.display())]
+    // The I/O error is part of the message, not a source: a chain of causes would say it twice
+    // ("Is a directory: Is a directory").
+    #[error("{}: cannot read baseline: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{}:{line}: {message}", path.display())]
     Invalid {
@@ -183,10 +185,10 @@ impl Baseline {
     /// Reads and validates a baseline file against the metric registry.
     pub fn load(path: &Path) -> Result<Baseline, BaselineError> {
         let text =
-            crate::files::read_text_capped(path, crate::files::TEXT_CAP).map_err(|source| {
+            crate::files::read_text_capped(path, crate::files::TEXT_CAP).map_err(|error| {
                 BaselineError::Io {
                     path: path.to_path_buf(),
-                    source,
+                    error,
                 }
             })?;
         Baseline::parse(&text, path)
@@ -226,11 +228,23 @@ impl Baseline {
                     format!("unknown metric; known metrics: {}", names.join(", ")),
                 ));
             };
-            if !m.value.is_finite() {
-                return Err(metric_error(
-                    name,
-                    format!("value {} is not a finite number", m.value),
-                ));
+            let figures = [
+                ("value", Some(m.value)),
+                ("spread", m.spread),
+                ("p50", m.p50),
+                ("p90", m.p90),
+                ("p99", m.p99),
+            ];
+            for (key, v) in figures {
+                if let Some(v) = v.filter(|v| !v.is_finite()) {
+                    return Err(metric_error(
+                        name,
+                        format!("{key} {v} is not a finite number"),
+                    ));
+                }
+            }
+            if let Some(spread) = m.spread.filter(|s| *s < 0.0) {
+                return Err(metric_error(name, format!("spread {spread} is negative")));
             }
             m.tolerance
                 .allowance(m.value, spec.unit)

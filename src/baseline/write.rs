@@ -156,7 +156,23 @@ fn stamp_meta(doc: &mut DocumentMut, stamp: &Stamp) -> Result<(), String> {
     Ok(())
 }
 
-fn write_metrics(doc: &mut DocumentMut, x: &Extraction) -> Result<(), String> {
+/// What an update did not do to a baseline's set of metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetricChanges {
+    /// Metrics the run has and the baseline does not, left out (without `--add-new`).
+    pub not_added: Vec<&'static str>,
+    /// Metrics of the baseline the run does not produce: their old figures are kept.
+    pub lacking: Vec<String>,
+}
+
+/// Writes the run's figures into `[metrics]`. A metric the baseline lacks is added (with its
+/// starting tolerance) only with `add_new`: a team that removed one removed it on purpose.
+fn write_metrics(
+    doc: &mut DocumentMut,
+    x: &Extraction,
+    add_new: bool,
+) -> Result<MetricChanges, String> {
+    let mut changes = MetricChanges::default();
     let item = doc.entry("metrics").or_insert(Item::Table(Table::new()));
     if let Some(t) = item.as_table_mut() {
         t.set_implicit(true);
@@ -167,8 +183,15 @@ fn write_metrics(doc: &mut DocumentMut, x: &Extraction) -> Result<(), String> {
     for def in METRICS {
         let name = def.name;
         let Some(m) = x.metrics.get(name) else {
+            if metrics.contains_key(name) {
+                changes.lacking.push(name.to_string());
+            }
             continue;
         };
+        if !add_new && !metrics.contains_key(name) {
+            changes.not_added.push(name);
+            continue;
+        }
         let entry = metrics.entry(name).or_insert_with(|| {
             let mut t = Table::new();
             t.insert("value", value(0.0));
@@ -193,8 +216,8 @@ fn write_metrics(doc: &mut DocumentMut, x: &Extraction) -> Result<(), String> {
                 }
             }
         }
-        // One value per rank is not a sample to take a spread of.
-        let per_step = def.samples != Samples::PerRank;
+        // One value per rank, or a count, is not a sample to take a spread of.
+        let per_step = matches!(def.samples, Samples::PerStep | Samples::PerCall);
         match robust_spread(&m.samples).filter(|_| per_step && m.samples.len() > 1) {
             Some(spread) => {
                 t.insert("spread", value(round6(spread)));
@@ -206,7 +229,7 @@ fn write_metrics(doc: &mut DocumentMut, x: &Extraction) -> Result<(), String> {
             }
         }
     }
-    Ok(())
+    Ok(changes)
 }
 
 fn write_breakdown(doc: &mut DocumentMut, x: &Extraction) {
@@ -268,24 +291,35 @@ pub fn new_baseline(x: &Extraction, meta: &Meta, stamp: &Stamp) -> String {
         }
     }
     doc.insert("meta", Item::Table(m));
-    update_document(&mut doc, x, stamp).expect("a document built here has table sections");
+    update_document(&mut doc, x, stamp, true).expect("a document built here has table sections");
     doc.to_string()
 }
 
-fn update_document(doc: &mut DocumentMut, x: &Extraction, stamp: &Stamp) -> Result<(), String> {
+fn update_document(
+    doc: &mut DocumentMut,
+    x: &Extraction,
+    stamp: &Stamp,
+    add_new: bool,
+) -> Result<MetricChanges, String> {
     stamp_meta(doc, stamp)?;
-    write_metrics(doc, x)?;
+    let changes = write_metrics(doc, x, add_new)?;
     write_breakdown(doc, x);
-    Ok(())
+    Ok(changes)
 }
 
-/// The baseline text with the run's figures written in; `Err` with the TOML parser's message.
-pub fn update_baseline(old: &str, x: &Extraction, stamp: &Stamp) -> Result<String, String> {
+/// The baseline text with the run's figures written in, and what was left as it was; `Err` with
+/// the TOML parser's message. Metrics the baseline lacks are added only with `add_new`.
+pub fn update_baseline(
+    old: &str,
+    x: &Extraction,
+    stamp: &Stamp,
+    add_new: bool,
+) -> Result<(String, MetricChanges), String> {
     let mut doc: DocumentMut = old
         .parse()
         .map_err(|e: toml_edit::TomlError| e.to_string())?;
-    update_document(&mut doc, x, stamp)?;
-    Ok(doc.to_string())
+    let changes = update_document(&mut doc, x, stamp, add_new)?;
+    Ok((doc.to_string(), changes))
 }
 
 /// A unified diff of two baseline texts.

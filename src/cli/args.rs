@@ -118,6 +118,10 @@ pub struct CheckArgs {
     /// Judge a run on other hardware or another rank count than the baseline's (normally exit 2).
     #[arg(long)]
     pub allow_other_hardware: bool,
+    /// The run's hardware, asserted where the trace names no device or the baseline names no
+    /// hardware (otherwise exit 2); the report says it was asserted.
+    #[arg(long, value_name = "NAME")]
+    pub hardware: Option<String>,
     #[command(flatten)]
     pub identity: IdentityArgs,
     #[command(flatten)]
@@ -171,7 +175,8 @@ pub struct BaselineWriteArgs {
     /// Print the change as a unified diff and write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// new: overwrite an existing file; update: accept a run on other hardware.
+    /// new: overwrite an existing file; update: accept a run on other hardware or of another
+    /// rank count (tp).
     #[arg(long)]
     pub force: bool,
     // The run's image is written as `image` (update: the old one kept as `previous_image`);
@@ -205,6 +210,10 @@ pub struct BaselineNewArgs {
 pub struct BaselineUpdateArgs {
     #[command(flatten)]
     pub write: BaselineWriteArgs,
+    /// Also add the metrics the run has and the baseline does not (gated as `baseline new` would
+    /// write them); without it, the baseline keeps its own set of metrics.
+    #[arg(long)]
+    pub add_new: bool,
 }
 
 #[derive(Debug, Args)]
@@ -260,10 +269,10 @@ pub struct SynthArgs {
     #[arg(long, default_value_t = 50)]
     pub python_functions_per_step: u32,
     /// A regression to inject, KIND=FACTOR (allreduce, moe, attention, straggler, protocol,
-    /// single-stream; straggler=R:F picks the rank), or a renamed build (rename: every kernel
-    /// renamed as a fork would; unknown-moe: the main MoE GEMM under a name no rule knows;
-    /// rename-moe: the main MoE GEMM with one more template argument, as a new build);
-    /// repeatable.
+    /// single-stream; straggler=R:F picks the rank; stall=N:F stalls N decode steps to F× their
+    /// wall), or a renamed build (rename: every kernel renamed as a fork would; unknown-moe: the
+    /// main MoE GEMM under a name no rule knows; rename-moe: the main MoE GEMM with one more
+    /// template argument, as a new build); repeatable.
     #[arg(long, value_name = "KIND=FACTOR")]
     pub inject: Vec<String>,
     /// per-rank: one file per rank; merged: one SGLang/InferenceX merged file of every rank

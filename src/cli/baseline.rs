@@ -110,9 +110,38 @@ pub(super) fn update(args: BaselineUpdateArgs) -> Result<i32> {
             device
         );
     }
+    let ranks = x.run.ranks.len();
+    if let Some(tp) = baseline
+        .meta
+        .tp
+        .filter(|&tp| !w.force && tp as usize != ranks)
+    {
+        anyhow::bail!(
+            "{}: the baseline is for {tp} ranks (tp) but the run has {ranks}; refusing to overwrite (use --force)",
+            w.baseline.display(),
+        );
+    }
     let old = std::fs::read_to_string(&w.baseline)
         .with_context(|| format!("{}: cannot read", w.baseline.display()))?;
-    let new = crate::baseline::write::update_baseline(&old, &x, &stamp_for(w, &x, identity))
-        .map_err(|e| anyhow::anyhow!("{}: {e}", w.baseline.display()))?;
+    let (new, changes) = crate::baseline::write::update_baseline(
+        &old,
+        &x,
+        &stamp_for(w, &x, identity),
+        args.add_new,
+    )
+    .map_err(|e| anyhow::anyhow!("{}: {e}", w.baseline.display()))?;
+    let shown = w.baseline.display();
+    if !changes.lacking.is_empty() {
+        eprintln!(
+            "warning: {shown}: the run does not produce {}; their old figures are kept",
+            changes.lacking.join(", ")
+        );
+    }
+    if !changes.not_added.is_empty() {
+        eprintln!(
+            "warning: {shown}: the run also has {}, not in the baseline and not added (--add-new to add them)",
+            changes.not_added.join(", ")
+        );
+    }
     finish_baseline_write(w, &old, &new)
 }

@@ -24,7 +24,10 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
         (Some(file), _) => crate::baseline::Baseline::load(file)?,
         (None, Some(dir)) => {
             let identity = crate::baseline::discover::RunIdentity {
-                hardware: crate::metrics::run_device(&run),
+                hardware: args
+                    .hardware
+                    .clone()
+                    .or_else(|| crate::metrics::run_device(&run)),
                 ranks: run.rank_indices().len(),
                 keys: crate::baseline::discover::parse_keys(&args.key)?,
             };
@@ -35,6 +38,7 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
     let options = crate::gate::CheckOptions {
         fail_on_improvement: args.fail_on_improvement,
         allow_other_hardware: args.allow_other_hardware,
+        hardware: args.hardware.clone(),
     };
     let config = args.analysis.config();
     let mut result = pipeline::check(&run, &args.paths, &config, &baseline, &options)?;

@@ -18,6 +18,9 @@ pub struct CheckOptions {
     pub fail_on_improvement: bool,
     /// Judge a run on other hardware (or another rank count) than the baseline's anyway.
     pub allow_other_hardware: bool,
+    /// The run's hardware, asserted by the user (`--hardware`) where the trace does not name it
+    /// or the baseline does not say.
+    pub hardware: Option<String>,
 }
 
 /// The outcome of the whole check, one meaning per exit status.
@@ -66,6 +69,9 @@ pub struct RunSummary {
     pub device: Option<String>,
     pub ranks: Vec<u32>,
     pub decode_steps_kept: usize,
+    /// `device` was asserted with `--hardware`, not read from the trace.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hardware_asserted: bool,
     pub warnings: Vec<String>,
     /// `image` and `meta`: what the run was made with (`--image`, `--meta`), as given.
     #[serde(flatten)]
@@ -77,7 +83,7 @@ pub struct RunSummary {
 fn observation(def: &MetricDef, m: &Metric) -> Observation {
     let samples = match def.samples {
         Samples::PerStep | Samples::PerCall => m.samples.clone(),
-        Samples::PerRank => Vec::new(),
+        Samples::PerRank | Samples::Count => Vec::new(),
     };
     Observation {
         value: m.value,
@@ -128,11 +134,8 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
             verdict: j.verdict,
         });
     }
-    let problems = if opts.allow_other_hardware {
-        Vec::new()
-    } else {
-        mismatches(x, b)
-    };
+    let mut problems = unjudgeable(x, &metrics);
+    problems.extend(mismatches(x, b, opts));
     let status = if problems.is_empty() {
         status_of(&metrics, opts)
     } else {
@@ -140,7 +143,8 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
     };
     let explanation = explain(x, b, &metrics);
     let run = RunSummary {
-        device: x.run.device.clone(),
+        device: run_hardware(x, opts),
+        hardware_asserted: opts.hardware.is_some(),
         ranks: x.run.ranks.clone(),
         decode_steps_kept: x.steps.values().map(|s| s.decode_kept).min().unwrap_or(0),
         warnings: x.warnings.clone(),
@@ -165,18 +169,112 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
     }
 }
 
-/// A baseline for other hardware or another rank count says nothing about this run.
-fn mismatches(x: &Extraction, b: &Baseline) -> Vec<String> {
+/// The hardware the run is judged as: what `--hardware` asserts, else the device the trace names.
+fn run_hardware(x: &Extraction, opts: &CheckOptions) -> Option<String> {
+    opts.hardware
+        .as_deref()
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(str::to_string)
+        .or_else(|| x.run.device.clone().filter(|d| !d.is_empty()))
+}
+
+/// How far apart two figures may be before they cannot be of one configuration.
+const OTHER_CONFIGURATION_RATIO: f64 = 10.0;
+
+/// Why nothing can be judged, whatever `--allow-other-hardware` says: a baseline that gates
+/// nothing, ranks on different hardware, a baseline whose every gated figure is more than 10x
+/// away from the run's.
+fn unjudgeable(x: &Extraction, metrics: &[MetricCheck]) -> Vec<String> {
     let mut problems = Vec::new();
-    if let Some(device) = x.run.device.as_deref() {
-        if !b.meta.hardware.is_empty() && !device.is_empty() && device != b.meta.hardware {
+    if !metrics.iter().any(|m| m.gated) {
+        problems.push(
+            "the baseline gates no metric, so nothing would be judged (0 gated metrics)"
+                .to_string(),
+        );
+    }
+    // Each device named with the files that name it (a file that names none takes no part).
+    let mut devices: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for (file, device) in x.run.trace_devices.iter().filter(|(_, d)| !d.is_empty()) {
+        devices
+            .entry(device)
+            .or_default()
+            .push(file.display().to_string());
+    }
+    if devices.len() > 1 {
+        let list: Vec<String> = devices
+            .iter()
+            .map(|(d, files)| format!("{d} in {}", files.join(", ")))
+            .collect();
+        problems.push(format!(
+            "the ranks are on different hardware: {}",
+            list.join("; ")
+        ));
+    }
+    // Figures both sides have, non-zero and finite: a ratio means something.
+    let far: Vec<(bool, &MetricCheck)> = metrics
+        .iter()
+        .filter(|m| m.gated)
+        .filter_map(|m| {
+            let (base, cur) = (m.baseline?, m.current?);
+            let comparable = base.is_finite() && cur.is_finite() && base != 0.0 && cur != 0.0;
+            comparable.then(|| {
+                let ratio = (cur / base).abs();
+                let apart = base.signum() != cur.signum()
+                    || !(1.0 / OTHER_CONFIGURATION_RATIO..=OTHER_CONFIGURATION_RATIO)
+                        .contains(&ratio);
+                (apart, m)
+            })
+        })
+        .collect();
+    if !far.is_empty() && far.iter().all(|(apart, _)| *apart) {
+        let names: Vec<&str> = far.iter().map(|(_, m)| m.name.as_str()).collect();
+        problems.push(format!(
+            "this baseline is not of this configuration: every gated metric differs from the run by more than {OTHER_CONFIGURATION_RATIO}x ({})",
+            names.join(", ")
+        ));
+    }
+    problems
+}
+
+/// A baseline for other hardware or another rank count says nothing about this run, and
+/// neither does one whose hardware is unknown on either side, unless `--hardware` asserts it
+/// (`--allow-other-hardware` lets another hardware or rank count through, not an unknown one).
+fn mismatches(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> Vec<String> {
+    let mut problems = Vec::new();
+    let asserted = opts
+        .hardware
+        .as_deref()
+        .map(str::trim)
+        .filter(|h| !h.is_empty());
+    let traced = x.run.device.as_deref().filter(|d| !d.is_empty());
+    let baseline = b.meta.hardware.trim();
+    match (asserted, traced) {
+        (Some(a), Some(t)) if a != t => problems.push(format!(
+            "--hardware asserts {a:?} but the trace says the run is on {t:?}"
+        )),
+        (None, None) => problems.push(
+            "the run's hardware is unknown: the trace names no device (--hardware NAME to assert it)"
+                .to_string(),
+        ),
+        _ => {}
+    }
+    let run = asserted.or(traced);
+    if baseline.is_empty() {
+        if asserted.is_none() {
+            problems.push(
+                "the baseline names no hardware (hardware = \"\"), so it could be of any (--hardware NAME to assert the run's)"
+                    .to_string(),
+            );
+        }
+    } else if let Some(run) = run.filter(|_| !opts.allow_other_hardware) {
+        if run != baseline {
             problems.push(format!(
-                "the baseline is for {:?} but the run is on {device:?} (--allow-other-hardware to judge anyway)",
-                b.meta.hardware
+                "the baseline is for {baseline:?} but the run is on {run:?} (--allow-other-hardware to judge anyway)"
             ));
         }
     }
-    if let Some(tp) = b.meta.tp {
+    if let Some(tp) = b.meta.tp.filter(|_| !opts.allow_other_hardware) {
         if tp as usize != x.run.ranks.len() {
             problems.push(format!(
                 "the baseline is for {tp} ranks (tp) but the run has {} (--allow-other-hardware to judge anyway)",

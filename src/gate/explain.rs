@@ -16,7 +16,8 @@ use super::verdict::Verdict;
 use crate::baseline::Baseline;
 use crate::metrics::breakdown::Breakdown;
 use crate::metrics::{
-    Extraction, ALLREDUCE_TRANSFER_US, ALLREDUCE_US, DECODE_STEP_MS, OTHER_PCT, RANK_SKEW_MS,
+    Extraction, ALLREDUCE_TRANSFER_US, ALLREDUCE_US, DECODE_STALL_PCT, DECODE_STEP_MS, OTHER_PCT,
+    RANK_SKEW_MS,
 };
 use crate::taxonomy::{
     distinguishing_names, readable, short_name, untruncated_short_name, Category, OTHER_LIMIT_PCT,
@@ -128,6 +129,55 @@ pub struct Explanation {
     pub unclassified: Option<Unclassified>,
     /// Set when the collectives themselves got slower (transfer, not waiting).
     pub slower_transfer: Option<SlowerTransfer>,
+    /// Decode steps that stalled, when `decode_stall_pct` rose beyond its tolerance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stalls: Option<StallNote>,
+}
+
+/// The stalled decode steps of the rank that decided `decode_stall_pct`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StallNote {
+    pub rank: u32,
+    /// Decode steps after warm-up.
+    pub steps: usize,
+    /// Positions of the stalled ones among those, 1-based.
+    pub positions: Vec<usize>,
+    /// Median over the stalled steps of their wall / the median wall.
+    pub factor: f64,
+}
+
+impl StallNote {
+    /// "5 of 21 decode steps stalled at 3.0× the median (steps 4, 9, 13, 17, 20)."
+    pub fn sentence(&self) -> String {
+        let n = self.positions.len();
+        let list: Vec<String> = self.positions.iter().map(|p| p.to_string()).collect();
+        format!(
+            "{n} of {} decode steps stalled at {:.1}× the median ({} {}).",
+            self.steps,
+            self.factor,
+            if n == 1 { "step" } else { "steps" },
+            list.join(", ")
+        )
+    }
+}
+
+/// The stalls behind `decode_stall_pct`, when it moved beyond its tolerance.
+fn stall_note(x: &Extraction, metrics: &[MetricCheck]) -> Option<StallNote> {
+    if !beyond_tolerance(metrics, DECODE_STALL_PCT) {
+        return None;
+    }
+    let rank = x.metrics.get(DECODE_STALL_PCT)?.decided_by?;
+    let rs = x.rank_steps.iter().find(|r| r.rank.index == rank)?;
+    let s = crate::steps::stalls(rs);
+    if s.positions.is_empty() {
+        return None;
+    }
+    Some(StallNote {
+        rank,
+        steps: s.steps,
+        factor: crate::stats::Statistic::Median.of(&s.factors),
+        positions: s.positions,
+    })
 }
 
 /// Kernels no rule classifies, as the gate saw them.
@@ -416,6 +466,11 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         straggler.as_ref(),
         slower_transfer.as_ref(),
     );
+    // Stalls first: the figures that follow leave the stalled steps out.
+    let stalls = stall_note(x, metrics);
+    if let Some(s) = &stalls {
+        lead = format!("{} {lead}", s.sentence());
+    }
     // Unclassified time first: it says which of the figures that follow miss time.
     if let Some(u) = &unclassified {
         lead = format!("{} {lead}", unclassified_sentence(u));
@@ -433,6 +488,7 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         straggler,
         unclassified,
         slower_transfer,
+        stalls,
     }
 }
 

@@ -281,6 +281,7 @@ mod tests {
                 device: None,
                 ranks: vec![0],
                 decode_steps_kept: 1,
+                hardware_asserted: false,
                 warnings: vec![],
                 identity: Default::default(),
             },
@@ -298,6 +299,7 @@ mod tests {
                 straggler: None,
                 unclassified: None,
                 slower_transfer: None,
+                stalls: None,
             },
         }
     }

@@ -50,6 +50,17 @@ pub const METRICS: &[MetricDef] = &[
         ..BASE
     },
     MetricDef {
+        name: DECODE_STALL_PCT,
+        unit: Unit::Pct,
+        statistic: Statistic::Mean,
+        samples: Samples::Count,
+        tolerance: StartTolerance::Fixed("10pp"),
+        meaning: "decode steps that stalled (slow outliers, above 2x the median wall, which every \
+                  per-step figure leaves out) / decode steps after warm-up: per rank, max over ranks",
+        compute: Compute::Run(run::decode_stall_pct),
+        ..BASE
+    },
+    MetricDef {
         name: GPU_UTIL_PCT,
         unit: Unit::Pct,
         direction: Direction::Higher,
@@ -206,7 +217,7 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{}: {e}", d.name));
             }
             // A per-rank statistic other than the median needs per-step samples to mean anything.
-            if d.samples == Samples::PerRank {
+            if matches!(d.samples, Samples::PerRank | Samples::Count) {
                 assert!(matches!(d.compute, Compute::Run(_)), "{}", d.name);
             }
         }

@@ -21,6 +21,8 @@ pub(crate) struct RankFigures<'a> {
     /// Per `moe_routing` kernel name, its calls in each kept decode step.
     pub routing_calls: HashMap<&'a str, Vec<u32>>,
     pub totals: RankTotals<'a>,
+    /// Its decode steps after warm-up that stalled (slow outliers).
+    pub stalls: crate::steps::Stalls,
 }
 
 /// What a per-step figure may depend on beyond its own step.
@@ -104,5 +106,6 @@ pub(crate) fn rank_figures<'a>(
         allreduce_ns,
         routing_calls,
         totals,
+        stalls: crate::steps::stalls(rs),
     }
 }

@@ -29,9 +29,9 @@ use crate::units::Unit;
 
 use breakdown::{Breakdown, RankTotals};
 pub use catalog::{
-    MetricDef, ALLREDUCE_RANK_RATIO, ALLREDUCE_TRANSFER_US, ALLREDUCE_US, COMM_PCT, DECODE_STEP_MS,
-    GPU_UTIL_PCT, METRICS, MOE_US_PER_LAYER, OTHER_PCT, OVERLAP_PCT, PREFILL_COMM_PCT,
-    PREFILL_GPU_UTIL_PCT, PREFILL_STEP_MS, RANK_SKEW_MS,
+    MetricDef, ALLREDUCE_RANK_RATIO, ALLREDUCE_TRANSFER_US, ALLREDUCE_US, COMM_PCT,
+    DECODE_STALL_PCT, DECODE_STEP_MS, GPU_UTIL_PCT, METRICS, MOE_US_PER_LAYER, OTHER_PCT,
+    OVERLAP_PCT, PREFILL_COMM_PCT, PREFILL_GPU_UTIL_PCT, PREFILL_STEP_MS, RANK_SKEW_MS,
 };
 use figures::{rank_figures, RankFigures};
 use figures::{Context, RunFigures};
@@ -151,6 +151,10 @@ pub struct RunInfo {
     /// Device name of the first trace that reports one.
     pub device: Option<String>,
     pub warmup_steps: usize,
+    /// Each trace file and the device name it reports (empty when none), for telling a run on
+    /// mixed hardware apart.
+    #[serde(skip)]
+    pub trace_devices: Vec<(std::path::PathBuf, String)>,
 }
 
 /// How many steps a rank has, kept and dropped, and how they were found.
@@ -283,6 +287,14 @@ pub fn extract(
             traces: run.traces.len(),
             device: run_device(run),
             warmup_steps: opts.warmup_steps,
+            trace_devices: run
+                .traces
+                .iter()
+                .map(|t| {
+                    let name = t.device.as_ref().map_or("", |d| d.name.trim());
+                    (t.file.clone(), name.to_string())
+                })
+                .collect(),
         },
         metrics,
         steps: step_summaries(&rank_steps),

@@ -219,3 +219,30 @@ pub(crate) fn moe_layers(figures: &[RankFigures<'_>], given: Option<u32>) -> Opt
         kernel: Some(name.to_string()),
     })
 }
+
+/// `decode_stall_pct`: per rank the share of its decode steps after warm-up that stalled, the
+/// run's the largest; samples are the deciding rank's, one per step (100 stalled, 0 not).
+pub(crate) fn decode_stall_pct(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
+    let mut per_rank = BTreeMap::new();
+    let mut best: Option<(u32, f64, &crate::steps::Stalls)> = None;
+    for f in figures.ranks {
+        let Some(pct) = f.stalls.pct() else {
+            continue;
+        };
+        per_rank.insert(f.rank, pct);
+        if best.is_none_or(|(_, v, _)| pct > v) {
+            best = Some((f.rank, pct, &f.stalls));
+        }
+    }
+    let (rank, value, stalls) = best?;
+    Some(Metric {
+        per_rank,
+        samples: stalls.samples(),
+        decided_by: Some(rank),
+        ..Metric::new(def, value)
+    })
+}

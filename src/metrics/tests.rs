@@ -354,7 +354,18 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     assert_close(m(OTHER_PCT).value, 10.0 / 370.0 * 100.0);
     assert_close(m(OTHER_PCT).per_rank[&0], 0.0);
     assert_eq!(m(OTHER_PCT).decided_by, Some(1));
-    assert_eq!(x.metrics.len(), 14);
+    // Stalls: each rank's one slow outlier (1345 and 1365 µs) of its 4 steps after warm-up.
+    assert_close(m(catalog::DECODE_STALL_PCT).value, 25.0);
+    assert_close(m(catalog::DECODE_STALL_PCT).per_rank[&1], 25.0);
+    assert_eq!(
+        m(catalog::DECODE_STALL_PCT)
+            .samples
+            .iter()
+            .filter(|&&v| v == 100.0)
+            .count(),
+        1
+    );
+    assert_eq!(x.metrics.len(), 15);
 
     // Breakdown: per-step means over ranks. Kernel time per step 0.350 and 0.370 ms → 0.360.
     let cat = |c: Category| &x.breakdown.categories[&c];
@@ -451,6 +462,7 @@ fn absent_inputs_give_absent_metrics() {
     assert_eq!(
         names,
         vec![
+            catalog::DECODE_STALL_PCT,
             DECODE_STEP_MS,
             catalog::DECODE_STEP_P90_MS,
             GPU_UTIL_PCT,

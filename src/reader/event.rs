@@ -282,6 +282,23 @@ impl EventSink {
             });
             return;
         };
+        // A time written as a string is not Kineto's: a figure built on it could be anything.
+        if let Some(t) = [ts_raw, dur_raw]
+            .into_iter()
+            .flatten()
+            .find(|t| t.starts_with('"'))
+        {
+            self.stats.incomplete_events += 1;
+            self.note_unusable(name, || format!("ts or dur {t} is a string, not a number"));
+            return;
+        }
+        if ts < 0 {
+            self.stats.incomplete_events += 1;
+            self.note_unusable(name, || {
+                format!("ts {} µs is negative", ts_raw.unwrap_or(""))
+            });
+            return;
+        }
         if !(0..=MAX_EVENT_NS).contains(&dur) {
             self.stats.negative_durations += u64::from(dur < 0);
             self.stats.incomplete_events += u64::from(dur > MAX_EVENT_NS);
@@ -517,9 +534,29 @@ mod tests {
     }
 
     #[test]
-    fn string_numbers_and_missing_fields_are_tolerated_and_counted() {
+    fn string_or_negative_times_are_unusable_and_say_so() {
+        for (event, says) in [
+            (
+                r#"{"ph": "X", "cat": "kernel", "name": "k", "ts": "5", "dur": 1}"#,
+                "is a string",
+            ),
+            (
+                r#"{"ph": "X", "cat": "kernel", "name": "k", "ts": -1400000000000, "dur": 1}"#,
+                "is negative",
+            ),
+        ] {
+            let sink = sink_of(&[event]);
+            assert!(sink.gpu.is_empty());
+            assert_eq!(sink.stats.incomplete_events, 1);
+            let unusable = sink.first_unusable.unwrap_or_default();
+            assert!(unusable.contains(says), "{unusable}");
+        }
+    }
+
+    #[test]
+    fn string_ids_and_missing_fields_are_tolerated_and_counted() {
         let sink = sink_of(&[
-            r#"{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD", "ts": "5", "dur": "1.5",
+            r#"{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD", "ts": 5, "dur": 1.5,
                 "args": {"stream": "0x0", "device": "1"}}"#,
             r#"{"ph": "X", "cat": "kernel", "name": "no_dur", "ts": 5}"#,
             r#"{"ph": "X", "cat": "kernel", "name": "negative", "ts": 5, "dur": -1}"#,

@@ -101,7 +101,13 @@ fn headline(result: &CheckResult) -> String {
         Status::Regression => "❌",
         Status::CannotJudge => "⚠️",
     };
-    let hardware = escape_markdown(&result.baseline.meta.hardware);
+    // The run's hardware, not the baseline's: a run on other hardware must not look like one
+    // on the baseline's.
+    let hardware = match (&result.run.device, result.run.hardware_asserted) {
+        (Some(d), true) => format!("{} (asserted by --hardware)", escape_markdown(d)),
+        (Some(d), false) => escape_markdown(d),
+        (None, _) => "unknown hardware".to_string(),
+    };
     format!(
         "{icon} **tracegate** on {hardware}: {}",
         escape_markdown(&result.summary)

@@ -440,6 +440,68 @@ pub fn steady_state(decode: Vec<Step>, warmup: usize) -> (Vec<Step>, Vec<Dropped
     (kept, dropped)
 }
 
+/// The decode steps of one rank that stalled: the slow outliers among its steps after warm-up
+/// (above 2x their median wall), which the steady state leaves out of every per-step figure.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Stalls {
+    /// Decode steps after warm-up, kept or dropped as outliers.
+    pub steps: usize,
+    /// Positions of the stalled steps among those, 1-based, in start order.
+    pub positions: Vec<usize>,
+    /// Each stalled step's wall over the median wall of the steps, in the same order.
+    pub factors: Vec<f64>,
+}
+
+impl Stalls {
+    /// Stalled steps / steps after warm-up, %; `None` without a step.
+    pub fn pct(&self) -> Option<f64> {
+        (self.steps > 0).then(|| self.positions.len() as f64 / self.steps as f64 * 100.0)
+    }
+
+    /// One sample per step after warm-up, in start order: 100 for a stalled step, 0 otherwise.
+    pub fn samples(&self) -> Vec<f64> {
+        let mut v = vec![0.0; self.steps];
+        for &p in &self.positions {
+            v[p - 1] = 100.0;
+        }
+        v
+    }
+}
+
+/// The stalls of one rank (fast outliers are not stalls: they are left out, not counted).
+pub fn stalls(rs: &RankSteps) -> Stalls {
+    let mut steps: Vec<(&Step, bool)> = rs.decode.iter().map(|s| (s, false)).collect();
+    steps.extend(
+        rs.dropped
+            .iter()
+            .filter(|d| d.reason == DropReason::Outlier)
+            .map(|d| (&d.step, true)),
+    );
+    steps.sort_by_key(|(s, _)| (s.start, s.trace, s.end));
+    let mut walls: Vec<i64> = steps.iter().map(|(s, _)| s.wall()).collect();
+    walls.sort_unstable();
+    let n = walls.len();
+    if n == 0 {
+        return Stalls::default();
+    }
+    let median = if n % 2 == 1 {
+        walls[n / 2] as f64
+    } else {
+        (walls[n / 2 - 1] as f64 + walls[n / 2] as f64) / 2.0
+    };
+    let mut out = Stalls {
+        steps: n,
+        ..Stalls::default()
+    };
+    for (i, (s, outlier)) in steps.iter().enumerate() {
+        if *outlier && s.wall() as f64 > median {
+            out.positions.push(i + 1);
+            out.factors.push(s.wall() as f64 / median);
+        }
+    }
+    out
+}
+
 /// Steps of one trace, before steady-state selection.
 #[derive(Debug, Default)]
 struct TraceSteps {

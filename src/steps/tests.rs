@@ -226,6 +226,25 @@ fn warmup_then_outliers_outside_half_and_twice_the_median_are_dropped() {
 }
 
 #[test]
+fn slow_outliers_are_stalls_numbered_after_warm_up_and_fast_ones_are_not() {
+    let mut b = TraceBuilder::new(0);
+    // After 2 warm-up steps: 10,10,30,10,4,10,25,10 → median 10; 30 and 25 stalled (steps 3 and
+    // 7 of 8, at 3.0x and 2.5x), 4 is a fast outlier, not a stall.
+    graph_steps(&mut b, &[50, 40, 10, 10, 30, 10, 4, 10, 25, 10]);
+    let (trace, classes) = b.build();
+    let (run, classes) = run_of(vec![(trace, classes)]);
+    let r = &find_steps(&run, &classes, 2)[0];
+    let s = super::stalls(r);
+    assert_eq!((s.steps, s.positions.clone()), (8, vec![3, 7]));
+    assert_eq!(s.factors, vec![3.0, 2.5]);
+    assert_eq!(s.pct(), Some(25.0));
+    assert_eq!(
+        s.samples(),
+        vec![0.0, 0.0, 100.0, 0.0, 0.0, 0.0, 100.0, 0.0]
+    );
+}
+
+#[test]
 fn odd_median_half_bounds_are_exact() {
     // Median 3 ns (odd count): 1 < 1.5 dropped, 2 kept, 6 kept, 7 dropped.
     let mut b = TraceBuilder::new(0);

@@ -48,6 +48,8 @@ pub(crate) struct Plan {
     seed: u64,
     pyfn: u32,
     pub straggler: Option<(u32, f64)>,
+    /// Decode steps (counting warm-up) injected to stall, and the factor on their wall.
+    stalls: (Vec<u32>, f64),
     single_stream: bool,
     pub stamp: String,
     ts0: u64,
@@ -69,6 +71,23 @@ fn build_ops(sc: &Scenario) -> Vec<Op> {
         }
     }
     ops
+}
+
+/// `stall=N:F`: N of the `steady` decode steps, spread evenly (the middle of each N-th), counting
+/// warm-up, and F.
+fn stall_steps(opts: &SynthOptions, steady: u32) -> (Vec<u32>, f64) {
+    let Some(inj) = opts
+        .injections
+        .iter()
+        .find(|i| i.kind == InjectionKind::Stall)
+    else {
+        return (Vec::new(), 1.0);
+    };
+    let n = inj.count.unwrap_or(1).min(steady);
+    let steps = (0..n)
+        .map(|i| WARMUP + ((2 * i + 1) as u64 * steady as u64 / (2 * n as u64)) as u32)
+        .collect();
+    (steps, inj.factor)
 }
 
 impl Plan {
@@ -182,6 +201,7 @@ impl Plan {
             prefill_ops,
             prefill_big,
             n_decode: WARMUP + steady,
+            stalls: stall_steps(opts, steady),
             seed: opts.seed,
             pyfn: opts.python_functions_per_step,
             straggler,
@@ -1123,6 +1143,12 @@ impl<'a> DecodeSim<'a> {
                     let mid = gaps.len() / 2;
                     gaps[mid] += ns;
                 }
+            }
+            // An injected stall: the step's wall (the slowest rank's) grows to F× on rank 0.
+            if rank == 0 && p.stalls.0.contains(&step) {
+                let wall = (0..p.ranks).map(|r| p.tune(r).wall_ns).max().unwrap_or(0);
+                let mid = gaps.len() / 2;
+                gaps[mid] += ((p.stalls.1 - 1.0) * wall as f64).round() as u64;
             }
             lanes.push(Lane { start, gaps, durs });
         }

@@ -98,10 +98,13 @@ pub enum InjectionKind {
     /// The main MoE GEMM renamed as an image bump does (one more template argument, a new build
     /// of the same kernel); timings unchanged, combine with `moe=F` to slow it.
     RenameMoe,
+    /// `stall=N:F`: N of the steady decode steps, spread evenly, stall to F× their wall (rank 0
+    /// idles mid-step; every rank waits for it at the next collective).
+    Stall,
 }
 
 impl InjectionKind {
-    pub const ALL: [InjectionKind; 9] = [
+    pub const ALL: [InjectionKind; 10] = [
         InjectionKind::Allreduce,
         InjectionKind::Moe,
         InjectionKind::Attention,
@@ -111,6 +114,7 @@ impl InjectionKind {
         InjectionKind::Rename,
         InjectionKind::UnknownMoe,
         InjectionKind::RenameMoe,
+        InjectionKind::Stall,
     ];
 
     /// Kinds that take no factor (only `=1`, or none at all).
@@ -135,6 +139,7 @@ impl InjectionKind {
             InjectionKind::Rename => "rename",
             InjectionKind::UnknownMoe => "unknown-moe",
             InjectionKind::RenameMoe => "rename-moe",
+            InjectionKind::Stall => "stall",
         }
     }
 }
@@ -145,11 +150,13 @@ pub struct Injection {
     pub factor: f64,
     /// The rank a straggler slows (`straggler=2:1.05`); `None`: the last rank.
     pub rank: Option<u32>,
+    /// How many decode steps stall (`stall=5:3.0`); `None` for other kinds.
+    pub count: Option<u32>,
 }
 
 impl fmt::Display for Injection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.rank {
+        match self.rank.or(self.count) {
             Some(r) => write!(f, "{}={r}:{}", self.kind.as_str(), self.factor),
             None => write!(f, "{}={}", self.kind.as_str(), self.factor),
         }
@@ -161,7 +168,7 @@ impl FromStr for Injection {
 
     /// `KIND=FACTOR`: `allreduce=1.5`, `moe=1.2`, `attention=2`, `straggler=1.3` (the last rank)
     /// or `straggler=2:1.3` (rank 2), `protocol=1.4`, `single-stream=1` (or just `single-stream`),
-    /// `rename`, `unknown-moe`, `rename-moe`.
+    /// `rename`, `unknown-moe`, `rename-moe`, `stall=N:F` (N decode steps at F× their wall).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = |reason: String| SynthError::InvalidInjection {
             spec: s.to_string(),
@@ -181,6 +188,7 @@ impl FromStr for Injection {
             "rename" => InjectionKind::Rename,
             "unknown-moe" => InjectionKind::UnknownMoe,
             "rename-moe" => InjectionKind::RenameMoe,
+            "stall" => InjectionKind::Stall,
             _ => {
                 let valid: Vec<&str> = InjectionKind::ALL.iter().map(|k| k.as_str()).collect();
                 return Err(bad(format!(
@@ -189,16 +197,34 @@ impl FromStr for Injection {
                 )));
             }
         };
-        let (rank, v) = match v.and_then(|v| v.split_once(':')) {
+        let (mut rank, mut count) = (None, None);
+        let v = match v.and_then(|v| v.split_once(':')) {
             Some((r, f)) if kind == InjectionKind::Straggler => {
                 let r = r.trim();
-                let rank = r
-                    .parse::<u32>()
-                    .map_err(|_| bad(format!("rank `{r}` is not a rank number")))?;
-                (Some(rank), Some(f.trim()))
+                rank = Some(
+                    r.parse::<u32>()
+                        .map_err(|_| bad(format!("rank `{r}` is not a rank number")))?,
+                );
+                Some(f.trim())
             }
-            Some(_) => return Err(bad("only straggler takes a rank (straggler=R:F)".into())),
-            None => (None, v),
+            Some((n, f)) if kind == InjectionKind::Stall => {
+                let n = n.trim();
+                count = Some(
+                    n.parse::<u32>()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| bad(format!("`{n}` is not a number of steps > 0")))?,
+                );
+                Some(f.trim())
+            }
+            Some(_) => return Err(bad(
+                "only straggler takes a rank (straggler=R:F) and stall a step count (stall=N:F)"
+                    .into(),
+            )),
+            None if kind == InjectionKind::Stall => {
+                return Err(bad("expected stall=N:F, e.g. stall=5:3.0".into()))
+            }
+            None => v,
         };
         let factor = match v {
             None if !kind.takes_factor() => 1.0,
@@ -218,7 +244,17 @@ impl FromStr for Injection {
                 kind.as_str()
             )));
         }
-        Ok(Injection { kind, factor, rank })
+        if kind == InjectionKind::Stall && factor <= 2.0 {
+            return Err(bad(format!(
+                "a stall factor must be above 2 (a slower step is not dropped as an outlier), got {factor}"
+            )));
+        }
+        Ok(Injection {
+            kind,
+            factor,
+            rank,
+            count,
+        })
     }
 }
 
@@ -344,7 +380,10 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
     let inj: Vec<Value> = opts
         .injections
         .iter()
-        .map(|i| json!({"kind": i.kind.as_str(), "factor": i.factor}))
+        .map(|i| match i.count {
+            Some(n) => json!({"kind": i.kind.as_str(), "factor": i.factor, "steps": n}),
+            None => json!({"kind": i.kind.as_str(), "factor": i.factor}),
+        })
         .collect();
     t.insert("injections".into(), Value::Array(inj));
     t.insert(

@@ -665,6 +665,7 @@ fn injection_parsing() {
             kind: InjectionKind::Allreduce,
             factor: 1.5,
             rank: None,
+            count: None,
         })
     );
     let s = "straggler=2:1.05".parse::<Injection>().ok();

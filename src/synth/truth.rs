@@ -314,6 +314,37 @@ fn tail(out: &mut Map<String, Value>, key: &str, per_rank_samples: Vec<(u32, Vec
     out.insert(key.into(), Value::Object(m));
 }
 
+/// `decode_stall_pct`: per rank, the decode steps after warm-up whose wall is above twice their
+/// median, as a share of those steps; across ranks the max.
+fn stall_pct(out: &mut Map<String, Value>, ranks: &[RankSteps], warmup: usize) {
+    let per: Vec<PerRank> = ranks
+        .iter()
+        .filter_map(|r| {
+            let mut decode: Vec<&StepSummary> = r
+                .steps
+                .iter()
+                .filter(|s| s.kind == StepKind::Decode)
+                .collect();
+            decode.sort_by_key(|s| s.start);
+            let warmup = if decode.len() > warmup { warmup } else { 0 };
+            let walls: Vec<f64> = decode[warmup..].iter().map(|s| s.wall as f64).collect();
+            let m = median(&walls)?;
+            let stalled = walls.iter().filter(|&&w| w > 2.0 * m).count();
+            Some(PerRank {
+                rank: r.rank,
+                value: stalled as f64 / walls.len() as f64 * 100.0,
+                p90: None,
+            })
+        })
+        .collect();
+    let Some(value) = per.iter().map(|p| p.value).reduce(f64::max) else {
+        return;
+    };
+    let mut m = metric("%", "lower", value);
+    m.insert("per_rank".into(), per_rank_obj(&per));
+    out.insert("decode_stall_pct".into(), Value::Object(m));
+}
+
 /// Computes metrics, step counts and the breakdown. Returns the `metrics`, `steps` and
 /// `breakdown` members of `truth.json`.
 pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<String, Value> {
@@ -371,6 +402,7 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
         samples(&wall_ms, false),
     );
     tail(&mut metrics, "decode_step_p90_ms", samples(&wall_ms, false));
+    stall_pct(&mut metrics, ranks, warmup);
     sampled(
         &mut metrics,
         "gpu_util_pct",

@@ -40,6 +40,8 @@ fn a_special_file_as_baseline_is_refused_without_reading_it() {
             baseline.display()
         );
         assert!(stderr.contains("not a regular file"), "{stderr}");
+        // Case 21: said once, not "not a regular file: not a regular file".
+        assert_eq!(stderr.matches("not a regular file").count(), 1, "{stderr}");
     }
     // A FIFO among the baselines of a directory does not hang discovery either.
     std::fs::copy(
@@ -114,5 +116,317 @@ fn a_verdict_whose_status_and_exit_code_disagree_cannot_pass_a_sweep() {
     assert!(
         stdout.contains("disagree") || stdout.contains("but exit code 2"),
         "{stdout}"
+    );
+}
+
+/// The shipped baseline with every line that starts with `prefix` passed through `edit`.
+fn edited_baseline(dir: &Path, edit: impl Fn(&str) -> String) -> std::path::PathBuf {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE)).unwrap();
+    let out: String = text.lines().map(|l| edit(l) + "\n").collect();
+    let path = dir.join("edited.toml");
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+/// The run's rank files copied into `dir`, each rank's `deviceProperties` names passed through
+/// `name(rank)` (`None`: the field removed).
+fn run_with_devices(
+    dir: &Path,
+    name: impl Fn(usize) -> Option<&'static str>,
+) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(run())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".trace.json.gz"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .enumerate()
+        .map(|(rank, f)| {
+            let mut trace = common::load_json(f);
+            for d in trace["deviceProperties"].as_array_mut().unwrap() {
+                match name(rank) {
+                    Some(n) => d["name"] = serde_json::json!(n),
+                    None => {
+                        d.as_object_mut().unwrap().remove("name");
+                    }
+                }
+            }
+            let path = dir.join(f.file_name().unwrap());
+            std::fs::write(
+                &path,
+                common::gzip(serde_json::to_string(&trace).unwrap().as_bytes()),
+            )
+            .unwrap();
+            path
+        })
+        .collect()
+}
+
+fn check(paths: &[&Path], baseline: &Path, extra: &[&str]) -> (Option<i32>, String, String) {
+    let out = tracegate()
+        .arg("check")
+        .args(paths)
+        .arg("--baseline")
+        .arg(baseline)
+        .args(extra)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+// Case 1: nothing gated is nothing judged.
+#[test]
+fn a_baseline_that_gates_nothing_cannot_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let ungated = edited_baseline(dir.path(), |l| {
+        if l.starts_with("tolerance = ") {
+            format!("{l}\ngate = false")
+        } else {
+            l.to_string()
+        }
+    });
+    let (code, stdout, stderr) = check(&[&run()], &ungated, &[]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("gates no metric"), "{stdout}");
+    assert!(!stdout.contains("PASS"), "{stdout}");
+    // An empty [metrics] table: the same.
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE)).unwrap();
+    let meta_only: String = text.split("\n[metrics").next().unwrap().to_string() + "\n[metrics]\n";
+    let empty = dir.path().join("empty.toml");
+    std::fs::write(&empty, meta_only).unwrap();
+    let (code, stdout, stderr) = check(&[&run()], &empty, &[]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("gates no metric"), "{stdout}");
+}
+
+// Case 2: a run whose hardware nobody knows is judged only when --hardware asserts it.
+#[test]
+fn unknown_hardware_is_judged_only_when_asserted() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = run_with_devices(dir.path(), |_| None);
+    let paths: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE);
+    let (code, stdout, stderr) = check(&paths, &baseline, &[]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("the run's hardware is unknown"), "{stdout}");
+    let (code, stdout, stderr) = check(&paths, &baseline, &["--hardware", "AMD Instinct MI355X"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("on AMD Instinct MI355X (asserted by --hardware)"),
+        "{stdout}"
+    );
+    // Asserting another device than the baseline's is another hardware.
+    let (code, stdout, _) = check(&paths, &baseline, &["--hardware", "NVIDIA B200"]);
+    assert_eq!(code, Some(2), "{stdout}");
+
+    // A baseline that names no hardware: the same.
+    let anyhw = edited_baseline(dir.path(), |l| {
+        if l.starts_with("hardware = ") {
+            "hardware = \"\"".to_string()
+        } else {
+            l.to_string()
+        }
+    });
+    let (code, stdout, stderr) = check(&[&run()], &anyhw, &[]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("names no hardware"), "{stdout}");
+    let (code, stdout, stderr) = check(&[&run()], &anyhw, &["--hardware", "AMD Instinct MI355X"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("asserted by --hardware"), "{stdout}");
+
+    // The headline names the run's hardware, not the baseline's.
+    let other = edited_baseline(dir.path(), |l| {
+        if l.starts_with("hardware = ") {
+            "hardware = \"NVIDIA B200\"".to_string()
+        } else {
+            l.to_string()
+        }
+    });
+    let (_, stdout, _) = check(&[&run()], &other, &["--allow-other-hardware"]);
+    let headline = stdout.lines().next().unwrap_or_default();
+    assert!(
+        headline.contains("on AMD Instinct MI355X") && !headline.contains("B200"),
+        "{headline}"
+    );
+}
+
+// Case 3: intermittent stalls are a regression, and the explanation names the steps.
+#[test]
+fn five_stalled_decode_steps_fail_the_gate_with_the_steps_named() {
+    let stalled = common::synth_run(&[
+        "--scenario",
+        "mi355x-dsr1-fp4-tp4",
+        "--seed",
+        "3",
+        "--inject",
+        "stall=5:3.0",
+    ]);
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE);
+    let (code, stdout, stderr) = check(&[&stalled], &baseline, &[]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("regressed: decode\\_stall\\_pct"),
+        "{stdout}"
+    );
+    // Five injected (steady steps 3, 8, 13, 17, 22) and the scenario's own stall (step 6).
+    assert!(
+        stdout.contains("6 of 24 decode steps stalled at")
+            && stdout.contains("steps 3, 6, 8, 13, 17, 22"),
+        "{stdout}"
+    );
+    // Without the injection the same seed passes.
+    let (code, stdout, _) = check(&[&run()], &baseline, &[]);
+    assert_eq!(code, Some(0), "{stdout}");
+}
+
+// Case 4: a baseline every gated figure of which is orders of magnitude away.
+#[test]
+fn a_baseline_of_another_configuration_cannot_pass_as_improved() {
+    let dir = tempfile::tempdir().unwrap();
+    let far = edited_baseline(dir.path(), |l| match l.strip_prefix("value = ") {
+        Some(v) => format!("value = {:e}", v.parse::<f64>().unwrap() * 1e12),
+        None => l.to_string(),
+    });
+    let (code, stdout, stderr) = check(&[&run()], &far, &[]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("this baseline is not of this configuration"),
+        "{stdout}"
+    );
+}
+
+// Case 16: ranks on different hardware are not one configuration.
+#[test]
+fn ranks_on_different_hardware_are_refused_naming_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = run_with_devices(dir.path(), |rank| {
+        Some(if rank == 1 {
+            "NVIDIA B200"
+        } else {
+            "AMD Instinct MI355X"
+        })
+    });
+    let paths: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE);
+    let (code, stdout, stderr) = check(&paths, &baseline, &[]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    let name = |i: usize| files[i].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        stdout.contains("the ranks are on different hardware")
+            && stdout.contains("NVIDIA B200 in ")
+            && stdout.contains(&format!("{}\n", name(1)))
+            && stdout.contains(&name(0)),
+        "{stdout}"
+    );
+}
+
+// Case 15: `baseline update` keeps the team's set of metrics and refuses another configuration.
+#[test]
+fn baseline_update_keeps_the_set_of_metrics_and_refuses_another_rank_count() {
+    let dir = tempfile::tempdir().unwrap();
+    // The team removed rank_skew_ms from the shipped baseline.
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE)).unwrap();
+    let start = text.find("[metrics.rank_skew_ms]").unwrap();
+    let end = start + text[start..].find("\n\n").unwrap() + 2;
+    let removed = format!("{}{}", &text[..start], &text[end..]);
+    let path = dir.path().join("team.toml");
+    std::fs::write(&path, &removed).unwrap();
+    let update = |extra: &[&str], paths: &[&Path]| {
+        tracegate()
+            .args(["baseline", "update"])
+            .args(paths)
+            .arg("--baseline")
+            .arg(&path)
+            .args(extra)
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap()
+    };
+    let out = update(&[], &[&run()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("rank_skew_ms") && stderr.contains("--add-new"),
+        "{stderr}"
+    );
+    assert!(!std::fs::read_to_string(&path)
+        .unwrap()
+        .contains("[metrics.rank_skew_ms]"));
+    let out = update(&["--add-new"], &[&run()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(std::fs::read_to_string(&path)
+        .unwrap()
+        .contains("[metrics.rank_skew_ms]"));
+
+    // A metric of the baseline the run does not produce: kept, with a warning.
+    let one_rank: Vec<_> = std::fs::read_dir(run())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-TP-0.trace.json.gz"))
+        .collect();
+    let before = std::fs::read_to_string(&path).unwrap();
+    let out = update(&[], &[&one_rank[0]]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("4 ranks (tp) but the run has 1") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    let out = update(&["--force"], &[&one_rank[0]]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("does not produce") && stderr.contains("allreduce_rank_ratio"),
+        "{stderr}"
+    );
+}
+
+// Case 18: what the README says the reader refuses, it refuses.
+#[test]
+fn negative_or_string_times_and_a_non_finite_spread_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE);
+    for (ts, says) in [("-1400000000000", "is negative"), ("\"5\"", "is a string")] {
+        let trace = dir.path().join("rank-0.json");
+        std::fs::write(
+            &trace,
+            format!(
+                r#"{{"traceEvents": [{{"ph": "X", "cat": "kernel", "name": "bad_kernel", "ts": {ts}, "dur": 1}},
+                {{"ph": "X", "cat": "kernel", "name": "good", "ts": 10, "dur": 1}}]}}"#
+            ),
+        )
+        .unwrap();
+        let (code, stdout, stderr) = check(&[&trace], &baseline, &[]);
+        assert_eq!(code, Some(2), "{stdout}{stderr}");
+        assert!(
+            stderr.contains("rank-0.json")
+                && stderr.contains("bad_kernel")
+                && stderr.contains(says),
+            "{stderr}"
+        );
+    }
+    let nan = edited_baseline(dir.path(), |l| {
+        if l.starts_with("spread = ") {
+            "spread = nan".to_string()
+        } else {
+            l.to_string()
+        }
+    });
+    let (code, stdout, stderr) = check(&[&run()], &nan, &[]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("edited.toml") && stderr.contains("spread NaN is not a finite number"),
+        "{stderr}"
     );
 }
