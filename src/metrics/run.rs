@@ -118,15 +118,7 @@ pub(crate) fn allreduce_transfer_us(
         .iter()
         .map(|&ns| ns as f64 / 1e3)
         .collect();
-    let mean = stats::mean(&pooled)?;
-    let mut sorted = pooled.clone();
-    sorted.sort_unstable_by(f64::total_cmp);
-    Some(Metric {
-        p50: stats::percentile_sorted(&sorted, 50.0),
-        p99: stats::percentile_sorted(&sorted, 99.0),
-        samples: pooled,
-        ..Metric::new(def, mean)
-    })
+    pooled_us(def, pooled)
 }
 
 /// `allreduce_us`: every allreduce-class call of the kept decode steps, all ranks pooled.
@@ -140,15 +132,7 @@ pub(crate) fn allreduce_us(
         .iter()
         .flat_map(|f| f.allreduce_ns.iter().map(|&ns| ns as f64 / 1e3))
         .collect();
-    let mean = stats::mean(&pooled)?;
-    let mut sorted = pooled.clone();
-    sorted.sort_unstable_by(f64::total_cmp);
-    Some(Metric {
-        p50: stats::percentile_sorted(&sorted, 50.0),
-        p99: stats::percentile_sorted(&sorted, 99.0),
-        samples: pooled,
-        ..Metric::new(def, mean)
-    })
+    pooled_us(def, pooled)
 }
 
 /// `allreduce_rank_ratio`: max / min over ranks of the rank's mean allreduce call.
@@ -244,5 +228,18 @@ pub(crate) fn decode_stall_pct(
         samples: stalls.samples(),
         decided_by: Some(rank),
         ..Metric::new(def, value)
+    })
+}
+
+/// A metric over pooled calls (µs): their mean, with p50 and p99 beside it.
+fn pooled_us(def: &MetricDef, pooled: Vec<f64>) -> Option<Metric> {
+    let mean = stats::mean(&pooled)?;
+    let mut sorted = pooled.clone();
+    sorted.sort_unstable_by(f64::total_cmp);
+    Some(Metric {
+        p50: stats::percentile_sorted(&sorted, 50.0),
+        p99: stats::percentile_sorted(&sorted, 99.0),
+        samples: pooled,
+        ..Metric::new(def, mean)
     })
 }

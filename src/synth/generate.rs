@@ -958,28 +958,33 @@ impl Gen<'_> {
         Ok(t)
     }
 
-    /// One decode step of this rank, placed by [`DecodeSim::step`], starting at `t`.
-    fn decode_step(&mut self, placed: &[Placed], t: u64) -> Result<(), SynthError> {
-        self.host.corr += 1;
-        let corr = self.host.corr;
-        let launch_ts = t - 40 * US;
-        let launch_dur = 25 * US + self.rng.range(0, 3000);
-        let pid = self.host.pid;
+    /// The runtime's graph launch (`cudaGraphLaunch`/`hipGraphLaunch`) with this correlation.
+    fn graph_launch(&mut self, corr: u64, ts: u64, dur: u64) -> Result<(), SynthError> {
         let (rt_name, id_key, id) = if self.amd() {
             ("hipGraphLaunch", "cid", 215)
         } else {
             ("cudaGraphLaunch", "cbid", 311)
         };
         let args = format!(r#"{{"{id_key}":{id},"correlation":{corr}}}"#);
+        let pid = self.host.pid;
         self.x(
             "cuda_runtime",
             rt_name_json(rt_name),
             pid,
             pid,
-            launch_ts,
-            launch_dur,
+            ts,
+            dur,
             &args,
-        )?;
+        )
+    }
+
+    /// One decode step of this rank, placed by [`DecodeSim::step`], starting at `t`.
+    fn decode_step(&mut self, placed: &[Placed], t: u64) -> Result<(), SynthError> {
+        self.host.corr += 1;
+        let corr = self.host.corr;
+        let launch_ts = t - 40 * US;
+        let launch_dur = 25 * US + self.rng.range(0, 3000);
+        self.graph_launch(corr, launch_ts, launch_dur)?;
         let wall = wall_of(placed);
         self.annotation(
             "step[DECODE bs=64]",

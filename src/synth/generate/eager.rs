@@ -104,22 +104,7 @@ impl Gen<'_> {
         let corr = self.host.corr;
         let launch_ts = piece[0].ts.saturating_sub(8 * US);
         let launch_dur = 5 * US;
-        let (rt_name, id_key, id) = if self.amd() {
-            ("hipGraphLaunch", "cid", 215)
-        } else {
-            ("cudaGraphLaunch", "cbid", 311)
-        };
-        let args = format!(r#"{{"{id_key}":{id},"correlation":{corr}}}"#);
-        let pid = self.host.pid;
-        self.x(
-            "cuda_runtime",
-            rt_name_json(rt_name),
-            pid,
-            pid,
-            launch_ts,
-            launch_dur,
-            &args,
-        )?;
+        self.graph_launch(corr, launch_ts, launch_dur)?;
         for k in piece {
             self.kernel(k, corr, None)?;
         }
