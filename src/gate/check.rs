@@ -7,7 +7,7 @@ use super::verdict::{judge, MetricCheck, Observation, Verdict};
 use crate::baseline::{Baseline, Meta};
 use crate::exit;
 use crate::metrics::catalog::{MetricDef, Samples, METRICS};
-use crate::metrics::{Extraction, Metric};
+use crate::metrics::{Extraction, Metric, DECODE_STEP_MS};
 
 /// Version of the check JSON schema (`check --format json`, `--verdict-out`).
 pub const CHECK_SCHEMA_VERSION: u32 = 1;
@@ -56,6 +56,19 @@ pub struct CheckResult {
     pub run: RunSummary,
     pub metrics: Vec<MetricCheck>,
     pub explanation: Explanation,
+    /// The run's decode steps against the baseline, for the markdown chart; not in the JSON,
+    /// whose `metrics` hold their statistics.
+    #[serde(skip)]
+    pub decode_series: DecodeSeries,
+}
+
+/// Every kept decode step of the rank that decided `decode_step_ms` (ms, in order), with the
+/// baseline's value and the allowance its tolerance gives.
+#[derive(Debug, Clone, Default)]
+pub struct DecodeSeries {
+    pub steps_ms: Vec<f64>,
+    pub baseline_ms: Option<f64>,
+    pub allowance_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -164,8 +177,22 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
             meta: b.meta.clone(),
         },
         run,
+        decode_series: decode_series(x, &metrics),
         metrics,
         explanation,
+    }
+}
+
+fn decode_series(x: &Extraction, metrics: &[MetricCheck]) -> DecodeSeries {
+    let judged = metrics.iter().find(|m| m.name == DECODE_STEP_MS);
+    DecodeSeries {
+        steps_ms: x
+            .metrics
+            .get(DECODE_STEP_MS)
+            .map(|m| m.samples.clone())
+            .unwrap_or_default(),
+        baseline_ms: judged.and_then(|m| m.baseline),
+        allowance_ms: judged.and_then(|m| m.allowance),
     }
 }
 

@@ -7,5 +7,5 @@ pub mod check;
 pub mod explain;
 pub mod verdict;
 
-pub use check::{check, CheckOptions, CheckResult, Status};
+pub use check::{check, CheckOptions, CheckResult, DecodeSeries, Status};
 pub use verdict::{judge, Judgement, MetricCheck, Observation, Verdict};

@@ -285,6 +285,7 @@ mod tests {
                 warnings: vec![],
                 identity: Default::default(),
             },
+            decode_series: Default::default(),
             metrics,
             explanation: Explanation {
                 decode_step_change_ms: None,

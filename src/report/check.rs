@@ -328,6 +328,13 @@ pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
         why.push('\n');
     }
     parts.push(why);
+    // A regression gets a picture of its decode steps against the baseline's band; `fit` drops
+    // it, with a note, when the comment would outgrow GitHub's limit.
+    if result.status == Status::Regression {
+        if let Some(chart) = super::chart::decode_steps(&result.decode_series) {
+            parts.push(chart);
+        }
+    }
     if let Some(s) = &e.straggler {
         parts.push(format!(
             "**Straggling rank {}**: arrived last at {:.0}% of the collectives; compute {:+.3} ms per decode step against the other ranks' median; the others wait {:+.3} ms more per step.\n\n",

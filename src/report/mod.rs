@@ -2,6 +2,7 @@
 //! figure; it formats what earlier stages computed.
 
 pub mod analysis;
+pub mod chart;
 pub mod check;
 pub mod compare;
 pub mod extract;

@@ -167,6 +167,7 @@ fn a_fresh_run_of_every_scenario_passes_its_baseline() {
         let c = check(s, 5, None);
         assert_eq!(c.code, 0, "{}: {}", s.name, c.markdown);
         assert!(c.markdown.starts_with("✅ **tracegate**"), "{}", c.markdown);
+        assert!(!c.markdown.contains("```mermaid"), "a pass draws no chart");
     }
 }
 
@@ -188,6 +189,12 @@ fn assert_caught(
             "{} {spec}: {}",
             s.name,
             c.markdown
+        );
+        // A picture of the decode steps against the baseline's band (GitHub renders mermaid).
+        assert!(
+            c.markdown.contains("```mermaid\nxychart-beta\n"),
+            "{} {spec}: no chart",
+            s.name
         );
         cause(s, &c);
     }
