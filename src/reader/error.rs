@@ -33,6 +33,8 @@ pub enum ReadErrorKind {
     MemoryLimit { held: u64, limit: u64 },
     #[error("no .json or .json.gz trace file in this directory")]
     NoTraceFiles,
+    #[error("this file is given twice (once is enough)")]
+    GivenTwice,
     #[error("{what} appears twice: also in {other}")]
     Duplicate { what: String, other: PathBuf },
     #[error("{what}: over the {cap} ranks tracegate accepts in one run")]

@@ -138,6 +138,12 @@ pub fn read_run_with_progress(
     }
     traces.sort_by(|a, b| (a.rank.index, a.stage, &a.file).cmp(&(b.rank.index, b.stage, &b.file)));
     for pair in traces.windows(2) {
+        if pair[0].file == pair[1].file && pair[0].rank.index == pair[1].rank.index {
+            return Err(ReadError {
+                path: pair[1].file.clone(),
+                kind: ReadErrorKind::GivenTwice,
+            });
+        }
         if pair[0].rank.index == pair[1].rank.index && pair[0].stage == pair[1].stage {
             let stage = pair[1]
                 .stage
@@ -205,8 +211,13 @@ fn check_complete(traces: &[RankTrace], paths: &[PathBuf]) -> Result<(), ReadErr
         return Err(too_many(
             &t.file,
             format!(
-                "rank {} (from the {}) in a run of {} ranks",
+                "rank {}{} (from the {}) in a run of {} ranks",
                 t.rank.index,
+                if t.rank.index == u32::MAX {
+                    " or more"
+                } else {
+                    ""
+                },
                 t.rank.source.describe(),
                 ranks.len()
             ),

@@ -32,8 +32,10 @@ pub fn rank_from_file_name(file_name: &str) -> Option<u32> {
                 .chars()
                 .take_while(|c| c.is_ascii_digit())
                 .collect();
-            if let Ok(rank) = digits.parse() {
-                return Some(rank);
+            // A number beyond u32 is kept as u32::MAX, for the rank cap to refuse: never read
+            // as no number (which made such a file rank 0).
+            if !digits.is_empty() {
+                return Some(digits.parse().unwrap_or(u32::MAX));
             }
         }
     }
@@ -80,6 +82,11 @@ mod tests {
         assert_eq!(
             rank_from_file_name("1700000000-TP-12-DP-1.trace.json.gz"),
             Some(12)
+        );
+        // Too large for a rank: kept at u32::MAX for the rank cap, never read as rank 0.
+        assert_eq!(
+            rank_from_file_name("x-TP-99999999999.trace.json.gz"),
+            Some(u32::MAX)
         );
         assert_eq!(rank_from_file_name("rank-5.json.gz"), Some(5));
         assert_eq!(

@@ -430,3 +430,53 @@ fn negative_or_string_times_and_a_non_finite_spread_are_refused() {
         "{stderr}"
     );
 }
+
+/// Case 21: messages that say what happened. The same file twice is "given twice", not a rank
+/// that "appears twice: also in" itself; a rank number beyond u32 is refused as too large, not
+/// read as rank 0.
+#[test]
+fn a_file_given_twice_and_a_huge_rank_number_are_named_for_what_they_are() {
+    let files: Vec<_> = std::fs::read_dir(run())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-TP-0.trace.json.gz"))
+        .collect();
+    let rank0 = &files[0];
+    let (code, _, stderr) = tracegate_extract(&[rank0, rank0]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("given twice"), "{stderr}");
+    assert!(!stderr.contains("also in"), "{stderr}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let huge = tmp.path().join("x-TP-99999999999.trace.json.gz");
+    std::fs::copy(rank0, &huge).unwrap();
+    // The copy's distributedInfo says rank 0: strip it so that the file name decides.
+    let mut trace = common::load_json(&huge);
+    trace.as_object_mut().unwrap().remove("distributedInfo");
+    std::fs::write(
+        &huge,
+        common::gzip(serde_json::to_string(&trace).unwrap().as_bytes()),
+    )
+    .unwrap();
+    let (code, _, stderr) = tracegate_extract(&[rank0, &huge]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("rank 4294967295 or more (from the file name)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("rank 0 appears twice"), "{stderr}");
+}
+
+fn tracegate_extract(paths: &[&Path]) -> (Option<i32>, String, String) {
+    let out = tracegate()
+        .arg("extract")
+        .args(paths)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
