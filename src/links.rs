@@ -2,7 +2,7 @@
 //! CPU op (External id, or, in older traces where the ids differ, the innermost op on the
 //! launching thread that encloses the launch).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::reader::{GpuActivity, Launch, RankTrace};
 
@@ -25,8 +25,8 @@ impl<'a> Links<'a> {
             .enumerate()
             .map(|(i, l)| (l.correlation, i))
             .collect();
-        let mut op_by_ext = HashMap::new();
-        let mut ops_by_tid: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut op_by_ext = HashMap::default();
+        let mut ops_by_tid: HashMap<u64, Vec<usize>> = HashMap::default();
         for (i, op) in trace.cpu_ops.iter().enumerate() {
             if let Some(ext) = op.external_id {
                 op_by_ext.entry(ext).or_insert(i);

@@ -279,6 +279,10 @@ pub struct SynthArgs {
     /// (pids "[TPnn] pid", ids repeating across ranks).
     #[arg(long, value_enum, default_value = "per-rank")]
     pub layout: crate::synth::Layout,
+    /// gzip level of the trace files, 0 (store) to 9; the traces are the same at any level, only
+    /// their size and the time to write them change (tests use 1).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(0..=9))]
+    pub gzip_level: u32,
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,7 @@ pub(super) fn synth(args: SynthArgs) -> Result<i32> {
         python_functions_per_step: args.python_functions_per_step,
         injections,
         layout: args.layout,
+        gzip_level: args.gzip_level,
     };
     let summary = crate::synth::generate_to_dir(&options, &args.out)?;
     eprintln!(

@@ -1178,7 +1178,11 @@ fn rt_name_json(n: &str) -> &'static str {
 
 /// Writes every rank's trace: header, prefill and burst per rank in parallel, then the decode
 /// steps one at a time (placed on all ranks together, written by each rank in parallel).
-pub(crate) fn write_all(plan: &Plan, dir: &Path) -> Result<Vec<RankOut>, SynthError> {
+pub(crate) fn write_all(
+    plan: &Plan,
+    dir: &Path,
+    gzip_level: u32,
+) -> Result<Vec<RankOut>, SynthError> {
     let mut gens = (0..plan.ranks)
         .map(|rank| {
             let path = dir.join(plan.file_name(rank));
@@ -1186,7 +1190,7 @@ pub(crate) fn write_all(plan: &Plan, dir: &Path) -> Result<Vec<RankOut>, SynthEr
                 plan,
                 rank,
                 rng: Rng::derive(plan.seed, rank, 1),
-                out: Out::create(&path)?,
+                out: Out::create(&path, gzip_level)?,
                 path,
                 steps: Vec::new(),
                 first_prefill: Vec::new(),

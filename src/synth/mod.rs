@@ -37,6 +37,9 @@ pub struct SynthOptions {
     pub injections: Vec<Injection>,
     /// One file per rank, or one SGLang-style merged file holding every rank.
     pub layout: Layout,
+    /// gzip level of the written files, 0 to 9 (default 5). Tests write level 1: deflate is
+    /// most of the generation time, and the content is the same at any level.
+    pub gzip_level: u32,
 }
 
 /// How a run's ranks are laid out in files.
@@ -71,6 +74,7 @@ impl Default for SynthOptions {
             python_functions_per_step: 50,
             injections: Vec::new(),
             layout: Layout::PerRank,
+            gzip_level: 5,
         }
     }
 }
@@ -339,7 +343,7 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
         Layout::Merged => out.join(".tracegate-synth-ranks"),
     };
     std::fs::create_dir_all(&rank_dir).map_err(|e| SynthError::io(&rank_dir, e))?;
-    let results = generate::write_all(&plan, &rank_dir)?;
+    let results = generate::write_all(&plan, &rank_dir, opts.gzip_level)?;
 
     let mut rank_steps = Vec::with_capacity(results.len());
     let mut files = Vec::with_capacity(results.len());
@@ -361,7 +365,7 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
         // Eager-loop runs name their rank files `rank-<r>.json.gz`, without a stamp.
         let stamp = first.strip_suffix("-TP-0.trace.json.gz").unwrap_or("eager");
         let path = out.join(format!("merged-{stamp}.trace.json.gz"));
-        (bytes_uncompressed, events) = write::merge_rank_files(&files, &path)?;
+        (bytes_uncompressed, events) = write::merge_rank_files(&files, &path, opts.gzip_level)?;
         std::fs::remove_dir_all(&rank_dir).map_err(|e| SynthError::io(&rank_dir, e))?;
         bytes_compressed = std::fs::metadata(&path)
             .map_err(|e| SynthError::io(&path, e))?

@@ -9,6 +9,7 @@ fn opts(scenario: &str, steps: u32, inj: &[&str]) -> SynthOptions {
         seed: 42,
         python_functions_per_step: 4,
         injections: inj.iter().map(|s| s.parse().expect("injection")).collect(),
+        gzip_level: 1,
         ..SynthOptions::default()
     }
 }

@@ -53,10 +53,12 @@ pub(crate) struct Out {
 }
 
 impl Out {
-    pub(crate) fn create(path: &Path) -> Result<Self, SynthError> {
+    pub(crate) fn create(path: &Path, gzip_level: u32) -> Result<Self, SynthError> {
         let f = File::create(path).map_err(|e| SynthError::io(path, e))?;
         // mtime 0 and no file name in the header: byte-identical output.
-        let gz = GzBuilder::new().mtime(0).write(f, Compression::new(5));
+        let gz = GzBuilder::new()
+            .mtime(0)
+            .write(f, Compression::new(gzip_level.min(9)));
         Ok(Out {
             w: BufWriter::with_capacity(1 << 20, gz),
             path: path.to_path_buf(),
@@ -144,8 +146,12 @@ fn peek<R: std::io::Read>(scan: &mut Scanner<R>, path: &Path) -> Result<Option<u
 /// merger does: one JSON line, `traceEvents` first with every rank's events in rank order and
 /// each pid rewritten to `"[TPnn] pid"`, then the other top-level keys of rank 0, then the
 /// `deviceProperties` of every rank. Streams: one event at a time. Returns (JSON bytes, events).
-pub(crate) fn merge_rank_files(parts: &[PathBuf], path: &Path) -> Result<(u64, u64), SynthError> {
-    let mut out = Out::create(path)?;
+pub(crate) fn merge_rank_files(
+    parts: &[PathBuf],
+    path: &Path,
+    gzip_level: u32,
+) -> Result<(u64, u64), SynthError> {
+    let mut out = Out::create(path, gzip_level)?;
     out.raw("{\"traceEvents\": [")?;
     let mut others: Vec<(String, Vec<u8>)> = Vec::new();
     let mut devices: Vec<Box<serde_json::value::RawValue>> = Vec::new();

@@ -137,6 +137,8 @@ fn a_rank_missing_from_a_multi_rank_run_is_exit_2() {
     let out = tracegate()
         .args([
             "synth",
+            "--gzip-level",
+            "1",
             "--scenario",
             "mi355x-dsr1-fp4-tp4",
             "--decode-steps",
@@ -311,7 +313,15 @@ fn a_memory_limit_is_a_clear_error_not_an_oom_kill() {
 fn a_rank_cut_short_gives_different_step_counts_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let status = tracegate()
-        .args(["synth", "--scenario", "mi355x-dsr1-fp4-tp4", "--ranks", "2"])
+        .args([
+            "synth",
+            "--gzip-level",
+            "1",
+            "--scenario",
+            "mi355x-dsr1-fp4-tp4",
+            "--ranks",
+            "2",
+        ])
         .args(["--decode-steps", "6", "--out"])
         .arg(dir.path())
         .output()

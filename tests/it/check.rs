@@ -95,6 +95,40 @@ fn baseline(file: &str) -> PathBuf {
         .join(file)
 }
 
+/// One `#[test]` per scenario for a check over `SCENARIOS`, in a module named after it
+/// (`check::twenty_seeds_raise_no_false_alarm_and_name_no_rank::h200`), so that the slow ones run
+/// side by side instead of one after another.
+macro_rules! on_each_scenario {
+    ($check:ident) => {
+        mod $check {
+            #[test]
+            fn mi355x() {
+                super::$check(&super::SCENARIOS[0]);
+            }
+            #[test]
+            fn b200() {
+                super::$check(&super::SCENARIOS[1]);
+            }
+            #[test]
+            fn h200() {
+                super::$check(&super::SCENARIOS[2]);
+            }
+            #[test]
+            fn mi325x() {
+                super::$check(&super::SCENARIOS[3]);
+            }
+            #[test]
+            fn vllm_eager() {
+                super::$check(&super::SCENARIOS[4]);
+            }
+            #[test]
+            fn vllm_piecewise() {
+                super::$check(&super::SCENARIOS[5]);
+            }
+        }
+    };
+}
+
 /// The shared run of `scenario` with this seed and injection (`common::synth_run`).
 fn synth(scenario: &str, seed: u64, inject: Option<&str>) -> PathBuf {
     let seed = seed.to_string();
@@ -341,76 +375,72 @@ fn check_eight_ranks(s: &Scenario, inject: &str) -> (Checked, Value) {
     (c, truth)
 }
 
+on_each_scenario!(a_straggler_is_caught_and_its_rank_and_category_named_first);
 /// A straggler makes the others wait in every allreduce: on 8-rank runs of every scenario, one
 /// rank's compute 1.03x and 1.15x slower is a regression (exit 1, even where the decode step
 /// alone is too noisy to judge), `rank_skew_ms` regressed, and the explanation's first sentence
 /// names that rank (from the truth) and the compute category it slowed in most (the largest
 /// compute category, since every compute kernel of the rank slows alike), not the allreduce.
-#[test]
-fn a_straggler_is_caught_and_its_rank_and_category_named_first() {
-    for s in &SCENARIOS {
-        for spec in ["straggler=1.03", "straggler=1.15", "straggler=2:1.15"] {
-            let (c, truth) = check_eight_ranks(s, spec);
-            let what = format!("{} {spec}", s.name);
-            assert_eq!(c.code, 1, "{what}: {}", c.markdown);
-            assert_eq!(verdict_of(&c, "rank_skew_ms"), "regressed", "{what}");
-            let rank = truth["straggler_rank"]
-                .as_u64()
-                .expect("truth names the straggler");
-            let category = truth["breakdown"]["categories"]
-                .as_object()
-                .unwrap()
-                .iter()
-                .filter(|(c, _)| *c != "comm" && *c != "memcpy")
-                .max_by(|a, b| {
-                    a.1["ms_per_step"]
-                        .as_f64()
-                        .unwrap_or(0.0)
-                        .total_cmp(&b.1["ms_per_step"].as_f64().unwrap_or(0.0))
-                })
-                .map(|(c, _)| c.clone())
-                .unwrap();
-            let first = format!("Rank {rank} is the straggler: its compute per step is +");
-            assert!(lead(&c).starts_with(&first), "{what}: {}", lead(&c));
-            let sentence = lead(&c).split("). ").next().unwrap();
-            assert!(
-                sentence.contains(&format!("({category}, led by")),
-                "{what}: {category}: {}",
-                lead(&c)
-            );
-            assert!(sentence.contains("the other ranks wait for it in allreduce (+"));
-            assert!(c
-                .markdown
-                .contains(&format!("Rank {rank} is the straggler")));
-            assert_eq!(c.verdict["explanation"]["straggler"]["rank"], rank);
-        }
+fn a_straggler_is_caught_and_its_rank_and_category_named_first(s: &Scenario) {
+    for spec in ["straggler=1.03", "straggler=1.15", "straggler=2:1.15"] {
+        let (c, truth) = check_eight_ranks(s, spec);
+        let what = format!("{} {spec}", s.name);
+        assert_eq!(c.code, 1, "{what}: {}", c.markdown);
+        assert_eq!(verdict_of(&c, "rank_skew_ms"), "regressed", "{what}");
+        let rank = truth["straggler_rank"]
+            .as_u64()
+            .expect("truth names the straggler");
+        let category = truth["breakdown"]["categories"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(c, _)| *c != "comm" && *c != "memcpy")
+            .max_by(|a, b| {
+                a.1["ms_per_step"]
+                    .as_f64()
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.1["ms_per_step"].as_f64().unwrap_or(0.0))
+            })
+            .map(|(c, _)| c.clone())
+            .unwrap();
+        let first = format!("Rank {rank} is the straggler: its compute per step is +");
+        assert!(lead(&c).starts_with(&first), "{what}: {}", lead(&c));
+        let sentence = lead(&c).split("). ").next().unwrap();
+        assert!(
+            sentence.contains(&format!("({category}, led by")),
+            "{what}: {category}: {}",
+            lead(&c)
+        );
+        assert!(sentence.contains("the other ranks wait for it in allreduce (+"));
+        assert!(c
+            .markdown
+            .contains(&format!("Rank {rank} is the straggler")));
+        assert_eq!(c.verdict["explanation"]["straggler"]["rank"], rank);
     }
 }
 
+on_each_scenario!(a_slower_transfer_is_caught_and_the_collective_named_not_a_rank);
 /// The other way to be slower: every allreduce's transfer 1.2x, no straggler. On 8-rank runs of
 /// every scenario: exit 1, `allreduce_transfer_us` regressed, the explanation names the
 /// allreduce kernel and no rank.
-#[test]
-fn a_slower_transfer_is_caught_and_the_collective_named_not_a_rank() {
-    for s in &SCENARIOS {
-        let (c, _) = check_eight_ranks(s, "allreduce=1.2");
-        assert_eq!(c.code, 1, "{}: {}", s.name, c.markdown);
-        assert_eq!(
-            verdict_of(&c, "allreduce_transfer_us"),
-            "regressed",
-            "{}",
-            s.name
-        );
-        assert!(
-            lead(&c).contains("The allreduce itself is slower")
-                && lead(&c).contains(s.allreduce_leader),
-            "{}: {}",
-            s.name,
-            lead(&c)
-        );
-        assert!(!lead(&c).contains("Rank "), "{}: {}", s.name, lead(&c));
-        assert!(c.verdict["explanation"]["straggler"].is_null());
-    }
+fn a_slower_transfer_is_caught_and_the_collective_named_not_a_rank(s: &Scenario) {
+    let (c, _) = check_eight_ranks(s, "allreduce=1.2");
+    assert_eq!(c.code, 1, "{}: {}", s.name, c.markdown);
+    assert_eq!(
+        verdict_of(&c, "allreduce_transfer_us"),
+        "regressed",
+        "{}",
+        s.name
+    );
+    assert!(
+        lead(&c).contains("The allreduce itself is slower")
+            && lead(&c).contains(s.allreduce_leader),
+        "{}: {}",
+        s.name,
+        lead(&c)
+    );
+    assert!(!lead(&c).contains("Rank "), "{}: {}", s.name, lead(&c));
+    assert!(c.verdict["explanation"]["straggler"].is_null());
 }
 
 #[test]
@@ -449,35 +479,31 @@ fn a_protocol_change_is_caught_with_old_and_new_kernel_names() {
     );
 }
 
-#[test]
-fn changes_inside_tolerance_pass() {
-    for s in &SCENARIOS {
-        for spec in [
-            s.allreduce_inside,
-            "moe=1.01",
-            "attention=1.05",
-            "straggler=1.003",
-        ] {
-            let c = check(s, 13, Some(spec));
-            assert_eq!(c.code, 0, "{} {spec}: {}", s.name, c.markdown);
-        }
+on_each_scenario!(changes_inside_tolerance_pass);
+fn changes_inside_tolerance_pass(s: &Scenario) {
+    for spec in [
+        s.allreduce_inside,
+        "moe=1.01",
+        "attention=1.05",
+        "straggler=1.003",
+    ] {
+        let c = check(s, 13, Some(spec));
+        assert_eq!(c.code, 0, "{} {spec}: {}", s.name, c.markdown);
     }
 }
 
+on_each_scenario!(twenty_seeds_raise_no_false_alarm_and_name_no_rank);
 /// Twenty clean seeds of every scenario against the shipped baselines: no false alarm, and no
 /// rank named as a straggler. Each run is generated once (`common::synth_run`).
-#[test]
-fn twenty_seeds_raise_no_false_alarm_and_name_no_rank() {
-    for s in &SCENARIOS {
-        for seed in 100..120 {
-            let c = check(s, seed, None);
-            assert_eq!(c.code, 0, "{} seed {seed}: {}", s.name, c.markdown);
-            assert!(
-                c.verdict["explanation"]["straggler"].is_null() && !lead(&c).contains("Rank "),
-                "{} seed {seed}: {}",
-                s.name,
-                lead(&c)
-            );
-        }
+fn twenty_seeds_raise_no_false_alarm_and_name_no_rank(s: &Scenario) {
+    for seed in 100..120 {
+        let c = check(s, seed, None);
+        assert_eq!(c.code, 0, "{} seed {seed}: {}", s.name, c.markdown);
+        assert!(
+            c.verdict["explanation"]["straggler"].is_null() && !lead(&c).contains("Rank "),
+            "{} seed {seed}: {}",
+            s.name,
+            lead(&c)
+        );
     }
 }

@@ -65,7 +65,7 @@ pub fn synth_run(args: &[&str]) -> PathBuf {
             .join(name);
         let _ = std::fs::remove_dir_all(&dir);
         let out = tracegate()
-            .arg("synth")
+            .args(["synth", "--gzip-level", "1"])
             .args(args)
             .arg("--out")
             .arg(&dir)

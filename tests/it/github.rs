@@ -26,6 +26,8 @@ fn runs() -> &'static (PathBuf, PathBuf) {
             let mut cmd = tracegate();
             cmd.args([
                 "synth",
+                "--gzip-level",
+                "1",
                 "--scenario",
                 "mi355x-dsr1-fp4-tp4",
                 "--seed",

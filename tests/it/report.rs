@@ -28,7 +28,14 @@ fn synth_run(scenario: &'static str) -> &'static Path {
             .join(scenario);
         let _ = std::fs::remove_dir_all(&dir);
         let out = tracegate()
-            .args(["synth", "--scenario", scenario, "--out"])
+            .args([
+                "synth",
+                "--gzip-level",
+                "1",
+                "--scenario",
+                scenario,
+                "--out",
+            ])
             .arg(&dir)
             .output()
             .unwrap();

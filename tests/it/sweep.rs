@@ -16,6 +16,8 @@ fn job(work: &Path, scenario: &str, inject: Option<&str>, verdicts: &Path) -> (i
     let mut cmd = tracegate();
     cmd.args([
         "synth",
+        "--gzip-level",
+        "1",
         "--scenario",
         scenario,
         "--seed",
@@ -110,6 +112,8 @@ fn two_matching_baselines_are_exit_2_with_the_candidates() {
     assert!(tracegate()
         .args([
             "synth",
+            "--gzip-level",
+            "1",
             "--scenario",
             "mi355x-dsr1-fp4-tp4",
             "--python-functions-per-step",

@@ -11,6 +11,8 @@ fn synth(dir: &Path, layout: &str) -> PathBuf {
     let status = tracegate()
         .args([
             "synth",
+            "--gzip-level",
+            "1",
             "--scenario",
             "h200-dsr1-fp8-tp8",
             "--decode-steps",

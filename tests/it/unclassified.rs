@@ -16,9 +16,18 @@ const SCENARIOS: [&str; 4] = [
 
 fn synth(dir: &Path, scenario: &str, seed: &str, inject: &[&str]) {
     let mut cmd = tracegate();
-    cmd.args(["synth", "--scenario", scenario, "--seed", seed, "--out"])
-        .arg(dir)
-        .args(["--decode-steps", "8", "--ranks", "2"]);
+    cmd.args([
+        "synth",
+        "--gzip-level",
+        "1",
+        "--scenario",
+        scenario,
+        "--seed",
+        seed,
+        "--out",
+    ])
+    .arg(dir)
+    .args(["--decode-steps", "8", "--ranks", "2"]);
     for i in inject {
         cmd.args(["--inject", i]);
     }
