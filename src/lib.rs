@@ -16,37 +16,37 @@
 //! # Ok::<(), tracegate::PipelineError>(())
 //! ```
 
-pub mod analysis;
+pub(crate) mod analysis;
 pub mod baseline;
 pub mod cli;
 pub mod exit;
 pub(crate) mod files;
 pub mod gate;
 pub(crate) mod github;
-pub mod identity;
+pub(crate) mod identity;
 pub(crate) mod inspect;
 pub(crate) mod links;
 pub mod metrics;
 pub mod pipeline;
 pub mod reader;
-pub mod report;
+pub(crate) mod report;
 pub mod stats;
 pub(crate) mod steps;
-pub mod sweep;
+pub(crate) mod sweep;
 pub mod synth;
 pub mod taxonomy;
-pub mod units;
+pub(crate) mod units;
 
 #[cfg(test)]
 mod testing;
 
 pub use analysis::RunAnalysis;
-pub use baseline::{Baseline, BaselineError, Meta, Tolerance};
+pub use baseline::{Baseline, BaselineError, Tolerance};
 pub use gate::{CheckOptions, CheckResult, MetricCheck, Status, Verdict};
 pub use metrics::{Extraction, Metric, MetricDef, METRICS};
 pub use pipeline::{AnalysisConfig, PipelineError};
 pub use reader::{ReadError, Run};
-pub use report::{ExtractFormat, Format};
+pub use report::Format;
 pub use sweep::Sweep;
 pub use synth::SynthOptions;
 pub use taxonomy::{Category, Taxonomy};

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use tracegate::units::Unit;
+use tracegate::Unit;
 
 use crate::common::{self, tracegate};
 
