@@ -24,7 +24,7 @@ fn synth_run(scenario: &'static str) -> &'static Path {
     let runs = RUNS.get_or_init(|| SCENARIOS.iter().map(|&s| (s, OnceLock::new())).collect());
     runs[scenario].get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("report-synth")
+            .join(format!("report-synth-{}", std::process::id()))
             .join(scenario);
         let _ = std::fs::remove_dir_all(&dir);
         let out = tracegate()
