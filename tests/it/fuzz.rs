@@ -287,6 +287,9 @@ fn budget() -> Duration {
     Duration::from_secs(seconds)
 }
 
+/// Cases per round of a long run.
+const ROUND: u32 = 16;
+
 /// Runs `test` on values of `strategy` with fresh random seeds until the budget is spent;
 /// panics with the failing input on a finding. Returns the number of cases run.
 fn run_for<S: Strategy>(
@@ -308,8 +311,10 @@ where
                 (round, i),
             ) as u8
         });
+        // Small rounds, so that the budget is kept: a round of the chunk framer's cases reads a
+        // synth trace at several thread counts each.
         let config = ProptestConfig {
-            cases: 256,
+            cases: ROUND,
             failure_persistence: None,
             ..ProptestConfig::default()
         };
@@ -318,7 +323,7 @@ where
         if let Err(e) = runner.run(&strategy, &test) {
             panic!("{target}: finding after {cases} cases (round seed {seed:?}): {e}");
         }
-        cases += 256;
+        cases += ROUND as u64;
         round += 1;
     }
     println!(
