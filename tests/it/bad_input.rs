@@ -4,7 +4,7 @@ use crate::common;
 
 use std::path::Path;
 
-use crate::common::{fixture, gzip, tracegate};
+use crate::common::{fixture, gzip, synth_cmd, tracegate};
 use predicates::prelude::*;
 
 /// Runs `inspect` on `path` and asserts exit 2, a message naming the file, and `needle`.
@@ -134,11 +134,8 @@ fn two_files_for_the_same_rank_are_rejected() {
 #[test]
 fn a_rank_missing_from_a_multi_rank_run_is_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let out = tracegate()
+    let out = synth_cmd()
         .args([
-            "synth",
-            "--gzip-level",
-            "1",
             "--scenario",
             "mi355x-dsr1-fp4-tp4",
             "--decode-steps",
@@ -312,16 +309,8 @@ fn a_memory_limit_is_a_clear_error_not_an_oom_kill() {
 #[test]
 fn a_rank_cut_short_gives_different_step_counts_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let status = tracegate()
-        .args([
-            "synth",
-            "--gzip-level",
-            "1",
-            "--scenario",
-            "mi355x-dsr1-fp4-tp4",
-            "--ranks",
-            "2",
-        ])
+    let status = synth_cmd()
+        .args(["--scenario", "mi355x-dsr1-fp4-tp4", "--ranks", "2"])
         .args(["--decode-steps", "6", "--out"])
         .arg(dir.path())
         .output()

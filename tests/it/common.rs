@@ -19,6 +19,14 @@ pub fn tracegate() -> Command {
     cmd
 }
 
+/// `tracegate synth`, writing gzip level 1: the traces are those of the default level, and
+/// deflate is most of the time synth takes.
+pub fn synth_cmd() -> Command {
+    let mut cmd = tracegate();
+    cmd.args(["synth", "--gzip-level", "1"]);
+    cmd
+}
+
 pub const GITHUB_ENV: &[&str] = &[
     "GITHUB_ACTIONS",
     "GITHUB_STEP_SUMMARY",
@@ -64,8 +72,7 @@ pub fn synth_run(args: &[&str]) -> PathBuf {
             .join(format!("synth-{}", std::process::id()))
             .join(name);
         let _ = std::fs::remove_dir_all(&dir);
-        let out = tracegate()
-            .args(["synth", "--gzip-level", "1"])
+        let out = synth_cmd()
             .args(args)
             .arg("--out")
             .arg(&dir)

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::common::tracegate;
+use crate::common::{synth_cmd, tracegate};
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path, query_param, query_param_is_missing};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
@@ -24,11 +24,8 @@ fn runs() -> &'static (PathBuf, PathBuf) {
         let _ = std::fs::remove_dir_all(&root);
         let make = |name: &str, inject: Option<&str>| {
             let dir = root.join(name);
-            let mut cmd = tracegate();
+            let mut cmd = synth_cmd();
             cmd.args([
-                "synth",
-                "--gzip-level",
-                "1",
                 "--scenario",
                 "mi355x-dsr1-fp4-tp4",
                 "--seed",

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::common::{shared_traces, tracegate};
+use crate::common::{shared_traces, synth_cmd, tracegate};
 use serde_json::Value;
 
 const SCENARIOS: [&str; 4] = [
@@ -27,15 +27,8 @@ fn synth_run(scenario: &'static str) -> &'static Path {
             .join(format!("report-synth-{}", std::process::id()))
             .join(scenario);
         let _ = std::fs::remove_dir_all(&dir);
-        let out = tracegate()
-            .args([
-                "synth",
-                "--gzip-level",
-                "1",
-                "--scenario",
-                scenario,
-                "--out",
-            ])
+        let out = synth_cmd()
+            .args(["--scenario", scenario, "--out"])
             .arg(&dir)
             .output()
             .unwrap();

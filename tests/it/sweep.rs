@@ -4,7 +4,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use crate::common::tracegate;
+use crate::common::{synth_cmd, tracegate};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -13,11 +13,8 @@ fn root() -> &'static Path {
 /// Synthesises a scenario and checks it with baseline discovery, writing its verdict file.
 fn job(work: &Path, scenario: &str, inject: Option<&str>, verdicts: &Path) -> (i32, String) {
     let run = work.join(scenario);
-    let mut cmd = tracegate();
+    let mut cmd = synth_cmd();
     cmd.args([
-        "synth",
-        "--gzip-level",
-        "1",
         "--scenario",
         scenario,
         "--seed",
@@ -109,11 +106,8 @@ fn two_matching_baselines_are_exit_2_with_the_candidates() {
     )
     .unwrap();
     let run = work.path().join("run");
-    assert!(tracegate()
+    assert!(synth_cmd()
         .args([
-            "synth",
-            "--gzip-level",
-            "1",
             "--scenario",
             "mi355x-dsr1-fp4-tp4",
             "--python-functions-per-step",

@@ -3,21 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{self, tracegate};
+use crate::common::{self, synth_cmd, tracegate};
 use tracegate::reader::{read_file_parallel_only, read_file_with_threads};
 
 fn synth(dir: &Path, layout: &str) -> PathBuf {
     let out = dir.join(layout);
-    let status = tracegate()
-        .args([
-            "synth",
-            "--gzip-level",
-            "1",
-            "--scenario",
-            "h200-dsr1-fp8-tp8",
-            "--decode-steps",
-            "6",
-        ])
+    let status = synth_cmd()
+        .args(["--scenario", "h200-dsr1-fp8-tp8", "--decode-steps", "6"])
         .args([
             "--python-functions-per-step",
             "20",

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::tracegate;
+use crate::common::{synth_cmd, tracegate};
 use serde_json::Value;
 
 const SCENARIOS: [&str; 4] = [
@@ -15,19 +15,10 @@ const SCENARIOS: [&str; 4] = [
 ];
 
 fn synth(dir: &Path, scenario: &str, seed: &str, inject: &[&str]) {
-    let mut cmd = tracegate();
-    cmd.args([
-        "synth",
-        "--gzip-level",
-        "1",
-        "--scenario",
-        scenario,
-        "--seed",
-        seed,
-        "--out",
-    ])
-    .arg(dir)
-    .args(["--decode-steps", "8", "--ranks", "2"]);
+    let mut cmd = synth_cmd();
+    cmd.args(["--scenario", scenario, "--seed", seed, "--out"])
+        .arg(dir)
+        .args(["--decode-steps", "8", "--ranks", "2"]);
     for i in inject {
         cmd.args(["--inject", i]);
     }
