@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 use super::verdict::MetricCheck;
@@ -418,22 +419,38 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
     let vanished: Vec<String> = vanished.iter().map(|s| s.to_string()).collect();
 
     // A renamed kernel is one row: its current name, its baseline figures under the old name.
-    let mut rows: Vec<Delta> = kernels
+    // The rows are ranked as references and only the top ones made: a run with a million kernel
+    // names must not copy each of them.
+    let paired: FxHashSet<&str> = renamed
         .iter()
-        .filter(|(n, _)| !renamed.iter().any(|r| r.old == **n || r.new == **n))
-        .map(|(n, (c, b, cur))| delta(n, c.clone(), *b, *cur))
+        .flat_map(|r| [r.old.as_str(), r.new.as_str()])
         .collect();
-    rows.extend(renamed.iter().map(|r| Delta {
-        renamed_from: Some(r.old.clone()),
-        ..delta(
-            &r.new,
-            Some(r.category.clone()),
+    type Row<'a> = (&'a str, Option<&'a str>, PerStep, PerStep, Option<&'a str>);
+    let mut rows: Vec<Row<'_>> = kernels
+        .iter()
+        .filter(|(n, _)| !paired.contains(*n))
+        .map(|(n, (c, b, cur))| (*n, c.as_deref(), *b, *cur, None))
+        .collect();
+    rows.extend(renamed.iter().map(|r| {
+        (
+            r.new.as_str(),
+            Some(r.category.as_str()),
             (r.baseline_ms_per_step, r.baseline_calls_per_step),
             (r.current_ms_per_step, r.current_calls_per_step),
+            Some(r.old.as_str()),
         )
     }));
-    let mut kernel_deltas = with_shares(rows, total);
-    kernel_deltas.truncate(TOP_KERNEL_DELTAS);
+    // Stable, as `with_shares` sorts: equal changes keep name order, renamed rows last.
+    rows.sort_by(|a, b| (b.3 .0 - b.2 .0).abs().total_cmp(&(a.3 .0 - a.2 .0).abs()));
+    rows.truncate(TOP_KERNEL_DELTAS);
+    let rows: Vec<Delta> = rows
+        .into_iter()
+        .map(|(n, c, b, cur, from)| Delta {
+            renamed_from: from.map(str::to_string),
+            ..delta(n, c.map(str::to_string), b, cur)
+        })
+        .collect();
+    let kernel_deltas = with_shares(rows, total);
 
     let decode_step_change_ms = metric_change(metrics, DECODE_STEP_MS);
     let unclassified = unclassified(x, b, metrics);
@@ -502,21 +519,23 @@ fn pair_renamed(
     appeared: &mut Vec<&str>,
 ) -> Vec<Renamed> {
     let mut candidates: Vec<(f32, &str, &str)> = Vec::new();
-    // Short names once per kernel, and a bounded number of character diffs: a run with a
-    // million new names must not make this quadratic (the cheap tests run first).
-    let shown = |names: &[&str]| -> Vec<String> {
-        names.iter().map(|n| untruncated_short_name(n)).collect()
-    };
-    let (old_names, new_names) = (shown(vanished), shown(appeared));
+    // Each kernel's figures looked up once, and its short name made only when the cheap tests
+    // pass: a run with a million new names must not make this quadratic, nor demangle them all.
+    let old_sides: Vec<&KernelSides> = vanished.iter().map(|n| &kernels[n]).collect();
+    let new_sides: Vec<&KernelSides> = appeared.iter().map(|n| &kernels[n]).collect();
+    let mut old_names: Vec<Option<String>> = vec![None; vanished.len()];
+    let mut new_names: Vec<Option<String>> = vec![None; appeared.len()];
     let mut diffs_left = RENAME_DIFFS;
-    for (&old, old_name) in vanished.iter().zip(&old_names) {
-        let (old_cat, old_base, _) = &kernels[old];
-        for (&new, new_name) in appeared.iter().zip(&new_names) {
-            let (new_cat, _, new_cur) = &kernels[new];
-            if old_cat != new_cat
-                || !similar_calls(old_base.1, new_cur.1)
-                || !same_function(old_name, new_name)
-            {
+    for (i, &old) in vanished.iter().enumerate() {
+        let (old_cat, old_base, _) = old_sides[i];
+        for (j, &new) in appeared.iter().enumerate() {
+            let (new_cat, _, new_cur) = new_sides[j];
+            if old_cat != new_cat || !similar_calls(old_base.1, new_cur.1) {
+                continue;
+            }
+            let old_name = old_names[i].get_or_insert_with(|| untruncated_short_name(old));
+            let new_name = new_names[j].get_or_insert_with(|| untruncated_short_name(new));
+            if !same_function(old_name, new_name) {
                 continue;
             }
             if diffs_left == 0 {
@@ -531,12 +550,13 @@ fn pair_renamed(
     }
     candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)).then(a.2.cmp(b.2)));
     let mut renamed = Vec::new();
+    let (mut paired_old, mut paired_new) = (FxHashSet::default(), FxHashSet::default());
     for (ratio, old, new) in candidates {
-        if !vanished.contains(&old) || !appeared.contains(&new) {
+        if paired_old.contains(old) || paired_new.contains(new) {
             continue;
         }
-        vanished.retain(|n| *n != old);
-        appeared.retain(|n| *n != new);
+        paired_old.insert(old);
+        paired_new.insert(new);
         let (category, base, _) = &kernels[old];
         let (_, _, cur) = &kernels[new];
         renamed.push(Renamed {
@@ -551,6 +571,8 @@ fn pair_renamed(
             current_calls_per_step: cur.1,
         });
     }
+    vanished.retain(|n| !paired_old.contains(n));
+    appeared.retain(|n| !paired_new.contains(n));
     renamed.sort_by(|a, b| {
         b.delta_ms_per_step
             .abs()
