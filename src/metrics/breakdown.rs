@@ -1,7 +1,9 @@
 //! Breakdown: per category and per kernel name, kernel time and calls per kept decode step, per
 //! rank, then the mean over ranks ("Breakdown" in `docs/METRICS.md`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use serde::Serialize;
 
@@ -12,7 +14,7 @@ use crate::taxonomy::Category;
 pub struct RankTotals<'a> {
     /// Number of kept decode steps the sums cover.
     pub steps: usize,
-    pub kernels: HashMap<(&'a str, Category), (i64, u64)>,
+    pub kernels: FxHashMap<(&'a str, Category), (i64, u64)>,
 }
 
 impl<'a> RankTotals<'a> {
@@ -65,7 +67,7 @@ pub fn combine(ranks: &[RankTotals<'_>]) -> Breakdown {
     }
     let n_ranks = ranks.len() as f64;
     // Sums over ranks of per-step means, divided by the rank count at the end.
-    let mut kernels: HashMap<(&str, Category), (f64, f64)> = HashMap::new();
+    let mut kernels: FxHashMap<(&str, Category), (f64, f64)> = FxHashMap::default();
     let mut categories: BTreeMap<Category, (f64, f64)> = BTreeMap::new();
     for r in &ranks {
         let steps = r.steps as f64;
