@@ -4,6 +4,7 @@
 //! 1.7e15 µs epoch timestamp in an `f64` would lose a quarter of a microsecond. Names are interned
 //! per rank because a DSR1 decode step repeats the same few hundred kernel names thousands of times.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
@@ -22,7 +23,8 @@ pub type NameId = u32;
 pub struct NameTable {
     names: Vec<Box<str>>,
     by_bytes: FxHashMap<Box<[u8]>, NameId>,
-    /// Names whose bytes were not valid UTF-8 map to the same text once replaced.
+    /// The texts (replaced) of names whose bytes were not valid UTF-8, so that names of the same
+    /// text share an id; a UTF-8 name is found in `by_bytes` under its text.
     by_text: FxHashMap<Box<str>, NameId>,
     /// Distinct raw names that were not valid UTF-8, and the first of them (replaced).
     not_utf8: u64,
@@ -70,16 +72,28 @@ impl NameTable {
             return id;
         }
         let text = String::from_utf8_lossy(raw);
-        let id = match self.by_text.get(text.as_ref()) {
+        // A name of the same text seen before: `by_bytes` holds every UTF-8 name under its text,
+        // `by_text` only the texts of names that were not UTF-8 (so a million distinct names are
+        // not kept twice).
+        let seen = match &text {
+            Cow::Borrowed(t) => self.by_text.get(*t),
+            Cow::Owned(t) => self
+                .by_bytes
+                .get(t.as_bytes())
+                .or_else(|| self.by_text.get(t.as_str())),
+        };
+        let id = match seen {
             Some(&id) => id,
             None => {
                 let id = self.names.len() as NameId;
                 self.names.push(text.as_ref().into());
-                self.by_text.insert(text.as_ref().into(), id);
+                if let Cow::Owned(t) = &text {
+                    self.by_text.insert(t.as_str().into(), id);
+                }
                 id
             }
         };
-        if let std::borrow::Cow::Owned(_) = text {
+        if let Cow::Owned(_) = text {
             self.not_utf8 += 1;
             self.first_not_utf8.get_or_insert(id);
             self.raws.push((id, Some(raw.into())));
@@ -117,7 +131,10 @@ impl NameTable {
 
     /// The id of `name` if it was interned.
     pub fn lookup(&self, name: &str) -> Option<NameId> {
-        self.by_text.get(name).copied()
+        self.by_bytes
+            .get(name.as_bytes())
+            .or_else(|| self.by_text.get(name))
+            .copied()
     }
 
     pub fn len(&self) -> usize {
@@ -476,6 +493,25 @@ mod tests {
         let a = names.intern_bytes(b"k\xff");
         assert_eq!(names.intern_bytes(b"k\xfe"), a);
         assert_eq!(names.get(a), "k\u{fffd}");
+    }
+
+    #[test]
+    fn a_name_and_a_bad_name_of_the_same_text_are_one_name_in_either_order() {
+        let mut names = NameTable::default();
+        let a = names.intern("k\u{fffd}");
+        assert_eq!(names.intern_bytes(b"k\xff"), a);
+        assert_eq!(names.lookup("k\u{fffd}"), Some(a));
+        let b = names.intern_bytes(b"j\xfe");
+        assert_eq!(names.intern("j\u{fffd}"), b);
+        assert_eq!(names.intern_bytes(b"j\xff"), b);
+        assert_eq!(names.lookup("j\u{fffd}"), Some(b));
+        assert_eq!(names.lookup("nothing"), None);
+        assert_eq!(names.len(), 2);
+        assert_eq!(names.not_utf8(), (3, Some("k\u{fffd}")));
+        // Absorbing replays the same names under the same ids.
+        let mut other = NameTable::default();
+        assert_eq!(other.absorb(&names), vec![0, 1]);
+        assert_eq!(other, names);
     }
 
     #[test]
