@@ -109,6 +109,10 @@ impl NameTable {
     /// `other`'s ids.
     pub(crate) fn absorb(&mut self, other: &NameTable) -> Vec<NameId> {
         let mut ids = vec![0; other.names.len()];
+        // Room for them all at once: a chunk of a million new names grows the table once.
+        self.by_bytes.reserve(other.raws.len());
+        self.names.reserve(other.names.len());
+        self.raws.reserve(other.raws.len());
         for (id, bad) in &other.raws {
             let raw = match bad {
                 Some(bytes) => bytes,
