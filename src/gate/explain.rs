@@ -9,6 +9,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rayon::iter::{IntoParallelRefIterator, ParallelIterator};
+use rayon::slice::ParallelSliceMut;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 
@@ -333,7 +335,7 @@ fn span(name: &str) -> String {
 /// Milliseconds and calls per step.
 type PerStep = (f64, f64);
 /// A kernel's category and its baseline and current figures.
-type KernelSides = (Option<String>, PerStep, PerStep);
+type KernelSides<'a> = (Option<&'a str>, PerStep, PerStep);
 
 fn delta(name: &str, category: Option<String>, base: PerStep, cur: PerStep) -> Delta {
     Delta {
@@ -379,26 +381,41 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         total,
     );
 
-    let mut kernels: BTreeMap<&str, KernelSides> = BTreeMap::new();
+    // The current kernels sorted by name once (a run may have a million): the set of names and
+    // the map are built from sorted input in one pass each. A name listed twice keeps its last
+    // figures, as inserting them in order would.
+    let mut current: Vec<(&str, usize)> = x
+        .breakdown
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.name.as_str(), i))
+        .collect();
+    current.par_sort_unstable();
+    let cur_names: BTreeSet<&str> = current.iter().map(|&(n, _)| n).collect();
+    let mut kernels: BTreeMap<&str, KernelSides> = current
+        .iter()
+        .map(|&(n, i)| {
+            let k = &x.breakdown.kernels[i];
+            let sides = (
+                Some(k.category.key()),
+                (0.0, 0.0),
+                (k.ms_per_step, k.calls_per_step),
+            );
+            (n, sides)
+        })
+        .collect();
     for k in &b.breakdown.kernels {
         let e = kernels.entry(k.name.as_str()).or_default();
-        e.0 = Some(k.category.clone());
+        // The current category wins over the baseline's.
+        if !cur_names.contains(k.name.as_str()) {
+            e.0 = Some(k.category.as_str());
+        }
         e.1 = (k.ms_per_step, k.calls_per_step);
-    }
-    for k in &x.breakdown.kernels {
-        let e = kernels.entry(k.name.as_str()).or_default();
-        e.0 = Some(k.category.key().to_string());
-        e.2 = (k.ms_per_step, k.calls_per_step);
     }
 
     // Appeared / vanished only count when the baseline lists kernels at all.
     let base_names: BTreeSet<&str> = b
-        .breakdown
-        .kernels
-        .iter()
-        .map(|k| k.name.as_str())
-        .collect();
-    let cur_names: BTreeSet<&str> = x
         .breakdown
         .kernels
         .iter()
@@ -429,7 +446,7 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
     let mut rows: Vec<Row<'_>> = kernels
         .iter()
         .filter(|(n, _)| !paired.contains(*n))
-        .map(|(n, (c, b, cur))| (*n, c.as_deref(), *b, *cur, None))
+        .map(|(n, (c, b, cur))| (*n, *c, *b, *cur, None))
         .collect();
     rows.extend(renamed.iter().map(|r| {
         (
@@ -521,8 +538,7 @@ fn pair_renamed(
     let mut candidates: Vec<(f32, &str, &str)> = Vec::new();
     // Each kernel's figures looked up once, and its short name made only when the cheap tests
     // pass: a run with a million new names must not make this quadratic, nor demangle them all.
-    let old_sides: Vec<&KernelSides> = vanished.iter().map(|n| &kernels[n]).collect();
-    let new_sides: Vec<&KernelSides> = appeared.iter().map(|n| &kernels[n]).collect();
+    let (old_sides, new_sides) = (sides_of(kernels, vanished), sides_of(kernels, appeared));
     let mut old_names: Vec<Option<String>> = vec![None; vanished.len()];
     let mut new_names: Vec<Option<String>> = vec![None; appeared.len()];
     let mut diffs_left = RENAME_DIFFS;
@@ -562,7 +578,7 @@ fn pair_renamed(
         renamed.push(Renamed {
             old: old.to_string(),
             new: new.to_string(),
-            category: category.clone().unwrap_or_default(),
+            category: category.unwrap_or_default().to_string(),
             similarity: f64::from(ratio),
             baseline_ms_per_step: base.0,
             current_ms_per_step: cur.0,
@@ -579,6 +595,28 @@ fn pair_renamed(
             .total_cmp(&a.delta_ms_per_step.abs())
     });
     renamed
+}
+
+/// The figures of each of `names`, which are keys of `kernels`: one walk along the map when the
+/// names are in its order (set differences are), a lookup each otherwise.
+fn sides_of<'m, 'a>(
+    kernels: &'m BTreeMap<&'a str, KernelSides<'a>>,
+    names: &[&str],
+) -> Vec<&'m KernelSides<'a>> {
+    if !names.windows(2).all(|w| w[0] < w[1]) {
+        return names.iter().map(|&n| &kernels[n]).collect();
+    }
+    let mut walk = kernels.iter();
+    names
+        .iter()
+        .map(|n| loop {
+            match walk.next() {
+                Some((k, sides)) if k == n => break sides,
+                Some(_) => {}
+                None => break &kernels[*n],
+            }
+        })
+        .collect()
 }
 
 /// The kernel's own function name: the last `::` part before its template or parameter list.
@@ -629,8 +667,11 @@ const LEAD_NAMES: usize = 10;
 /// are sorted sets, so the diff is one merge of the two: n log n in the names (the sort), where
 /// a general line diff is quadratic when most lines differ.
 fn name_diff(base: &BTreeSet<&str>, cur: &BTreeSet<&str>) -> String {
+    // Demangled and sorted on every core: a run may have a million names.
     let readable_set = |s: &BTreeSet<&str>| -> BTreeSet<String> {
-        s.iter().map(|n| readable(n).into_owned()).collect()
+        let mut shown: Vec<String> = s.par_iter().map(|n| readable(n).into_owned()).collect();
+        shown.par_sort_unstable();
+        shown.into_iter().collect()
     };
     let (old, new) = (readable_set(base), readable_set(cur));
     let total = old.difference(&new).count() + new.difference(&old).count();
