@@ -191,7 +191,7 @@ fn one_byte(hir: &Hir) -> Option<u8> {
     }
     match ascii.as_slice() {
         [one] => Some(one.to_ascii_lowercase()),
-        [a, b] if a.to_ascii_lowercase() == b.to_ascii_lowercase() => Some(a.to_ascii_lowercase()),
+        [a, b] if a.eq_ignore_ascii_case(b) => Some(a.to_ascii_lowercase()),
         _ => None,
     }
 }
