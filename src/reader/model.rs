@@ -6,8 +6,10 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::hash::BuildHasher;
 
-use rustc_hash::FxHashMap;
+use hashbrown::HashTable;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -17,15 +19,16 @@ pub type NameId = u32;
 
 /// Interned strings of one rank: kernel names, op names, raw `Input Dims` / `Input type` text.
 ///
-/// Keyed by the raw bytes of the trace, so a name seen before costs one hash lookup and no UTF-8
-/// validation; only a new name is converted (bad UTF-8 replaced).
+/// Found by the hash of the raw bytes of the trace, so a name seen before costs one hash lookup
+/// and no UTF-8 validation; only a new name is converted (bad UTF-8 replaced). Each name is kept
+/// once: the index holds ids, compared against `names` (a run of a million distinct names).
 #[derive(Debug, Default, Clone)]
 pub struct NameTable {
     names: Vec<Box<str>>,
-    by_bytes: FxHashMap<Box<[u8]>, NameId>,
-    /// The texts (replaced) of names whose bytes were not valid UTF-8, so that names of the same
-    /// text share an id; a UTF-8 name is found in `by_bytes` under its text.
-    by_text: FxHashMap<Box<str>, NameId>,
+    /// The id of every name, by the hash of its text ([`name_hash`]).
+    by_text: HashTable<NameId>,
+    /// Raw names that were not valid UTF-8, by their bytes (their text is in `by_text`).
+    by_bad_bytes: FxHashMap<Box<[u8]>, NameId>,
     /// Distinct raw names that were not valid UTF-8, and the first of them (replaced).
     not_utf8: u64,
     first_not_utf8: Option<NameId>,
@@ -33,6 +36,11 @@ pub struct NameTable {
     /// they are not the name's text (not UTF-8). Replaying it in another table
     /// ([`NameTable::absorb`]) gives that table the same state as interning the names there.
     raws: Vec<(NameId, Option<Box<[u8]>>)>,
+}
+
+/// The hash a name is found by: of its bytes, raw or text alike.
+fn name_hash(bytes: &[u8]) -> u64 {
+    FxBuildHasher.hash_one(bytes)
 }
 
 /// Two tables are equal when they hold the same names under the same ids and found the same
@@ -68,39 +76,53 @@ impl NameTable {
         if raw.len() > MAX_NAME {
             return self.intern_bytes(&truncated_name(raw));
         }
-        if let Some(&id) = self.by_bytes.get(raw) {
+        let hash = name_hash(raw);
+        let names = &self.names;
+        if let Some(&id) = self
+            .by_text
+            .find(hash, |&id| names[id as usize].as_bytes() == raw)
+        {
             return id;
         }
-        let text = String::from_utf8_lossy(raw);
-        // A name of the same text seen before: `by_bytes` holds every UTF-8 name under its text,
-        // `by_text` only the texts of names that were not UTF-8 (so a million distinct names are
-        // not kept twice).
-        let seen = match &text {
-            Cow::Borrowed(t) => self.by_text.get(*t),
-            Cow::Owned(t) => self
-                .by_bytes
-                .get(t.as_bytes())
-                .or_else(|| self.by_text.get(t.as_str())),
-        };
-        let id = match seen {
-            Some(&id) => id,
-            None => {
-                let id = self.names.len() as NameId;
-                self.names.push(text.as_ref().into());
-                if let Cow::Owned(t) = &text {
-                    self.by_text.insert(t.as_str().into(), id);
-                }
+        if !self.by_bad_bytes.is_empty() {
+            if let Some(&id) = self.by_bad_bytes.get(raw) {
+                return id;
+            }
+        }
+        let id = match String::from_utf8_lossy(raw) {
+            Cow::Borrowed(text) => {
+                let id = self.add(hash, text);
+                self.raws.push((id, None));
+                id
+            }
+            // Names that are not UTF-8 are found by their bytes and share the id of their text.
+            Cow::Owned(text) => {
+                let text_hash = name_hash(text.as_bytes());
+                let names = &self.names;
+                let id = match self
+                    .by_text
+                    .find(text_hash, |&id| *names[id as usize] == *text)
+                {
+                    Some(&id) => id,
+                    None => self.add(text_hash, &text),
+                };
+                self.not_utf8 += 1;
+                self.first_not_utf8.get_or_insert(id);
+                self.raws.push((id, Some(raw.into())));
+                self.by_bad_bytes.insert(raw.into(), id);
                 id
             }
         };
-        if let Cow::Owned(_) = text {
-            self.not_utf8 += 1;
-            self.first_not_utf8.get_or_insert(id);
-            self.raws.push((id, Some(raw.into())));
-        } else {
-            self.raws.push((id, None));
-        }
-        self.by_bytes.insert(raw.into(), id);
+        id
+    }
+
+    /// A new name, of this hash.
+    fn add(&mut self, hash: u64, text: &str) -> NameId {
+        let id = self.names.len() as NameId;
+        self.names.push(text.into());
+        let names = &self.names;
+        self.by_text
+            .insert_unique(hash, id, |&id| name_hash(names[id as usize].as_bytes()));
         id
     }
 
@@ -110,7 +132,10 @@ impl NameTable {
     pub(crate) fn absorb(&mut self, other: &NameTable) -> Vec<NameId> {
         let mut ids = vec![0; other.names.len()];
         // Room for them all at once: a chunk of a million new names grows the table once.
-        self.by_bytes.reserve(other.raws.len());
+        let names = &self.names;
+        self.by_text.reserve(other.names.len(), |&id| {
+            name_hash(names[id as usize].as_bytes())
+        });
         self.names.reserve(other.names.len());
         self.raws.reserve(other.raws.len());
         for (id, bad) in &other.raws {
@@ -135,9 +160,10 @@ impl NameTable {
 
     /// The id of `name` if it was interned.
     pub fn lookup(&self, name: &str) -> Option<NameId> {
-        self.by_bytes
-            .get(name.as_bytes())
-            .or_else(|| self.by_text.get(name))
+        self.by_text
+            .find(name_hash(name.as_bytes()), |&id| {
+                *self.names[id as usize] == *name
+            })
             .copied()
     }
 
