@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the full-size hostile inputs of issue 21, cases 5-9, into DIR (see bench/hostile.sh).
 
-usage: hostile.py DIR TRACEGATE
+usage: hostile.py DIR TRACEGATE [CASE ...]   (CASE: small, names, pooled, calls; default all)
 Files are streamed to disk, never built in memory: 2 GiB strings are written in 1 MiB pieces.
 """
 import gzip
@@ -71,7 +71,20 @@ def distinct_names(src, dst):
 
 def main():
     out, tracegate = sys.argv[1], sys.argv[2]
+    cases = set(sys.argv[3:]) or {"small", "names", "pooled", "calls"}
     os.makedirs(out, exist_ok=True)
+    if "small" in cases:
+        small(out)
+    if "names" in cases:
+        names(out, tracegate)
+    if "pooled" in cases:
+        pooled(out, tracegate)
+    if "calls" in cases:
+        calls(out, tracegate)
+
+
+def small(out):
+    """Cases 5-7: world sizes, rank numbers and huge strings."""
     for label, world in (("world-2e32", 4294967295), ("world-2e64", 18446744073709551615)):
         d = os.path.join(out, label)
         os.makedirs(d, exist_ok=True)
@@ -85,15 +98,89 @@ def main():
     huge(os.path.join(out, "name-2g.json"), 2048 * MIB, "name")
     huge(os.path.join(out, "args-2g.json"), 2048 * MIB, "args")
     huge(os.path.join(out, "top-2g.json"), 2048 * MIB, "top")
+
+
+def names(out, tracegate):
     # Case 8: about 10^6 distinct kernel names (4 ranks x 150 decode steps of the MI355X run).
     synth = os.path.join(out, "synth-150")
     subprocess.run([tracegate, "synth", "--scenario", "mi355x-dsr1-fp4-tp4", "--decode-steps", "150",
                     "--out", synth], check=True, stdout=subprocess.DEVNULL)
     n = distinct_names(synth, os.path.join(out, "names"))
     print(f"names: {n} distinct kernel names", file=sys.stderr)
+
+
+def pooled(out, tracegate):
     # Case 9: pooled allreduce calls (count printed by hostile.sh from extract).
     subprocess.run([tracegate, "synth", "--scenario", "mi355x-dsr1-fp4-tp4", "--decode-steps", "600",
                     "--out", os.path.join(out, "pooled")], check=True, stdout=subprocess.DEVNULL)
+
+
+# Case 9 at 1.6 M calls: a full synth run of that size is ~8 GB of JSON, most of it events the
+# pooled calls do not need. This run keeps the synth run's head (prefill, warm-up) as written and
+# repeats one decode step of each rank: its graph launch and step annotations, every allreduce
+# kernel and the first kernel of each other name (a little compute of every category), with no
+# python_function events, its times and ids shifted by whole steps.
+CALLS_STEPS = 3260  # x 4 ranks x 123 allreduce calls: 1.6 M calls in the kept decode steps
+FIELD = re.compile(r'("ts":|"correlation":|"id":|"External id":|"Ev Idx":)(\d+(?:\.\d+)?)')
+
+
+def shifted(template, k, period_ns, id_step):
+    """A template line (pieces split by FIELD) with its times moved k periods and ids k steps."""
+    out = []
+    for i, piece in enumerate(template):
+        if i % 3 != 2:
+            out.append(piece)
+        elif template[i - 1] == '"ts":':
+            ns = round(float(piece) * 1000) + k * period_ns
+            out.append(f"{ns // 1000}.{ns % 1000:03d}")
+        else:
+            out.append(str(int(piece) + k * id_step))
+    return "".join(out)
+
+
+def lean_rank(src, dst, steps):
+    with gzip.open(src, "rt") as f:
+        lines = f.read().split("\n")
+    launches = [i for i, line in enumerate(lines) if '"name":"hipGraphLaunch"' in line]
+    end = next(i for i in range(len(lines) - 1, -1, -1) if lines[i].strip() == "],")
+    # The second-last decode step is the template: the last one's start gives the period.
+    first, last = launches[-2], launches[-1]
+    ts = lambda line: float(re.search(r'"ts":([0-9.]+)', line).group(1))
+    period_ns = round((ts(lines[last]) - ts(lines[first])) * 1000)
+    block, seen = [], set()
+    for line in lines[first:last]:
+        if '"cat":"python_function"' in line:
+            continue
+        if '"cat":"kernel"' in line:
+            name = re.search(r'"name":"((?:[^"\\]|\\.)*)"', line).group(1)
+            if "cross_device_reduce" not in name and name in seen:
+                continue
+            seen.add(name)
+        block.append(FIELD.split(line.rstrip(",")))
+    count = 0
+    with open(dst, "w") as out:
+        out.write("\n".join(lines[:first]) + "\n")
+        for k in range(steps):
+            for n, t in enumerate(block):
+                out.write(shifted(t, k, period_ns, 1 << 20))
+                out.write(",\n" if (k, n) != (steps - 1, len(block) - 1) else "\n")
+                count += "cross_device_reduce" in t[0] and '"cat":"kernel"' in t[0]
+        out.write("\n".join(lines[end:]))
+    return count
+
+
+def calls(out, tracegate):
+    synth = os.path.join(out, "synth-calls")
+    subprocess.run([tracegate, "synth", "--scenario", "mi355x-dsr1-fp4-tp4", "--decode-steps", "8",
+                    "--python-functions-per-step", "0", "--out", synth], check=True,
+                   stdout=subprocess.DEVNULL)
+    dst = os.path.join(out, "calls")
+    os.makedirs(dst, exist_ok=True)
+    total = 0
+    for name in sorted(os.listdir(synth)):
+        if name.endswith(".trace.json.gz"):
+            total += lean_rank(os.path.join(synth, name), os.path.join(dst, name[:-3]), CALLS_STEPS)
+    print(f"calls: {total} allreduce calls in {CALLS_STEPS} decode steps per rank", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rayon::iter::{IntoParallelRefIterator, ParallelIterator};
+use rayon::slice::ParallelSliceMut;
+use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 use super::verdict::MetricCheck;
@@ -332,7 +335,7 @@ fn span(name: &str) -> String {
 /// Milliseconds and calls per step.
 type PerStep = (f64, f64);
 /// A kernel's category and its baseline and current figures.
-type KernelSides = (Option<String>, PerStep, PerStep);
+type KernelSides<'a> = (Option<&'a str>, PerStep, PerStep);
 
 fn delta(name: &str, category: Option<String>, base: PerStep, cur: PerStep) -> Delta {
     Delta {
@@ -378,26 +381,41 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         total,
     );
 
-    let mut kernels: BTreeMap<&str, KernelSides> = BTreeMap::new();
+    // The current kernels sorted by name once (a run may have a million): the set of names and
+    // the map are built from sorted input in one pass each. A name listed twice keeps its last
+    // figures, as inserting them in order would.
+    let mut current: Vec<(&str, usize)> = x
+        .breakdown
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.name.as_str(), i))
+        .collect();
+    current.par_sort_unstable();
+    let cur_names: BTreeSet<&str> = current.iter().map(|&(n, _)| n).collect();
+    let mut kernels: BTreeMap<&str, KernelSides> = current
+        .iter()
+        .map(|&(n, i)| {
+            let k = &x.breakdown.kernels[i];
+            let sides = (
+                Some(k.category.key()),
+                (0.0, 0.0),
+                (k.ms_per_step, k.calls_per_step),
+            );
+            (n, sides)
+        })
+        .collect();
     for k in &b.breakdown.kernels {
         let e = kernels.entry(k.name.as_str()).or_default();
-        e.0 = Some(k.category.clone());
+        // The current category wins over the baseline's.
+        if !cur_names.contains(k.name.as_str()) {
+            e.0 = Some(k.category.as_str());
+        }
         e.1 = (k.ms_per_step, k.calls_per_step);
-    }
-    for k in &x.breakdown.kernels {
-        let e = kernels.entry(k.name.as_str()).or_default();
-        e.0 = Some(k.category.key().to_string());
-        e.2 = (k.ms_per_step, k.calls_per_step);
     }
 
     // Appeared / vanished only count when the baseline lists kernels at all.
     let base_names: BTreeSet<&str> = b
-        .breakdown
-        .kernels
-        .iter()
-        .map(|k| k.name.as_str())
-        .collect();
-    let cur_names: BTreeSet<&str> = x
         .breakdown
         .kernels
         .iter()
@@ -418,22 +436,38 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
     let vanished: Vec<String> = vanished.iter().map(|s| s.to_string()).collect();
 
     // A renamed kernel is one row: its current name, its baseline figures under the old name.
-    let mut rows: Vec<Delta> = kernels
+    // The rows are ranked as references and only the top ones made: a run with a million kernel
+    // names must not copy each of them.
+    let paired: FxHashSet<&str> = renamed
         .iter()
-        .filter(|(n, _)| !renamed.iter().any(|r| r.old == **n || r.new == **n))
-        .map(|(n, (c, b, cur))| delta(n, c.clone(), *b, *cur))
+        .flat_map(|r| [r.old.as_str(), r.new.as_str()])
         .collect();
-    rows.extend(renamed.iter().map(|r| Delta {
-        renamed_from: Some(r.old.clone()),
-        ..delta(
-            &r.new,
-            Some(r.category.clone()),
+    type Row<'a> = (&'a str, Option<&'a str>, PerStep, PerStep, Option<&'a str>);
+    let mut rows: Vec<Row<'_>> = kernels
+        .iter()
+        .filter(|(n, _)| !paired.contains(*n))
+        .map(|(n, (c, b, cur))| (*n, *c, *b, *cur, None))
+        .collect();
+    rows.extend(renamed.iter().map(|r| {
+        (
+            r.new.as_str(),
+            Some(r.category.as_str()),
             (r.baseline_ms_per_step, r.baseline_calls_per_step),
             (r.current_ms_per_step, r.current_calls_per_step),
+            Some(r.old.as_str()),
         )
     }));
-    let mut kernel_deltas = with_shares(rows, total);
-    kernel_deltas.truncate(TOP_KERNEL_DELTAS);
+    // Stable, as `with_shares` sorts: equal changes keep name order, renamed rows last.
+    rows.sort_by(|a, b| (b.3 .0 - b.2 .0).abs().total_cmp(&(a.3 .0 - a.2 .0).abs()));
+    rows.truncate(TOP_KERNEL_DELTAS);
+    let rows: Vec<Delta> = rows
+        .into_iter()
+        .map(|(n, c, b, cur, from)| Delta {
+            renamed_from: from.map(str::to_string),
+            ..delta(n, c.map(str::to_string), b, cur)
+        })
+        .collect();
+    let kernel_deltas = with_shares(rows, total);
 
     let decode_step_change_ms = metric_change(metrics, DECODE_STEP_MS);
     let unclassified = unclassified(x, b, metrics);
@@ -502,21 +536,22 @@ fn pair_renamed(
     appeared: &mut Vec<&str>,
 ) -> Vec<Renamed> {
     let mut candidates: Vec<(f32, &str, &str)> = Vec::new();
-    // Short names once per kernel, and a bounded number of character diffs: a run with a
-    // million new names must not make this quadratic (the cheap tests run first).
-    let shown = |names: &[&str]| -> Vec<String> {
-        names.iter().map(|n| untruncated_short_name(n)).collect()
-    };
-    let (old_names, new_names) = (shown(vanished), shown(appeared));
+    // Each kernel's figures looked up once, and its short name made only when the cheap tests
+    // pass: a run with a million new names must not make this quadratic, nor demangle them all.
+    let (old_sides, new_sides) = (sides_of(kernels, vanished), sides_of(kernels, appeared));
+    let mut old_names: Vec<Option<String>> = vec![None; vanished.len()];
+    let mut new_names: Vec<Option<String>> = vec![None; appeared.len()];
     let mut diffs_left = RENAME_DIFFS;
-    for (&old, old_name) in vanished.iter().zip(&old_names) {
-        let (old_cat, old_base, _) = &kernels[old];
-        for (&new, new_name) in appeared.iter().zip(&new_names) {
-            let (new_cat, _, new_cur) = &kernels[new];
-            if old_cat != new_cat
-                || !similar_calls(old_base.1, new_cur.1)
-                || !same_function(old_name, new_name)
-            {
+    for (i, &old) in vanished.iter().enumerate() {
+        let (old_cat, old_base, _) = old_sides[i];
+        for (j, &new) in appeared.iter().enumerate() {
+            let (new_cat, _, new_cur) = new_sides[j];
+            if old_cat != new_cat || !similar_calls(old_base.1, new_cur.1) {
+                continue;
+            }
+            let old_name = old_names[i].get_or_insert_with(|| untruncated_short_name(old));
+            let new_name = new_names[j].get_or_insert_with(|| untruncated_short_name(new));
+            if !same_function(old_name, new_name) {
                 continue;
             }
             if diffs_left == 0 {
@@ -531,18 +566,19 @@ fn pair_renamed(
     }
     candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)).then(a.2.cmp(b.2)));
     let mut renamed = Vec::new();
+    let (mut paired_old, mut paired_new) = (FxHashSet::default(), FxHashSet::default());
     for (ratio, old, new) in candidates {
-        if !vanished.contains(&old) || !appeared.contains(&new) {
+        if paired_old.contains(old) || paired_new.contains(new) {
             continue;
         }
-        vanished.retain(|n| *n != old);
-        appeared.retain(|n| *n != new);
+        paired_old.insert(old);
+        paired_new.insert(new);
         let (category, base, _) = &kernels[old];
         let (_, _, cur) = &kernels[new];
         renamed.push(Renamed {
             old: old.to_string(),
             new: new.to_string(),
-            category: category.clone().unwrap_or_default(),
+            category: category.unwrap_or_default().to_string(),
             similarity: f64::from(ratio),
             baseline_ms_per_step: base.0,
             current_ms_per_step: cur.0,
@@ -551,12 +587,36 @@ fn pair_renamed(
             current_calls_per_step: cur.1,
         });
     }
+    vanished.retain(|n| !paired_old.contains(n));
+    appeared.retain(|n| !paired_new.contains(n));
     renamed.sort_by(|a, b| {
         b.delta_ms_per_step
             .abs()
             .total_cmp(&a.delta_ms_per_step.abs())
     });
     renamed
+}
+
+/// The figures of each of `names`, which are keys of `kernels`: one walk along the map when the
+/// names are in its order (set differences are), a lookup each otherwise.
+fn sides_of<'m, 'a>(
+    kernels: &'m BTreeMap<&'a str, KernelSides<'a>>,
+    names: &[&str],
+) -> Vec<&'m KernelSides<'a>> {
+    if !names.windows(2).all(|w| w[0] < w[1]) {
+        return names.iter().map(|&n| &kernels[n]).collect();
+    }
+    let mut walk = kernels.iter();
+    names
+        .iter()
+        .map(|n| loop {
+            match walk.next() {
+                Some((k, sides)) if k == n => break sides,
+                Some(_) => {}
+                None => break &kernels[*n],
+            }
+        })
+        .collect()
 }
 
 /// The kernel's own function name: the last `::` part before its template or parameter list.
@@ -607,8 +667,11 @@ const LEAD_NAMES: usize = 10;
 /// are sorted sets, so the diff is one merge of the two: n log n in the names (the sort), where
 /// a general line diff is quadratic when most lines differ.
 fn name_diff(base: &BTreeSet<&str>, cur: &BTreeSet<&str>) -> String {
+    // Demangled and sorted on every core: a run may have a million names.
     let readable_set = |s: &BTreeSet<&str>| -> BTreeSet<String> {
-        s.iter().map(|n| readable(n).into_owned()).collect()
+        let mut shown: Vec<String> = s.par_iter().map(|n| readable(n).into_owned()).collect();
+        shown.par_sort_unstable();
+        shown.into_iter().collect()
     };
     let (old, new) = (readable_set(base), readable_set(cur));
     let total = old.difference(&new).count() + new.difference(&old).count();

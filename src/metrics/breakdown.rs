@@ -1,7 +1,9 @@
 //! Breakdown: per category and per kernel name, kernel time and calls per kept decode step, per
 //! rank, then the mean over ranks ("Breakdown" in `docs/METRICS.md`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use serde::Serialize;
 
@@ -12,7 +14,7 @@ use crate::taxonomy::Category;
 pub struct RankTotals<'a> {
     /// Number of kept decode steps the sums cover.
     pub steps: usize,
-    pub kernels: HashMap<(&'a str, Category), (i64, u64)>,
+    pub kernels: FxHashMap<(&'a str, Category), (i64, u64)>,
 }
 
 impl<'a> RankTotals<'a> {
@@ -65,7 +67,9 @@ pub fn combine(ranks: &[RankTotals<'_>]) -> Breakdown {
     }
     let n_ranks = ranks.len() as f64;
     // Sums over ranks of per-step means, divided by the rank count at the end.
-    let mut kernels: HashMap<(&str, Category), (f64, f64)> = HashMap::new();
+    let most = ranks.iter().map(|r| r.kernels.len()).max().unwrap_or(0);
+    let mut kernels: FxHashMap<(&str, Category), (f64, f64)> =
+        FxHashMap::with_capacity_and_hasher(most, Default::default());
     let mut categories: BTreeMap<Category, (f64, f64)> = BTreeMap::new();
     for r in &ranks {
         let steps = r.steps as f64;
@@ -106,25 +110,27 @@ pub fn combine(ranks: &[RankTotals<'_>]) -> Breakdown {
             )
         })
         .collect();
-    let mut kernels: Vec<KernelShare> = kernels
+    // Ranked as references and copied once in order: a million kernel names are not moved
+    // around the sort as owned rows.
+    let mut ranked: Vec<(&str, Category, f64, f64)> = kernels
         .into_iter()
-        .map(|((name, category), (ms, calls))| {
-            let ms = ms / n_ranks;
-            KernelShare {
-                name: name.to_string(),
-                category,
-                ms_per_step: ms,
-                calls_per_step: calls / n_ranks,
-                pct: pct(ms),
-            }
+        .map(|((name, category), (ms, calls))| (name, category, ms / n_ranks, calls / n_ranks))
+        .collect();
+    ranked.sort_unstable_by(|a, b| {
+        b.2.total_cmp(&a.2)
+            .then_with(|| a.0.cmp(b.0))
+            .then_with(|| a.1.cmp(&b.1))
+    });
+    let kernels: Vec<KernelShare> = ranked
+        .into_iter()
+        .map(|(name, category, ms, calls)| KernelShare {
+            name: name.to_string(),
+            category,
+            ms_per_step: ms,
+            calls_per_step: calls,
+            pct: pct(ms),
         })
         .collect();
-    kernels.sort_by(|a, b| {
-        b.ms_per_step
-            .total_cmp(&a.ms_per_step)
-            .then_with(|| a.name.cmp(&b.name))
-            .then_with(|| a.category.cmp(&b.category))
-    });
     Breakdown {
         categories,
         kernels,

@@ -2,7 +2,7 @@
 //! allreduce calls, its router calls per step and its breakdown totals. Every metric is computed
 //! from these.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::reader::model::{NameId, Run};
 use crate::steps::{category_of, RankSteps, Step};
@@ -19,7 +19,7 @@ pub(crate) struct RankFigures<'a> {
     /// Allreduce-class call durations of the kept decode steps, ns, in step order.
     pub allreduce_ns: Vec<i64>,
     /// Per `moe_routing` kernel name, its calls in each kept decode step.
-    pub routing_calls: HashMap<&'a str, Vec<u32>>,
+    pub routing_calls: FxHashMap<&'a str, Vec<u32>>,
     pub totals: RankTotals<'a>,
     /// Its decode steps after warm-up that stalled (slow outliers).
     pub stalls: crate::steps::Stalls,
@@ -51,7 +51,7 @@ pub(crate) fn rank_figures<'a>(
 ) -> RankFigures<'a> {
     let mut scratch = Scratch::default();
     let mut allreduce_ns = Vec::new();
-    let mut routing_calls: HashMap<&'a str, Vec<u32>> = HashMap::new();
+    let mut routing_calls: FxHashMap<&'a str, Vec<u32>> = FxHashMap::default();
     let mut totals = RankTotals {
         steps: rs.decode.len(),
         ..RankTotals::default()
@@ -60,7 +60,7 @@ pub(crate) fn rank_figures<'a>(
     let mut decode = Vec::with_capacity(n_steps);
     // Keyed by (trace, name id) while counting: hashing an integer, not a 100-byte kernel name,
     // per activity.
-    let mut by_id: HashMap<(usize, NameId, Category), (i64, u64)> = HashMap::new();
+    let mut by_id: FxHashMap<(usize, NameId, Category), (i64, u64)> = FxHashMap::default();
     for (k, step) in rs.decode.iter().enumerate() {
         let (trace, cls) = (&run.traces[step.trace], classes[step.trace].as_slice());
         decode.push(step_figures(

@@ -183,6 +183,16 @@ pub(crate) fn moe_layers(figures: &[RankFigures<'_>], given: Option<u32>) -> Opt
     names.dedup();
     let mut best: Option<(f64, &str)> = None;
     for name in names {
+        // Steps where the kernel ran: with zeros in more than half of the steps the median is 0,
+        // below the bar, and a run of a million one-off names skips the sort of each.
+        let ran: usize = figures
+            .iter()
+            .filter_map(|f| f.routing_calls.get(name))
+            .map(|c| c.iter().filter(|&&n| n > 0).count())
+            .sum();
+        if total_steps - ran > total_steps / 2 {
+            continue;
+        }
         let mut calls: Vec<f64> = Vec::with_capacity(total_steps);
         for f in figures {
             match f.routing_calls.get(name) {

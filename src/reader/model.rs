@@ -4,9 +4,12 @@
 //! 1.7e15 µs epoch timestamp in an `f64` would lose a quarter of a microsecond. Names are interned
 //! per rank because a DSR1 decode step repeats the same few hundred kernel names thousands of times.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::hash::BuildHasher;
 
-use rustc_hash::FxHashMap;
+use hashbrown::HashTable;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -16,14 +19,16 @@ pub type NameId = u32;
 
 /// Interned strings of one rank: kernel names, op names, raw `Input Dims` / `Input type` text.
 ///
-/// Keyed by the raw bytes of the trace, so a name seen before costs one hash lookup and no UTF-8
-/// validation; only a new name is converted (bad UTF-8 replaced).
+/// Found by the hash of the raw bytes of the trace, so a name seen before costs one hash lookup
+/// and no UTF-8 validation; only a new name is converted (bad UTF-8 replaced). Each name is kept
+/// once: the index holds ids, compared against `names` (a run of a million distinct names).
 #[derive(Debug, Default, Clone)]
 pub struct NameTable {
     names: Vec<Box<str>>,
-    by_bytes: FxHashMap<Box<[u8]>, NameId>,
-    /// Names whose bytes were not valid UTF-8 map to the same text once replaced.
-    by_text: FxHashMap<Box<str>, NameId>,
+    /// The id of every name, by the hash of its text ([`name_hash`]).
+    by_text: HashTable<NameId>,
+    /// Raw names that were not valid UTF-8, by their bytes (their text is in `by_text`).
+    by_bad_bytes: FxHashMap<Box<[u8]>, NameId>,
     /// Distinct raw names that were not valid UTF-8, and the first of them (replaced).
     not_utf8: u64,
     first_not_utf8: Option<NameId>,
@@ -31,6 +36,11 @@ pub struct NameTable {
     /// they are not the name's text (not UTF-8). Replaying it in another table
     /// ([`NameTable::absorb`]) gives that table the same state as interning the names there.
     raws: Vec<(NameId, Option<Box<[u8]>>)>,
+}
+
+/// The hash a name is found by: of its bytes, raw or text alike.
+fn name_hash(bytes: &[u8]) -> u64 {
+    FxBuildHasher.hash_one(bytes)
 }
 
 /// Two tables are equal when they hold the same names under the same ids and found the same
@@ -66,27 +76,53 @@ impl NameTable {
         if raw.len() > MAX_NAME {
             return self.intern_bytes(&truncated_name(raw));
         }
-        if let Some(&id) = self.by_bytes.get(raw) {
+        let hash = name_hash(raw);
+        let names = &self.names;
+        if let Some(&id) = self
+            .by_text
+            .find(hash, |&id| names[id as usize].as_bytes() == raw)
+        {
             return id;
         }
-        let text = String::from_utf8_lossy(raw);
-        let id = match self.by_text.get(text.as_ref()) {
-            Some(&id) => id,
-            None => {
-                let id = self.names.len() as NameId;
-                self.names.push(text.as_ref().into());
-                self.by_text.insert(text.as_ref().into(), id);
+        if !self.by_bad_bytes.is_empty() {
+            if let Some(&id) = self.by_bad_bytes.get(raw) {
+                return id;
+            }
+        }
+        let id = match String::from_utf8_lossy(raw) {
+            Cow::Borrowed(text) => {
+                let id = self.add(hash, text);
+                self.raws.push((id, None));
+                id
+            }
+            // Names that are not UTF-8 are found by their bytes and share the id of their text.
+            Cow::Owned(text) => {
+                let text_hash = name_hash(text.as_bytes());
+                let names = &self.names;
+                let id = match self
+                    .by_text
+                    .find(text_hash, |&id| *names[id as usize] == *text)
+                {
+                    Some(&id) => id,
+                    None => self.add(text_hash, &text),
+                };
+                self.not_utf8 += 1;
+                self.first_not_utf8.get_or_insert(id);
+                self.raws.push((id, Some(raw.into())));
+                self.by_bad_bytes.insert(raw.into(), id);
                 id
             }
         };
-        if let std::borrow::Cow::Owned(_) = text {
-            self.not_utf8 += 1;
-            self.first_not_utf8.get_or_insert(id);
-            self.raws.push((id, Some(raw.into())));
-        } else {
-            self.raws.push((id, None));
-        }
-        self.by_bytes.insert(raw.into(), id);
+        id
+    }
+
+    /// A new name, of this hash.
+    fn add(&mut self, hash: u64, text: &str) -> NameId {
+        let id = self.names.len() as NameId;
+        self.names.push(text.into());
+        let names = &self.names;
+        self.by_text
+            .insert_unique(hash, id, |&id| name_hash(names[id as usize].as_bytes()));
         id
     }
 
@@ -95,6 +131,13 @@ impl NameTable {
     /// `other`'s ids.
     pub(crate) fn absorb(&mut self, other: &NameTable) -> Vec<NameId> {
         let mut ids = vec![0; other.names.len()];
+        // Room for them all at once: a chunk of a million new names grows the table once.
+        let names = &self.names;
+        self.by_text.reserve(other.names.len(), |&id| {
+            name_hash(names[id as usize].as_bytes())
+        });
+        self.names.reserve(other.names.len());
+        self.raws.reserve(other.raws.len());
         for (id, bad) in &other.raws {
             let raw = match bad {
                 Some(bytes) => bytes,
@@ -117,7 +160,11 @@ impl NameTable {
 
     /// The id of `name` if it was interned.
     pub fn lookup(&self, name: &str) -> Option<NameId> {
-        self.by_text.get(name).copied()
+        self.by_text
+            .find(name_hash(name.as_bytes()), |&id| {
+                *self.names[id as usize] == *name
+            })
+            .copied()
     }
 
     pub fn len(&self) -> usize {
@@ -476,6 +523,25 @@ mod tests {
         let a = names.intern_bytes(b"k\xff");
         assert_eq!(names.intern_bytes(b"k\xfe"), a);
         assert_eq!(names.get(a), "k\u{fffd}");
+    }
+
+    #[test]
+    fn a_name_and_a_bad_name_of_the_same_text_are_one_name_in_either_order() {
+        let mut names = NameTable::default();
+        let a = names.intern("k\u{fffd}");
+        assert_eq!(names.intern_bytes(b"k\xff"), a);
+        assert_eq!(names.lookup("k\u{fffd}"), Some(a));
+        let b = names.intern_bytes(b"j\xfe");
+        assert_eq!(names.intern("j\u{fffd}"), b);
+        assert_eq!(names.intern_bytes(b"j\xff"), b);
+        assert_eq!(names.lookup("j\u{fffd}"), Some(b));
+        assert_eq!(names.lookup("nothing"), None);
+        assert_eq!(names.len(), 2);
+        assert_eq!(names.not_utf8(), (3, Some("k\u{fffd}")));
+        // Absorbing replays the same names under the same ids.
+        let mut other = NameTable::default();
+        assert_eq!(other.absorb(&names), vec![0, 1]);
+        assert_eq!(other, names);
     }
 
     #[test]

@@ -267,6 +267,22 @@ pub fn scenario_names() -> &'static [&'static str] {
     scenario::NAMES
 }
 
+/// Every kernel name a scenario can write: as specified, under the protocol switch, renamed and
+/// rebuilt (for tests of the taxonomy).
+#[cfg(test)]
+pub(crate) fn scenario_kernel_names(name: &str) -> Option<Vec<String>> {
+    let sc = scenario::by_name(name)?;
+    let mut names: Vec<String> = sc.specs.iter().map(|s| s.name.to_string()).collect();
+    names.push(sc.protocol.1.to_string());
+    let variants: Vec<String> = names
+        .iter()
+        .flat_map(|n| [rename::renamed(n), rename::rebuilt(n)])
+        .collect();
+    names.extend(variants);
+    names.push(rename::UNKNOWN_MOE_NAME.to_string());
+    Some(names)
+}
+
 #[derive(Debug, Clone)]
 pub struct SynthSummary {
     pub scenario: String,

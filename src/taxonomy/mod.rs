@@ -13,9 +13,12 @@ use std::sync::{Arc, OnceLock};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+use prefilter::Prefilter;
+
 use crate::reader::model::{GpuActivity, GpuKind, NameId, NameTable, RankTrace};
 
 mod demangle;
+mod prefilter;
 mod suggest;
 pub use demangle::{demangle, readable};
 pub use suggest::{rule_stem, suggest, Suggestion};
@@ -277,6 +280,11 @@ fn hta_comm_regex() -> &'static Regex {
     HTA.get_or_init(|| Regex::new(HTA_COMM_PATTERN).expect("HTA_COMM_PATTERN is a valid regex"))
 }
 
+fn builtin_prefilter() -> &'static Prefilter {
+    static PREFILTER: OnceLock<Prefilter> = OnceLock::new();
+    PREFILTER.get_or_init(|| Prefilter::new(builtin_rules()))
+}
+
 /// The embedded rule table.
 const BUILTIN_RULES: &str = include_str!("rules.toml");
 const BUILTIN_ORIGIN: &str = "built-in rules.toml";
@@ -436,6 +444,9 @@ pub struct Taxonomy {
     user: Vec<Rule>,
     builtin: &'static [Rule],
     comm_rule: CommRule,
+    /// The literal prefilter of a table with user rules, made on first use (the built-in
+    /// table's is shared, [`builtin_prefilter`]).
+    prefilter: OnceLock<Prefilter>,
 }
 
 impl Default for Taxonomy {
@@ -451,6 +462,7 @@ impl Taxonomy {
             user: Vec::new(),
             builtin: builtin_rules(),
             comm_rule: CommRule::Taxonomy,
+            prefilter: OnceLock::new(),
         }
     }
 
@@ -546,7 +558,16 @@ impl Taxonomy {
     /// Adds user rules, tried before the built-in ones and after user rules added earlier.
     pub fn with_rules(mut self, rules: Vec<Rule>) -> Taxonomy {
         self.user.extend(rules);
+        self.prefilter = OnceLock::new();
         self
+    }
+
+    /// The literal prefilter of this table, rules in the order [`Taxonomy::rules`] tries them.
+    fn prefilter(&self) -> &Prefilter {
+        if self.user.is_empty() {
+            return builtin_prefilter();
+        }
+        self.prefilter.get_or_init(|| Prefilter::new(self.rules()))
     }
 
     /// All rules in the order they are tried.
@@ -555,17 +576,27 @@ impl Taxonomy {
     }
 
     /// The class of a kernel name. Mangled names are demangled first; a rule matches either form.
+    /// Rules whose literals the name does not hold are skipped ([`prefilter`]): they cannot match.
     pub fn classify(&self, name: &str) -> Class {
         let demangled = demangle(name);
         let d = demangled.as_deref();
+        let candidates = self.prefilter().candidates(name, d);
+        self.classify_among(name, d, |position| candidates.may_match(position))
+    }
+
+    /// [`Taxonomy::classify`] trying the rules at the positions `tried` allows, in order.
+    fn classify_among(&self, name: &str, d: Option<&str>, tried: impl Fn(usize) -> bool) -> Class {
+        let mut rules = self
+            .rules()
+            .enumerate()
+            .filter(|(i, _)| tried(*i))
+            .map(|(_, r)| r);
         match self.comm_rule {
-            CommRule::Taxonomy => self
-                .rules()
+            CommRule::Taxonomy => rules
                 .find(|rule| rule.matches_either(name, d))
                 .map_or_else(|| OTHER_CLASS.clone(), Rule::class),
             CommRule::Hta if hta_comm_regex().is_match(name) => {
-                let comm = self
-                    .rules()
+                let comm = rules
                     .find(|rule| rule.category == Category::Comm && rule.matches_either(name, d));
                 Class {
                     category: Category::Comm,
@@ -574,11 +605,17 @@ impl Taxonomy {
                     helper: false,
                 }
             }
-            CommRule::Hta => self
-                .rules()
+            CommRule::Hta => rules
                 .find(|rule| rule.category != Category::Comm && rule.matches_either(name, d))
                 .map_or_else(|| OTHER_CLASS.clone(), Rule::class),
         }
+    }
+
+    /// [`Taxonomy::classify`] trying every rule: what the prefilter must not change.
+    #[cfg(test)]
+    pub(crate) fn classify_unfiltered(&self, name: &str) -> Class {
+        let demangled = demangle(name);
+        self.classify_among(name, demangled.as_deref(), |_| true)
     }
 
     /// The class of a GPU activity: memcpy and memset activities are `memcpy` whatever their
@@ -617,10 +654,17 @@ impl Taxonomy {
         run.traces
             .par_iter()
             .map(|t| {
-                let classes = self.classify_trace(t);
-                (0..t.names.len() as NameId)
-                    .map(|id| classes.get(id).unwrap_or(&OTHER_CLASS).clone())
-                    .collect()
+                // Each kernel name classified once, straight into the dense list.
+                let mut classes = vec![OTHER_CLASS.clone(); t.names.len()];
+                let mut done = vec![false; t.names.len()];
+                for activity in t.gpu.iter().filter(|a| a.kind == GpuKind::Kernel) {
+                    let id = activity.name as usize;
+                    if id < done.len() && !done[id] {
+                        done[id] = true;
+                        classes[id] = self.classify(t.names.get(activity.name));
+                    }
+                }
+                classes
             })
             .collect()
     }

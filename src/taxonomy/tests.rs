@@ -654,3 +654,86 @@ fn tables_show_demangled_names() {
         "aiter::mla_a8w8_qh16_qseqlen1_gqaratio16_ps"
     );
 }
+
+/// Every name the tests know, and variants of each: upper and lower case, a `void ` head, a
+/// build suffix, a non-ASCII letter that `(?i)` folds (`ſ`, the Kelvin sign).
+fn prefilter_corpus() -> Vec<String> {
+    let b200 = include_str!("testdata/b200_kernel_names.txt");
+    let mut names: Vec<String> = TRACE_CASES
+        .iter()
+        .chain(REFERENCE_CASES)
+        .chain(STRUCTURE_CASES)
+        .map(|&(n, _, _)| n.to_string())
+        .chain(
+            b200.lines()
+                .filter(|l| !l.starts_with('#') && !l.is_empty())
+                .map(str::to_string),
+        )
+        .chain(
+            crate::synth::scenario_names()
+                .iter()
+                .flat_map(|s| crate::synth::scenario_kernel_names(s).unwrap_or_default()),
+        )
+        .collect();
+    let variants: Vec<String> = names
+        .iter()
+        .flat_map(|n| {
+            [
+                n.to_uppercase(),
+                n.to_lowercase(),
+                format!("void {n}"),
+                format!("{n}_u12345"),
+                n.replacen('s', "\u{17F}", 1),
+                n.replacen('k', "\u{212A}", 1),
+            ]
+        })
+        .collect();
+    names.extend(variants);
+    names.extend(
+        [
+            "",
+            "x",
+            "_Z",
+            "ncclKernel",
+            "hipMemcpy",
+            "void ",
+            "\u{212A}ernel",
+        ]
+        .map(String::from),
+    );
+    names
+}
+
+#[test]
+fn the_prefilter_leaves_every_class_as_trying_every_rule_gives() {
+    let user = Taxonomy::from_toml_str(
+        r#"
+        [[rule]]
+        regex = '(?i)my_?fancy_?reduce'
+        category = "comm"
+        collective = "allreduce"
+        [[rule]]
+        regex = '^\w+$'
+        category = "other"
+        "#,
+        "test",
+    )
+    .unwrap();
+    let tables = [
+        Taxonomy::builtin(),
+        Taxonomy::hta_compatible(),
+        Taxonomy::builtin().with_rules(user.clone()),
+        Taxonomy::hta_compatible().with_rules(user),
+    ];
+    let names = prefilter_corpus();
+    assert!(names.len() > 1000, "{}", names.len());
+    for taxonomy in &tables {
+        for name in &names {
+            assert_eq!(
+                taxonomy.classify(name),
+                taxonomy.classify_unfiltered(name),
+                "{name}"
+            );
+        }
+    }
+}
