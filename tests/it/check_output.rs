@@ -372,3 +372,40 @@ fn the_decode_step_p90_is_recorded_and_gated() {
     );
     assert!(p90["samples"].as_u64().unwrap() > 10, "{p90}");
 }
+
+/// A `baseline update` killed in the middle of writing leaves the old baseline whole. A file-size
+/// limit (`ulimit -f`) below the baseline's size kills the process with SIGXFSZ at its first write
+/// past the limit: deterministic, where a timed kill is not. Without the limit, the same update
+/// does change the file, so the write was really under way.
+#[cfg(unix)]
+#[test]
+fn a_baseline_update_killed_while_writing_leaves_the_old_baseline_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = synth(Some("moe=1.2"));
+    let baseline = dir.path().join("team.toml");
+    let old = shipped_with("[metrics.comm_pct]", "# ours\n[metrics.comm_pct]");
+    std::fs::write(&baseline, &old).unwrap();
+    assert!(old.len() > 4096, "the limit below must cut the write");
+    let update = |limit: &str| {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -f {limit} && exec \"$0\" \"$@\""))
+            .arg(assert_cmd::cargo::cargo_bin("tracegate"))
+            .args(["baseline", "update", "--baseline"])
+            .arg(&baseline)
+            .arg(&run)
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_WORKSPACE")
+            .output()
+            .unwrap()
+    };
+    // 2 blocks: 1,024 bytes in POSIX sh (512-byte blocks), 2,048 in bash.
+    let killed = update("2");
+    assert!(!killed.status.success(), "{killed:?}");
+    assert_eq!(std::fs::read_to_string(&baseline).unwrap(), old);
+    let whole = update("unlimited");
+    assert!(whole.status.success(), "{whole:?}");
+    let new = std::fs::read_to_string(&baseline).unwrap();
+    assert_ne!(new, old);
+    assert!(new.contains("# ours\n[metrics.comm_pct]"), "{new}");
+}
