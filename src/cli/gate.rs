@@ -18,6 +18,7 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
             ("--verdict-out", args.verdict_out.as_ref()),
         ],
     )?;
+    args.github.check_event_file()?;
     let identity = args.identity.resolve()?;
     let run = read_run(&args.paths)?;
     let baseline = match (&args.baseline, &args.baselines) {
@@ -66,6 +67,7 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
 
 pub(super) fn sweep(args: SweepArgs) -> Result<i32> {
     confine_paths(&[], &[("--output", args.output.as_ref())])?;
+    args.github.check_event_file()?;
     let expect: Vec<String> = args
         .expect
         .iter()

@@ -65,8 +65,10 @@ fn a_special_file_as_baseline_is_refused_without_reading_it() {
     );
 }
 
+/// Case 10: an event payload no runner writes is refused before anything is judged (exit 2),
+/// naming the variable and the file, never read. A real payload is covered by `github.rs`.
 #[test]
-fn an_endless_event_payload_is_a_warning_not_a_hang() {
+fn an_endless_event_payload_is_refused_not_read() {
     let out = tracegate()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .arg("check")
@@ -79,9 +81,30 @@ fn an_endless_event_payload_is_a_warning_not_a_hang() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("/dev/zero") && stderr.contains("not a regular file"),
+        stderr.contains("GITHUB_EVENT_PATH /dev/zero: not a regular file, refused"),
+        "{stderr}"
+    );
+    // Over GitHub's 25 MB (a sparse file: nothing is written), and for a sweep as for a check.
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("event.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(26 << 20)
+        .unwrap();
+    let out = tracegate()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["sweep", "--github", "--repo", "o/r"])
+        .arg(dir.path())
+        .env("GITHUB_EVENT_PATH", &big)
+        .env("GITHUB_TOKEN", "t")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("over the 25 MiB of any GitHub event payload"),
         "{stderr}"
     );
 }
