@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hostile inputs of issue 21, cases 5-9, at full size: generates them into a temp dir and
+# The hostile inputs of issue 21, cases 5-10, at full size: generates them into a temp dir and
 # prints, for each, the exit status, the wall time and the peak RSS (/usr/bin/time), and the first
 # line of what tracegate said. Every case must answer in under 10 s (15 s for 10^6 names, 5 s for
 # the pooled calls) and the huge strings must stay under --max-memory 1G.
@@ -38,7 +38,7 @@ measure() { # label binary args...
 
 both() { # label args...
   local label=$1; shift
-  case " ${CASES:-5 6 7 8 9} " in *" ${label%% *} "*) ;; *) return ;; esac
+  case " ${CASES:-5 6 7 8 9 10} " in *" ${label%% *} "*) ;; *) return ;; esac
   measure "$label" "$BIN" "$@"
   [ -n "$BEFORE" ] && measure "$label" "$BEFORE" "$@"
 }
@@ -51,7 +51,7 @@ both "6 TP-0 + TP-4000000000" extract "$TMP/tp-4e9"
 both "7 name 128 MiB" --max-memory 1G inspect "$TMP/name-128m.json"
 both "7 name 128 MiB, --max-string 256M" --max-memory 1G --max-string 256M inspect "$TMP/name-128m.json"
 only() { # label args...: the build measured only
-  case " ${CASES:-5 6 7 8 9} " in *" ${1%% *} "*) measure "$@" ;; esac
+  case " ${CASES:-5 6 7 8 9 10} " in *" ${1%% *} "*) measure "$@" ;; esac
 }
 only "7 name 2 GiB" "$BIN" --max-memory 1G inspect "$TMP/name-2g.json"
 only "7 name 2 GiB, --max-string 4G" "$BIN" --max-memory 1G --max-string 4G inspect "$TMP/name-2g.json"
@@ -66,3 +66,6 @@ both "9 extract, pooled calls" extract "$TMP/pooled"
 # 9 at 1.6 M calls: the lean run of hostile.py (allreduce kernels and a little compute per step).
 both "9 check, 1.6 M pooled calls" check "$TMP/calls" --baseline "$BASELINE" --no-github
 both "9 extract, 1.6 M pooled calls" extract "$TMP/calls"
+# 10: an endless GitHub event payload, refused before anything is read (run through env).
+only "10 GITHUB_EVENT_PATH=/dev/zero" env GITHUB_EVENT_PATH=/dev/zero GITHUB_TOKEN=t "$BIN" \
+  check "$TMP/world-2e32" --baseline "$BASELINE" --github --repo o/r
