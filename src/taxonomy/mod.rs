@@ -653,19 +653,7 @@ impl Taxonomy {
         use rayon::prelude::*;
         run.traces
             .par_iter()
-            .map(|t| {
-                // Each kernel name classified once, straight into the dense list.
-                let mut classes = vec![OTHER_CLASS.clone(); t.names.len()];
-                let mut done = vec![false; t.names.len()];
-                for activity in t.gpu.iter().filter(|a| a.kind == GpuKind::Kernel) {
-                    let id = activity.name as usize;
-                    if id < done.len() && !done[id] {
-                        done[id] = true;
-                        classes[id] = self.classify(t.names.get(activity.name));
-                    }
-                }
-                classes
-            })
+            .map(|t| self.classify_trace(t).into_dense())
             .collect()
     }
 
@@ -706,6 +694,15 @@ impl NameClasses {
 
     pub fn category_of(&self, activity: &GpuActivity) -> Category {
         self.of(activity).category
+    }
+
+    /// The dense list [`Taxonomy::classify_run`] hands on: names not classified get `other`.
+    /// Moves the classes out (a run may have a million names): no class is copied.
+    pub fn into_dense(self) -> Vec<Class> {
+        self.classes
+            .into_iter()
+            .map(|c| c.unwrap_or_else(|| OTHER_CLASS.clone()))
+            .collect()
     }
 }
 
