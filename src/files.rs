@@ -10,8 +10,10 @@ pub const TEXT_CAP: u64 = 16 << 20;
 /// GitHub's webhook payloads are at most 25 MB.
 pub const EVENT_CAP: u64 = 25 << 20;
 
-/// The text of a regular file of at most `cap` bytes.
-pub fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
+/// Refuses, from its metadata alone, what is not a regular file of at most `cap` bytes: the
+/// checks [`read_text_capped`] makes before it reads (`InvalidInput`: not a regular file;
+/// `InvalidData`: too large).
+pub fn check_regular_capped(path: &Path, cap: u64) -> std::io::Result<()> {
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
         return Err(std::io::Error::new(
@@ -19,16 +21,29 @@ pub fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
             "not a regular file",
         ));
     }
+    if meta.len() > cap {
+        return Err(too_large(cap));
+    }
+    Ok(())
+}
+
+fn too_large(cap: u64) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("larger than {} MiB", cap >> 20),
+    )
+}
+
+/// The text of a regular file of at most `cap` bytes.
+pub fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
+    check_regular_capped(path, cap)?;
     let mut text = String::new();
     // Read one byte past the cap: a file that grows while being read is still caught.
     std::fs::File::open(path)?
         .take(cap + 1)
         .read_to_string(&mut text)?;
     if text.len() as u64 > cap {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("larger than {} MiB", cap >> 20),
-        ));
+        return Err(too_large(cap));
     }
     Ok(text)
 }

@@ -395,38 +395,6 @@ impl GithubArgs {
         })
     }
 
-    /// Refuses, before anything is judged, an event payload that no runner writes: a special
-    /// file (`/dev/zero`, a FIFO) or one over GitHub's 25 MB. It is only read for the comment's
-    /// pull request, so only when a comment may be written and `--pr` does not give it. A path
-    /// that does not exist stays a warning at comment time, like a missing token.
-    pub fn check_event_file(&self) -> anyhow::Result<()> {
-        if !self.enabled() || self.comment == crate::github::CommentMode::Off || self.pr.is_some() {
-            return Ok(());
-        }
-        let Some(path) = std::env::var_os("GITHUB_EVENT_PATH").filter(|p| !p.is_empty()) else {
-            return Ok(());
-        };
-        let Ok(meta) = std::fs::metadata(&path) else {
-            return Ok(());
-        };
-        let shown = std::path::Path::new(&path).display();
-        if !meta.is_file() {
-            anyhow::bail!(
-                "GITHUB_EVENT_PATH {shown}: not a regular file, refused (a runner writes the \
-                 event payload as a JSON file)"
-            );
-        }
-        if meta.len() > crate::files::EVENT_CAP {
-            anyhow::bail!(
-                "GITHUB_EVENT_PATH {shown}: {} bytes, over the {} MiB of any GitHub event payload, \
-                 refused",
-                meta.len(),
-                crate::files::EVENT_CAP >> 20
-            );
-        }
-        Ok(())
-    }
-
     pub fn options(
         &self,
         report_path: Option<&PathBuf>,

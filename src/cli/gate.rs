@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::args::{CheckArgs, SweepArgs};
+use super::args::{CheckArgs, GithubArgs, SweepArgs};
 use super::{confine_paths, read_run, write_output};
 use crate::pipeline;
 
@@ -18,7 +18,7 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
             ("--verdict-out", args.verdict_out.as_ref()),
         ],
     )?;
-    args.github.check_event_file()?;
+    check_event_file(&args.github)?;
     let identity = args.identity.resolve()?;
     let run = read_run(&args.paths)?;
     let baseline = match (&args.baseline, &args.baselines) {
@@ -67,7 +67,7 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
 
 pub(super) fn sweep(args: SweepArgs) -> Result<i32> {
     confine_paths(&[], &[("--output", args.output.as_ref())])?;
-    args.github.check_event_file()?;
+    check_event_file(&args.github)?;
     let expect: Vec<String> = args
         .expect
         .iter()
@@ -86,4 +86,13 @@ pub(super) fn sweep(args: SweepArgs) -> Result<i32> {
         crate::github::publish(&publication, &options);
     }
     Ok(merged.exit_code)
+}
+
+/// With `--github`, an event payload no runner writes is refused before anything is read.
+fn check_event_file(github: &GithubArgs) -> Result<()> {
+    if github.enabled() {
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        crate::github::context::check_event_file(&github.options(None, false), &env)?;
+    }
+    Ok(())
 }

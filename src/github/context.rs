@@ -89,6 +89,37 @@ pub fn pr_from_ref(git_ref: &str) -> Option<u64> {
         .flatten()
 }
 
+/// Refuses, before anything is judged, an event payload that no runner writes: a special file
+/// (`/dev/zero`, a FIFO) or one over GitHub's 25 MB. [`Context::discover`] reads it for the
+/// comment's pull request only, so it is checked only when a comment may be written and `--pr`
+/// does not give the pull request. A path that does not exist or cannot be read stays a warning
+/// at comment time, like a missing token.
+pub fn check_event_file(
+    options: &Options,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), GithubError> {
+    if options.comment == super::CommentMode::Off || options.pr.is_some() {
+        return Ok(());
+    }
+    let Some(path) = env("GITHUB_EVENT_PATH") else {
+        return Ok(());
+    };
+    match crate::files::check_regular_capped(path.as_ref(), crate::files::EVENT_CAP) {
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData
+            ) =>
+        {
+            Err(GithubError::Context(format!(
+                "GITHUB_EVENT_PATH {path}: {e}, refused (a runner writes the event payload as a \
+                 JSON file of at most 25 MB)"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 impl Context {
     /// Resolves the comment's target from the options, then the environment (`env` returns a
     /// variable's non-empty value).
