@@ -17,7 +17,7 @@ use super::numbers::{micros_to_ns, parse_dim3, parse_u64, track_id};
 
 /// The raw bytes of a JSON string (escapes resolved, UTF-8 not yet checked), borrowed when it can
 /// be: names are interned by their bytes and validated only the first time they are seen.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct RawStr<'a>(pub Cow<'a, [u8]>);
 
 impl RawStr<'_> {
@@ -52,28 +52,45 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawStr<'a> {
     }
 }
 
-/// The arguments the analysis reads; every other key is skipped without being parsed.
-#[derive(Debug, Default)]
-pub struct RawArgs<'a> {
-    pub external_id: Option<&'a RawValue>,
-    pub correlation: Option<&'a RawValue>,
-    pub stream: Option<&'a RawValue>,
-    pub device: Option<&'a RawValue>,
-    pub grid: Option<&'a RawValue>,
-    pub block: Option<&'a RawValue>,
-    pub input_dims: Option<&'a RawValue>,
-    pub input_type: Option<&'a RawValue>,
+/// The raw JSON text of a value (a number, a string with its quotes, an array), borrowed from
+/// the input: numbers are converted exactly from their text. Checked to be UTF-8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawText<'a>(pub &'a str);
+
+impl<'a> RawText<'a> {
+    pub fn get(&self) -> &'a str {
+        self.0
+    }
 }
 
-#[derive(Debug)]
+impl<'de: 'a, 'a> Deserialize<'de> for RawText<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d).map(|v| RawText(v.get()))
+    }
+}
+
+/// The arguments the analysis reads; every other key is skipped without being parsed.
+#[derive(Debug, Default, PartialEq)]
+pub struct RawArgs<'a> {
+    pub external_id: Option<RawText<'a>>,
+    pub correlation: Option<RawText<'a>>,
+    pub stream: Option<RawText<'a>>,
+    pub device: Option<RawText<'a>>,
+    pub grid: Option<RawText<'a>>,
+    pub block: Option<RawText<'a>>,
+    pub input_dims: Option<RawText<'a>>,
+    pub input_type: Option<RawText<'a>>,
+}
+
+#[derive(Debug, Default, PartialEq)]
 pub struct RawEvent<'a> {
     pub ph: Option<RawStr<'a>>,
     pub cat: Option<RawStr<'a>>,
     pub name: Option<RawStr<'a>>,
-    pub pid: Option<&'a RawValue>,
-    pub tid: Option<&'a RawValue>,
-    pub ts: Option<&'a RawValue>,
-    pub dur: Option<&'a RawValue>,
+    pub pid: Option<RawText<'a>>,
+    pub tid: Option<RawText<'a>>,
+    pub ts: Option<RawText<'a>>,
+    pub dur: Option<RawText<'a>>,
     pub args: Option<RawArgs<'a>>,
 }
 
@@ -129,24 +146,24 @@ macro_rules! byte_keyed {
 }
 
 byte_keyed!(RawArgs, SeqArgs, "RawArgs",
-    external_id: &'a RawValue = b"External id",
-    correlation: &'a RawValue = b"correlation",
-    stream: &'a RawValue = b"stream",
-    device: &'a RawValue = b"device",
-    grid: &'a RawValue = b"grid",
-    block: &'a RawValue = b"block",
-    input_dims: &'a RawValue = b"Input Dims",
-    input_type: &'a RawValue = b"Input type",
+    external_id: RawText<'a> = b"External id",
+    correlation: RawText<'a> = b"correlation",
+    stream: RawText<'a> = b"stream",
+    device: RawText<'a> = b"device",
+    grid: RawText<'a> = b"grid",
+    block: RawText<'a> = b"block",
+    input_dims: RawText<'a> = b"Input Dims",
+    input_type: RawText<'a> = b"Input type",
 );
 
 byte_keyed!(RawEvent, SeqEvent, "RawEvent",
     ph: RawStr<'a> = b"ph",
     cat: RawStr<'a> = b"cat",
     name: RawStr<'a> = b"name",
-    pid: &'a RawValue = b"pid",
-    tid: &'a RawValue = b"tid",
-    ts: &'a RawValue = b"ts",
-    dur: &'a RawValue = b"dur",
+    pid: RawText<'a> = b"pid",
+    tid: RawText<'a> = b"tid",
+    ts: RawText<'a> = b"ts",
+    dur: RawText<'a> = b"dur",
     args: RawArgs<'a> = b"args",
 );
 
@@ -200,8 +217,8 @@ pub fn classify_cat(cat: &[u8]) -> Kept {
     }
 }
 
-fn raw(v: Option<&RawValue>) -> Option<&str> {
-    v.map(RawValue::get).filter(|t| *t != "null")
+fn raw(v: Option<RawText<'_>>) -> Option<&str> {
+    v.map(|t| t.get()).filter(|t| *t != "null")
 }
 
 fn is_graph_launch(name: &[u8]) -> bool {

@@ -402,7 +402,7 @@ pub(super) fn read_event_list<R: Read>(
     chunk: bool,
 ) -> Result<ListEnd, ReadErrorKind> {
     let ctx = |e| scan_error(e, gzip, "the traceEvents array");
-    let mut last: Option<(Vec<u8>, usize)> = None;
+    let mut last: Option<LastPid> = None;
     let mut after_comma = false;
     let mut checked_at = scan.offset();
     loop {
@@ -475,21 +475,28 @@ fn pid_text(bytes: &[u8]) -> Option<&[u8]> {
     Some(&value[..end])
 }
 
-/// The sink an event goes to: one per process label of a merged file, else the unlabelled one.
+/// The pid text of the previous event and where it went: events of one process come in runs, so
+/// most pids are resolved by one comparison.
+struct LastPid {
+    text: Vec<u8>,
+    sink: usize,
+    device: Option<u64>,
+}
+
+/// The sink an event goes to (one per process label of a merged file, else the unlabelled one)
+/// and the device number its pid names.
 fn sink_for(
     contents: &mut FileContents,
     pid: Option<&str>,
-    last: &mut Option<(Vec<u8>, usize)>,
+    last: &mut Option<LastPid>,
 ) -> (usize, Option<u64>) {
     let Some(pid) = pid else { return (0, None) };
-    let numeric = super::numbers::parse_u64(pid);
-    if let Some((last_pid, idx)) = last {
-        if last_pid.as_slice() == pid.as_bytes() {
-            let device = numeric.or_else(|| process_label(pid).and_then(|(_, n)| n));
-            return (*idx, device);
+    if let Some(last) = last {
+        if last.text.as_slice() == pid.as_bytes() {
+            return (last.sink, last.device);
         }
     }
-    let (idx, device) = match process_label(pid) {
+    let (sink, device) = match process_label(pid) {
         Some((label, number)) => {
             let idx = match contents.by_label.get(label) {
                 Some(&i) => i,
@@ -504,15 +511,19 @@ fn sink_for(
             };
             (idx, number)
         }
-        None => (0, numeric),
+        None => (0, super::numbers::parse_u64(pid)),
     };
-    *last = Some((pid.as_bytes().to_vec(), idx));
-    (idx, device)
+    *last = Some(LastPid {
+        text: pid.as_bytes().to_vec(),
+        sink,
+        device,
+    });
+    (sink, device)
 }
 
 #[cfg(test)]
 thread_local! {
-    /// Bytes handed to serde by [`read_one_event`], to count the work a long event costs.
+    /// Bytes handed to a parser by [`read_one_event`], to count the work a long event costs.
     static PARSED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
@@ -525,7 +536,7 @@ fn read_one_event<R: Read>(
     scan: &mut Scanner<R>,
     contents: &mut FileContents,
     gzip: bool,
-    last: &mut Option<(Vec<u8>, usize)>,
+    last: &mut Option<LastPid>,
 ) -> Result<(), ReadErrorKind> {
     let ctx = |e| scan_error(e, gzip, "the traceEvents array");
     scan.buffer_at_least(EVENT_HEAD).map_err(ctx)?;
@@ -551,13 +562,30 @@ fn read_one_event<R: Read>(
         contents.sinks[idx].stats.python_functions_skipped += 1;
         return Ok(());
     }
-    let mut events = serde_json::Deserializer::from_slice(scan.buffered()).into_iter::<RawEvent>();
-    let first = events.next();
+    // Kineto's plain events take the fast path; anything it cannot vouch for goes to serde.
+    let mut event = RawEvent::default();
+    let fast = super::fast::parse_event(scan.buffered(), &mut event);
+    // What the fast path read: the event, or at most the buffer when it gave up.
     #[cfg(test)]
-    PARSED.with(|p| p.set(p.get() + events.byte_offset() as u64));
-    match first {
-        Some(Ok(event)) => {
-            let used = events.byte_offset();
+    PARSED.with(|p| p.set(p.get() + *fast.as_ref().unwrap_or(&scan.buffered().len()) as u64));
+    let parsed = match fast {
+        Ok(used) => Some(Ok(used)),
+        Err(super::fast::GiveUp) => {
+            let mut events =
+                serde_json::Deserializer::from_slice(scan.buffered()).into_iter::<RawEvent>();
+            let first = events.next();
+            #[cfg(test)]
+            PARSED.with(|p| p.set(p.get() + events.byte_offset() as u64));
+            first.map(|r| {
+                r.map(|ev| {
+                    event = ev;
+                    events.byte_offset()
+                })
+            })
+        }
+    };
+    match parsed {
+        Some(Ok(used)) => {
             // Framing measures strings; an event parsed straight from the buffer is measured
             // here, when it is long enough to hold one over the limit.
             let limit = super::memory::string_limit();

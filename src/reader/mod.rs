@@ -5,6 +5,7 @@
 
 mod error;
 mod event;
+mod fast;
 mod file;
 mod memory;
 pub mod model;
