@@ -22,47 +22,51 @@ fn unquote(raw: &str) -> &str {
 }
 
 /// Converts a microsecond text to integer nanoseconds, rounding below the nanosecond.
-/// `None` for anything that is not a finite number in range.
+/// `None` for anything that is not a finite number in range. One pass over the bytes: this runs
+/// twice per event.
 pub fn micros_to_ns(raw: &str) -> Option<i64> {
     let text = unquote(raw);
-    if text.is_empty() {
+    let bytes = text.as_bytes();
+    let (negative, digits) = match bytes.first()? {
+        b'-' => (true, &bytes[1..]),
+        b'+' => (false, &bytes[1..]),
+        _ => (false, bytes),
+    };
+    let mut at = 0;
+    let mut whole: i64 = 0;
+    while let Some(d) = digits.get(at).filter(|d| d.is_ascii_digit()) {
+        whole = whole.checked_mul(10)?.checked_add(i64::from(d - b'0'))?;
+        at += 1;
+    }
+    let int_len = at;
+    let (mut nanos, mut frac_len, mut round_up) = (0i64, 0usize, false);
+    if digits.get(at) == Some(&b'.') {
+        at += 1;
+        while let Some(d) = digits.get(at).filter(|d| d.is_ascii_digit()) {
+            if frac_len < 3 {
+                nanos = nanos * 10 + i64::from(d - b'0');
+            } else if frac_len == 3 {
+                // Round half up on the first dropped digit.
+                round_up = *d >= b'5';
+            }
+            frac_len += 1;
+            at += 1;
+        }
+    }
+    match digits.get(at) {
+        None => {}
+        Some(b'e' | b'E') => return scientific_micros_to_ns(text),
+        Some(_) => return None,
+    }
+    if int_len == 0 && frac_len == 0 {
         return None;
     }
-    if text.bytes().any(|b| b == b'e' || b == b'E') {
-        return scientific_micros_to_ns(text);
+    for _ in frac_len..3 {
+        nanos *= 10;
     }
-    let (negative, digits) = match text.as_bytes()[0] {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let (int_part, frac_part) = match digits.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (digits, ""),
-    };
-    if int_part.is_empty() && frac_part.is_empty() {
-        return None;
-    }
-    if !int_part.bytes().all(|b| b.is_ascii_digit())
-        || !frac_part.bytes().all(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    let whole: i64 = if int_part.is_empty() {
-        0
-    } else {
-        int_part.parse().ok()?
-    };
-    let mut nanos: i64 = 0;
-    let frac = frac_part.as_bytes();
-    for i in 0..3 {
-        nanos = nanos * 10 + frac.get(i).map_or(0, |d| (d - b'0') as i64);
-    }
-    // Round half up on the first dropped digit.
-    if frac.get(3).is_some_and(|d| *d >= b'5') {
-        nanos += 1;
-    }
-    let total = whole.checked_mul(1000)?.checked_add(nanos)?;
+    let total = whole
+        .checked_mul(1000)?
+        .checked_add(nanos + i64::from(round_up))?;
     Some(if negative { -total } else { total })
 }
 
@@ -79,6 +83,9 @@ fn scientific_micros_to_ns(text: &str) -> Option<i64> {
 /// string (`"0x1f"`). Ids may exceed `i64`, so the result is `u64`. Negative ids are rejected.
 pub fn parse_u64(raw: &str) -> Option<u64> {
     let text = unquote(raw);
+    if let Some(v) = plain_digits::<u64>(text.as_bytes()) {
+        return Some(v);
+    }
     if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         return u64::from_str_radix(hex, 16).ok();
     }
@@ -90,13 +97,49 @@ pub fn parse_u64(raw: &str) -> Option<u64> {
     (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < u64::MAX as f64).then_some(v as u64)
 }
 
-/// Parses a `[x, y, z]` launch dimension (grid or block).
+/// A non-empty run of decimal digits (an optional `+` first, as `str::parse` allows) that fits
+/// `T`; `None` for anything else.
+fn plain_digits<T>(bytes: &[u8]) -> Option<T>
+where
+    T: Copy + From<u8> + CheckedDecimal,
+{
+    let digits = bytes.strip_prefix(b"+").unwrap_or(bytes);
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v = T::from(0);
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.times_ten_plus(d - b'0')?;
+    }
+    Some(v)
+}
+
+trait CheckedDecimal: Sized {
+    fn times_ten_plus(self, digit: u8) -> Option<Self>;
+}
+
+impl CheckedDecimal for u64 {
+    fn times_ten_plus(self, digit: u8) -> Option<Self> {
+        self.checked_mul(10)?.checked_add(u64::from(digit))
+    }
+}
+
+impl CheckedDecimal for u32 {
+    fn times_ten_plus(self, digit: u8) -> Option<Self> {
+        self.checked_mul(10)?.checked_add(u32::from(digit))
+    }
+}
+
+/// Parses a `[x, y, z]` launch dimension (grid or block); parts after the third are ignored.
 pub fn parse_dim3(raw: &str) -> Option<[u32; 3]> {
     let text = raw.trim().strip_prefix('[')?.strip_suffix(']')?;
     let mut out = [1u32; 3];
     let mut count = 0;
-    for (slot, part) in out.iter_mut().zip(text.split(',')) {
-        *slot = part.trim().parse().ok()?;
+    for (slot, part) in out.iter_mut().zip(text.as_bytes().split(|&b| b == b',')) {
+        *slot = plain_digits(part.trim_ascii())?;
         count += 1;
     }
     (count > 0).then_some(out)
@@ -137,6 +180,15 @@ mod tests {
         assert_eq!(micros_to_ns("\"15\""), Some(15_000));
         assert_eq!(micros_to_ns("-2.5"), Some(-2_500));
         assert_eq!(micros_to_ns("1.5e3"), Some(1_500_000));
+        assert_eq!(micros_to_ns("5."), Some(5_000));
+        assert_eq!(micros_to_ns(".5"), Some(500));
+        assert_eq!(micros_to_ns("+7"), Some(7_000));
+        assert_eq!(micros_to_ns("1.99999"), Some(2_000));
+        assert_eq!(micros_to_ns("1.0004999"), Some(1_000));
+        assert_eq!(
+            micros_to_ns("9223372036854775"),
+            Some(9_223_372_036_854_775_000)
+        );
     }
 
     #[test]
@@ -151,6 +203,14 @@ mod tests {
             "1e300",
             "null",
             "-",
+            "-+5",
+            ".",
+            "1e",
+            "e5",
+            "1x",
+            "1.5x",
+            "9223372036854776",
+            "1E400",
         ] {
             assert_eq!(micros_to_ns(bad), None, "{bad}");
         }
@@ -165,6 +225,9 @@ mod tests {
         assert_eq!(parse_u64("12.0"), Some(12));
         assert_eq!(parse_u64("-1"), None);
         assert_eq!(parse_u64("\"Spans\""), None);
+        assert_eq!(parse_u64("+9"), Some(9));
+        assert_eq!(parse_u64("18446744073709551616"), None);
+        assert_eq!(parse_u64("1e2"), Some(100));
     }
 
     #[test]
@@ -172,6 +235,11 @@ mod tests {
         assert_eq!(parse_dim3("[32, 120, 1]"), Some([32, 120, 1]));
         assert_eq!(parse_dim3("[64]"), Some([64, 1, 1]));
         assert_eq!(parse_dim3("[a]"), None);
+        assert_eq!(parse_dim3("[]"), None);
+        assert_eq!(parse_dim3("[1,2,3,x]"), Some([1, 2, 3]));
+        assert_eq!(parse_dim3("[ 4 ,\t+5 ]"), Some([4, 5, 1]));
+        assert_eq!(parse_dim3("[4294967296]"), None);
+        assert_eq!(parse_dim3("[-1]"), None);
         assert_eq!(track_id("251"), 251);
         assert_eq!(track_id("\"Spans\""), track_id("\"Spans\""));
         assert_ne!(track_id("\"Spans\""), track_id("\"Traces\""));
