@@ -99,7 +99,7 @@ fn ms(ns: i64) -> f64 {
 }
 
 fn inspect_rank(t: &RankTrace) -> RankInspection {
-    let count = |kind| t.gpu.iter().filter(|a| a.kind == kind).count() as u64;
+    let count = |kind| t.gpu.iter().filter(|a| a.kind() == kind).count() as u64;
     let span = match (t.gpu.first(), t.gpu.iter().map(|a| a.end()).max()) {
         (Some(first), Some(end)) => end - first.ts,
         _ => 0,
@@ -130,7 +130,7 @@ fn inspect_rank(t: &RankTrace) -> RankInspection {
 fn streams(t: &RankTrace) -> Vec<StreamInspection> {
     let mut by_stream: BTreeMap<u64, (u64, i64)> = BTreeMap::new();
     for a in &t.gpu {
-        let e = by_stream.entry(a.stream).or_default();
+        let e = by_stream.entry(a.stream()).or_default();
         e.0 += 1;
         e.1 += a.dur;
     }
@@ -152,7 +152,7 @@ fn links(t: &RankTrace) -> LinkInspection {
         kernels_with_external_id: 0,
         kernels: 0,
     };
-    for k in t.gpu.iter().filter(|a| a.kind == GpuKind::Kernel) {
+    for k in t.gpu.iter().filter(|a| a.kind() == GpuKind::Kernel) {
         out.kernels += 1;
         out.kernels_with_launch += linker.launch_of(k).is_some() as u64;
         out.kernels_with_external_id += k.external_id().is_some() as u64;

@@ -111,7 +111,7 @@ fn streams(ctx: &Context<'_>, acts: &[(usize, u32)], units: usize) -> Vec<Stream
         let Some(a) = ctx.activity(t, i) else {
             continue;
         };
-        let s = per_stream.entry(a.stream).or_insert_with(|| StreamAcc {
+        let s = per_stream.entry(a.stream()).or_insert_with(|| StreamAcc {
             intervals: Vec::new(),
             ns: 0,
             comm_calls: 0,
@@ -290,7 +290,7 @@ pub(crate) fn whole_trace(ctx: &Context<'_>) -> Vec<WholeTraceRank> {
                     first = first.min(a.ts);
                     last = last.max(a.end());
                     kernel_ns += a.dur;
-                    stream_ids.insert(a.stream);
+                    stream_ids.insert(a.stream());
                     if whole.category(t, a) == Category::Comm {
                         comm_kernel_ns += a.dur;
                     }

@@ -6,6 +6,7 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 use flate2::read::MultiGzDecoder;
+use rayon::prelude::*;
 use serde::Deserialize;
 
 use super::error::ReadErrorKind;
@@ -663,9 +664,10 @@ fn device_info(devices: &[RawDevice], device: Option<u64>) -> Option<DeviceInfo>
 
 /// The device most of a rank's GPU activities ran on.
 fn main_device(sink: &EventSink) -> Option<u64> {
-    let mut counts: HashMap<u64, usize> = HashMap::new();
-    for a in &sink.gpu {
-        *counts.entry(u64::from(a.device)).or_default() += 1;
+    // Counted by runs: a rank's activities are nearly all on one device, and this pass is serial.
+    let mut counts: rustc_hash::FxHashMap<u64, usize> = Default::default();
+    for run in sink.gpu.chunk_by(|a, b| a.device == b.device) {
+        *counts.entry(u64::from(run[0].device)).or_default() += run.len();
     }
     counts
         .into_iter()
@@ -742,32 +744,32 @@ pub(super) fn assemble(
         // as "Spans") belong to no rank and are counted, not guessed.
         let mut order: Vec<usize> = (0..sinks.len()).collect();
         order.sort_by(|&a, &b| labels[a + 1].cmp(&labels[b + 1]));
-        for (position, i) in order.into_iter().enumerate() {
-            let label = labels[i + 1].clone();
-            let index = label_tp_index(&label).unwrap_or(position as u32);
-            let mut sink = std::mem::take(&mut sinks[i]);
-            sink.stats.unattributed_events =
-                unlabelled.stats.events_by_category.values().sum::<u64>()
-                    + unlabelled.stats.python_functions_skipped;
-            let rank = RankId {
-                index,
-                label,
-                source: RankSource::ProcessLabel,
-            };
+        let unattributed = unlabelled.stats.events_by_category.values().sum::<u64>()
+            + unlabelled.stats.python_functions_skipped;
+        let ranks: Vec<(RankId, EventSink)> = order
+            .into_iter()
+            .enumerate()
+            .map(|(position, i)| {
+                let label = labels[i + 1].clone();
+                let index = label_tp_index(&label).unwrap_or(position as u32);
+                let mut sink = std::mem::take(&mut sinks[i]);
+                sink.stats.unattributed_events = unattributed;
+                let rank = RankId {
+                    index,
+                    label,
+                    source: RankSource::ProcessLabel,
+                };
+                (rank, sink)
+            })
+            .collect();
+        // Each rank's lists are sorted on its own: on all cores, as the file was parsed.
+        traces.par_extend(ranks.into_par_iter().map(|(rank, sink)| {
             let dist = distributed.clone().map(|d| DistributedInfo {
-                rank: Some(index as u64),
+                rank: Some(u64::from(rank.index)),
                 ..d
             });
-            traces.push(finish_trace(
-                path,
-                sink,
-                rank,
-                stage,
-                dist,
-                &contents.devices,
-                0,
-            ));
-        }
+            finish_trace(path, sink, rank, stage, dist, &contents.devices, 0)
+        }));
     } else {
         let (index, source) = match distributed.as_ref().and_then(|d| d.rank) {
             // A rank beyond u32 is kept as u32::MAX, for the rank cap to refuse, not wrapped.

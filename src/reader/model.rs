@@ -204,22 +204,59 @@ pub struct LaunchDims {
     pub block: Option<[u32; 3]>,
 }
 
-/// One kernel, memcpy or memset on the GPU timeline. Compact (56 bytes): a run of a few million
-/// kernels must fit in a fraction of its JSON size.
+/// One kernel, memcpy or memset on the GPU timeline. Compact (48 bytes): a run of a few million
+/// kernels must fit in a fraction of its JSON size (the peak memory of a read is mostly these).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GpuActivity {
     /// Start, nanoseconds since the trace's epoch.
     pub ts: i64,
     /// Duration in nanoseconds.
     pub dur: i64,
-    pub stream: u64,
     correlation: u64,
     external_id: u64,
     pub name: NameId,
     pub device: u32,
-    /// Index into [`RankTrace::launch_dims`] (0: not recorded).
-    pub launch_dims: u32,
-    pub kind: GpuKind,
+    /// The stream, folded to 32 bits: see [`fold_stream`].
+    stream: u32,
+    /// The kind in the top two bits, the index into [`RankTrace::launch_dims`] below (0: not
+    /// recorded).
+    dims_kind: u32,
+}
+
+/// Streams are small numbers (CUDA's 7, 116; HIP's 0..); one that does not fit in 31 bits (a
+/// hashed string tid standing for a stream) keeps 31 bits of a hash, with the top bit set, as
+/// [`numbers::track_id`](super::numbers) marks hashed tracks. Equality of streams is what the
+/// analysis uses; two such ids of one rank colliding is a one-in-a-billion event.
+fn fold_stream(stream: u64) -> u32 {
+    match u32::try_from(stream) {
+        Ok(small) if small < 1 << 31 => small,
+        _ => {
+            let mixed = stream.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            ((mixed >> 33) as u32) | (1 << 31)
+        }
+    }
+}
+
+/// The largest launch-dimension index an activity holds; [`GpuActivity::set_launch_dims`]
+/// records any past it as "not recorded" (a rank cannot hold 2^30 activities in memory).
+pub const MAX_LAUNCH_DIMS: u32 = (1 << 30) - 1;
+
+impl GpuKind {
+    fn bits(self) -> u32 {
+        match self {
+            GpuKind::Kernel => 0,
+            GpuKind::Memcpy => 1,
+            GpuKind::Memset => 2,
+        }
+    }
+
+    fn from_bits(bits: u32) -> Self {
+        match bits {
+            1 => GpuKind::Memcpy,
+            2 => GpuKind::Memset,
+            _ => GpuKind::Kernel,
+        }
+    }
 }
 
 impl GpuActivity {
@@ -227,14 +264,32 @@ impl GpuActivity {
         GpuActivity {
             ts,
             dur,
-            stream,
             correlation: NO_ID,
             external_id: NO_ID,
             name,
             device,
-            launch_dims: 0,
-            kind,
+            stream: fold_stream(stream),
+            dims_kind: kind.bits() << 30,
         }
+    }
+
+    pub fn kind(&self) -> GpuKind {
+        GpuKind::from_bits(self.dims_kind >> 30)
+    }
+
+    /// The stream the activity ran on (see [`fold_stream`] for ids past 31 bits).
+    pub fn stream(&self) -> u64 {
+        u64::from(self.stream)
+    }
+
+    /// Index into [`RankTrace::launch_dims`] (0: not recorded).
+    pub fn launch_dims(&self) -> u32 {
+        self.dims_kind & MAX_LAUNCH_DIMS
+    }
+
+    pub fn set_launch_dims(&mut self, index: u32) {
+        let index = if index > MAX_LAUNCH_DIMS { 0 } else { index };
+        self.dims_kind = (self.dims_kind & !MAX_LAUNCH_DIMS) | index;
     }
 
     pub fn end(&self) -> i64 {
@@ -438,8 +493,8 @@ impl RankTrace {
 
     /// Grid and block of an activity, where the trace recorded them.
     pub fn launch_dims_of(&self, activity: &GpuActivity) -> Option<&LaunchDims> {
-        (activity.launch_dims != 0)
-            .then(|| self.launch_dims.get(activity.launch_dims as usize))
+        (activity.launch_dims() != 0)
+            .then(|| self.launch_dims.get(activity.launch_dims() as usize))
             .flatten()
     }
 }
@@ -502,12 +557,38 @@ mod tests {
 
     #[test]
     fn activities_stay_compact_and_ids_round_trip() {
-        assert!(std::mem::size_of::<GpuActivity>() <= 56);
+        assert!(std::mem::size_of::<GpuActivity>() <= 48);
         let mut a = GpuActivity::new(GpuKind::Kernel, 0, 1, 2, 7, 0);
         assert_eq!((a.correlation(), a.external_id()), (None, None));
         a.set_correlation(Some(9));
         a.set_external_id(Some(0));
         assert_eq!((a.correlation(), a.external_id()), (Some(9), Some(0)));
+        for kind in [GpuKind::Kernel, GpuKind::Memcpy, GpuKind::Memset] {
+            let mut a = GpuActivity::new(kind, 0, 1, 2, 7, 0);
+            for dims in [0, 1, 12345, MAX_LAUNCH_DIMS] {
+                a.set_launch_dims(dims);
+                assert_eq!((a.kind(), a.launch_dims()), (kind, dims));
+            }
+            a.set_launch_dims(MAX_LAUNCH_DIMS + 1);
+            assert_eq!((a.kind(), a.launch_dims()), (kind, 0));
+        }
+    }
+
+    #[test]
+    fn streams_keep_their_number_and_large_ids_stay_apart() {
+        let stream = |s: u64| GpuActivity::new(GpuKind::Kernel, 0, 1, 2, s, 0).stream();
+        for s in [0, 7, 116, (1 << 31) - 1] {
+            assert_eq!(stream(s), s);
+        }
+        // Hashed string tids (top bit set) and ids past 31 bits: distinct and never a small id.
+        let large: Vec<u64> = [1 << 31, u64::from(u32::MAX), 1 << 40, u64::MAX]
+            .into_iter()
+            .chain((0..1000).map(|k| (1 << 63) | (k * 0x1234_5678_9abc)))
+            .map(stream)
+            .collect();
+        assert!(large.iter().all(|&s| s >= 1 << 31));
+        let distinct: std::collections::BTreeSet<_> = large.iter().collect();
+        assert_eq!(distinct.len(), large.len());
     }
 
     #[test]

@@ -24,7 +24,7 @@ use super::scan::Scanner;
 
 /// Bytes of JSON per chunk: large enough that per-chunk work (a name table, a merge) is noise,
 /// small enough that the buffers in flight stay a few MiB.
-const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 1 << 21;
 
 /// Buffers per worker in the ring: one being parsed, one waiting, one being merged.
 const BUFFERS_PER_WORKER: usize = 3;

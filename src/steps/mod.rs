@@ -290,7 +290,7 @@ impl Default for StepOptions {
 /// The category of one activity: memcpy and memset are `memcpy` whatever their name; a name the
 /// classification does not cover is `other`.
 pub fn category_of(activity: &GpuActivity, classes: &[Class]) -> Category {
-    match activity.kind {
+    match activity.kind() {
         GpuKind::Memcpy | GpuKind::Memset => Category::Memcpy,
         GpuKind::Kernel => classes
             .get(activity.name as usize)
@@ -300,7 +300,7 @@ pub fn category_of(activity: &GpuActivity, classes: &[Class]) -> Category {
 
 /// True for a `comm` kernel whose collective is `allreduce`.
 pub fn is_allreduce(activity: &GpuActivity, classes: &[Class]) -> bool {
-    activity.kind == GpuKind::Kernel
+    activity.kind() == GpuKind::Kernel
         && classes.get(activity.name as usize).is_some_and(|c| {
             c.category == Category::Comm && c.collective == Some(Collective::Allreduce)
         })
@@ -812,7 +812,7 @@ fn span(trace: &RankTrace, activities: &[u32]) -> (i64, i64) {
 
 /// Rotary embedding, KV-cache writes: attention's helpers, not attention itself.
 fn is_helper(activity: &GpuActivity, classes: &[Class]) -> bool {
-    activity.kind == GpuKind::Kernel
+    activity.kind() == GpuKind::Kernel
         && classes
             .get(activity.name as usize)
             .is_some_and(|c| c.helper)

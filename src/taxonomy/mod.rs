@@ -661,7 +661,7 @@ impl Taxonomy {
         let kernel_names = trace
             .gpu
             .iter()
-            .filter(|activity| activity.kind == GpuKind::Kernel)
+            .filter(|activity| activity.kind() == GpuKind::Kernel)
             .map(|activity| activity.name);
         self.classify_names(&trace.names, kernel_names)
     }
@@ -689,7 +689,7 @@ impl NameClasses {
     }
 
     pub fn of(&self, activity: &GpuActivity) -> &Class {
-        self.class_of(activity.kind, activity.name)
+        self.class_of(activity.kind(), activity.name)
     }
 
     pub fn category_of(&self, activity: &GpuActivity) -> Category {
