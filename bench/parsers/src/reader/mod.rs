@@ -1,0 +1,5 @@
+pub mod event;
+// tracegate's own fast path, compiled here as it is in the reader.
+#[allow(dead_code)]
+#[path = "../../../../src/reader/fast.rs"]
+pub mod fast;
