@@ -36,6 +36,9 @@ pub(crate) struct Plan {
     /// Effective specs: protocol rename applied, plus the prefill memcpy.
     specs: Vec<Spec>,
     name_json: Vec<String>,
+    /// The args of an NVIDIA kernel launch after its correlation, a function of the spec alone:
+    /// written once, since formatting its floats was a tenth of the generator's time.
+    kernel_args_tail: Vec<String>,
     name_id: Vec<u32>,
     pub names: Vec<NameInfo>,
     /// Injection factor per spec (not the straggler's).
@@ -152,6 +155,7 @@ impl Plan {
             name_id.push(id as u32);
         }
         let name_json = written.iter().map(|n| json_str(n)).collect();
+        let kernel_args_tail = (0..specs.len()).map(nvidia_kernel_args_tail).collect();
 
         let decode_ops = build_ops(&sc);
         let mut prefill_ops = vec![
@@ -193,6 +197,7 @@ impl Plan {
         Plan {
             specs,
             name_json,
+            kernel_args_tail,
             name_id,
             names,
             inj,
@@ -519,8 +524,7 @@ impl Gen<'_> {
         if let Some(e) = ext {
             let _ = write!(args, r#""External id":{e},"#);
         }
-        let grid = 1 + (k.spec as u64 * 37) % 304;
-        let block = if k.spec % 3 == 0 { 256 } else { 128 };
+        let (grid, block) = launch_dims(k.spec);
         if spec.memcpy {
             let bytes = 64 * 8 * (1 + k.spec as u64 % 4);
             if self.amd() {
@@ -547,12 +551,8 @@ impl Gen<'_> {
         } else {
             let _ = write!(
                 args,
-                r#""queued":0,"device":{dev},"context":1,"stream":{stream},"correlation":{corr},"registers per thread":{},"shared memory":{},"blocks per SM":{:.6},"warps per SM":{:.6},"grid":[{grid},1,1],"block":[{block},1,1],"est. achieved occupancy %":{}}}"#,
-                32 + (k.spec % 7) * 16,
-                (k.spec % 5) * 16384,
-                grid as f64 / 132.0,
-                grid as f64 * (block / 32) as f64 / 132.0,
-                (k.spec * 13) % 100
+                r#""queued":0,"device":{dev},"context":1,"stream":{stream},"correlation":{corr},{}"#,
+                self.plan.kernel_args_tail[k.spec]
             );
         }
         let name = self.plan.name_json[k.spec].clone();
@@ -1167,6 +1167,26 @@ impl<'a> DecodeSim<'a> {
         self.next = end + 250 * US + self.shared.range(0, 150 * US);
         (out, lanes.iter().map(|l| l.start).collect())
     }
+}
+
+/// Grid and block of a spec's launches.
+fn launch_dims(spec: usize) -> (u64, u64) {
+    let grid = 1 + (spec as u64 * 37) % 304;
+    let block = if spec % 3 == 0 { 256 } else { 128 };
+    (grid, block)
+}
+
+/// See [`Plan::kernel_args_tail`].
+fn nvidia_kernel_args_tail(spec: usize) -> String {
+    let (grid, block) = launch_dims(spec);
+    format!(
+        r#""registers per thread":{},"shared memory":{},"blocks per SM":{:.6},"warps per SM":{:.6},"grid":[{grid},1,1],"block":[{block},1,1],"est. achieved occupancy %":{}}}"#,
+        32 + (spec % 7) * 16,
+        (spec % 5) * 16384,
+        grid as f64 / 132.0,
+        grid as f64 * (block / 32) as f64 / 132.0,
+        (spec * 13) % 100
+    )
 }
 
 fn rt_name_json(n: &str) -> &'static str {
