@@ -118,7 +118,7 @@ fn open_parents(trace: &RankTrace, thread_ops: &[usize]) -> Vec<u32> {
 mod tests {
     use super::*;
     use crate::reader::CpuOp;
-    use crate::testing::TraceBuilder;
+    use crate::testing::{TraceBuilder, XorShift};
 
     fn op(tid: u64, ts: i64, dur: i64) -> CpuOp {
         CpuOp {
@@ -187,13 +187,8 @@ mod tests {
 
     #[test]
     fn randomised_spans_agree_with_the_definition() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |m: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % m) as i64
-        };
+        let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+        let mut next = |m: u64| rng.below(m) as i64;
         for _ in 0..50 {
             let ops = (0..60)
                 .map(|_| op(1 + next(2) as u64, next(500), next(120)))

@@ -199,3 +199,15 @@ pub fn run_of(traces: Vec<(RankTrace, Vec<Class>)>) -> (Run, Vec<Vec<Class>>) {
     let (traces, classes) = traces.into_iter().unzip();
     (Run { traces }, classes)
 }
+
+/// A seeded xorshift64 for randomised tests: `below(m)` is in `0..m`.
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    pub fn below(&mut self, m: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % m
+    }
+}

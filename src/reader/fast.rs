@@ -494,13 +494,8 @@ mod tests {
 
     #[test]
     fn every_event_of_real_traces_is_read_as_serde_reads_it_and_changed_bytes_too() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |m: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % m as u64) as usize
-        };
+        let mut rng = crate::testing::XorShift(0x2545_f491_4f6c_dd1d);
+        let mut next = |m: usize| rng.below(m as u64) as usize;
         for file in [
             "sglang_qwen3_decode.json.gz",
             "vllm_gptoss_decode_graph.json.gz",
