@@ -1,5 +1,6 @@
 //! A whole run against a baseline: one judgement per metric, one status for the run.
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::explain::{explain, Explanation};
@@ -105,6 +106,39 @@ fn observation(def: &MetricDef, m: &Metric) -> Observation {
     }
 }
 
+/// One metric against its baseline entry; a metric the baseline lacks is listed as new, and one
+/// neither has is left out.
+fn check_metric(spec: &MetricDef, x: &Extraction, b: &Baseline) -> Option<MetricCheck> {
+    let current = x.metrics.get(spec.name);
+    let Some(base) = b.metrics.get(spec.name) else {
+        return current.map(|m| new_metric(spec.name, m));
+    };
+    let direction = base.direction.unwrap_or(spec.direction);
+    let observed = current.map(|m| observation(spec, m));
+    let j = judge(
+        base,
+        direction,
+        spec.unit,
+        observed.as_ref(),
+        seed_of(spec.name),
+    );
+    Some(MetricCheck {
+        name: spec.name.to_string(),
+        unit: spec.unit,
+        direction,
+        gated: base.gate,
+        baseline: Some(base.value),
+        current: current.map(|m| m.value),
+        change: j.change,
+        change_pct: j.change_pct,
+        tolerance: Some(base.tolerance.to_string()),
+        allowance: Some(j.allowance),
+        interval: j.interval,
+        samples: observed.map_or(0, |o| o.samples.len()),
+        verdict: j.verdict,
+    })
+}
+
 /// A stable seed per metric, so the same run always gets the same interval.
 fn seed_of(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
@@ -113,40 +147,12 @@ fn seed_of(name: &str) -> u64 {
 }
 
 pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
-    let mut metrics = Vec::new();
-    for spec in METRICS {
-        let current = x.metrics.get(spec.name);
-        let Some(base) = b.metrics.get(spec.name) else {
-            if let Some(m) = current {
-                metrics.push(new_metric(spec.name, m));
-            }
-            continue;
-        };
-        let direction = base.direction.unwrap_or(spec.direction);
-        let observed = current.map(|m| observation(spec, m));
-        let j = judge(
-            base,
-            direction,
-            spec.unit,
-            observed.as_ref(),
-            seed_of(spec.name),
-        );
-        metrics.push(MetricCheck {
-            name: spec.name.to_string(),
-            unit: spec.unit,
-            direction,
-            gated: base.gate,
-            baseline: Some(base.value),
-            current: current.map(|m| m.value),
-            change: j.change,
-            change_pct: j.change_pct,
-            tolerance: Some(base.tolerance.to_string()),
-            allowance: Some(j.allowance),
-            interval: j.interval,
-            samples: observed.map_or(0, |o| o.samples.len()),
-            verdict: j.verdict,
-        });
-    }
+    // Metrics are judged side by side: a bootstrap over a run's pooled collective calls is most
+    // of a check's time. Each has its own seed, so the result is the same on any thread count.
+    let metrics: Vec<MetricCheck> = METRICS
+        .par_iter()
+        .filter_map(|spec| check_metric(spec, x, b))
+        .collect();
     let mut problems = unjudgeable(x, &metrics);
     problems.extend(mismatches(x, b, opts));
     let status = if problems.is_empty() {
