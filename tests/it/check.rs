@@ -303,9 +303,7 @@ fn eight_rank_baseline(s: &Scenario) -> PathBuf {
     made.entry(s.name)
         .or_insert_with(|| {
             let run = synth_ranks(s.name, 1, 8, None);
-            let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .join(format!("baselines-8-ranks-{}", std::process::id()))
-                .join(format!("{}.toml", s.name));
+            let path = common::process_dir("baselines-8-ranks").join(format!("{}.toml", s.name));
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             let out = tracegate()
                 .args(["baseline", "new"])

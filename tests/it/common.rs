@@ -19,6 +19,32 @@ pub fn tracegate() -> Command {
     cmd
 }
 
+/// This test process's own directory `PREFIX-PID` in the target's scratch space (nextest runs
+/// tests in processes side by side). The first call for a prefix removes the ones of processes
+/// that have ended: every run of the suite would otherwise leave gigabytes of synth runs behind.
+pub fn process_dir(prefix: &str) -> PathBuf {
+    static SWEPT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let mut swept = SWEPT.lock().unwrap();
+    // Whether a process still runs is read from /proc: where there is none, nothing is removed.
+    if !swept.iter().any(|p| p == prefix) && Path::new("/proc/self").exists() {
+        swept.push(prefix.to_string());
+        for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let pid = name.to_str().and_then(|n| {
+                n.strip_prefix(prefix)?
+                    .strip_prefix('-')?
+                    .parse::<u32>()
+                    .ok()
+            });
+            if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    root.join(format!("{prefix}-{}", std::process::id()))
+}
+
 /// `tracegate synth`, writing gzip level 1: the traces are those of the default level, and
 /// deflate is most of the time synth takes.
 pub fn synth_cmd() -> Command {
@@ -68,9 +94,7 @@ pub fn synth_run(args: &[&str]) -> PathBuf {
                 }
             })
             .collect();
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("synth-{}", std::process::id()))
-            .join(name);
+        let dir = process_dir("synth").join(name);
         let _ = std::fs::remove_dir_all(&dir);
         let out = synth_cmd()
             .args(args)

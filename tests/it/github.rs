@@ -19,8 +19,7 @@ const COMMENTS: &str = "/repos/acme/infer/issues/7/comments";
 fn runs() -> &'static (PathBuf, PathBuf) {
     static RUNS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     RUNS.get_or_init(|| {
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("github-runs-{}", std::process::id()));
+        let root = crate::common::process_dir("github-runs");
         let _ = std::fs::remove_dir_all(&root);
         let make = |name: &str, inject: Option<&str>| {
             let dir = root.join(name);

@@ -23,9 +23,7 @@ fn synth_run(scenario: &'static str) -> &'static Path {
     static RUNS: OnceLock<BTreeMap<&'static str, OnceLock<PathBuf>>> = OnceLock::new();
     let runs = RUNS.get_or_init(|| SCENARIOS.iter().map(|&s| (s, OnceLock::new())).collect());
     runs[scenario].get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("report-synth-{}", std::process::id()))
-            .join(scenario);
+        let dir = common::process_dir("report-synth").join(scenario);
         let _ = std::fs::remove_dir_all(&dir);
         let out = synth_cmd()
             .args(["--scenario", scenario, "--out"])
