@@ -50,11 +50,13 @@ pub fn percentile(values: &mut [f64], q: f64) -> Option<f64> {
 
 /// Arithmetic mean. `None` for no values.
 pub fn mean(values: &[f64]) -> Option<f64> {
-    if values.is_empty() {
-        None
-    } else {
-        Some(values.iter().sum::<f64>() / values.len() as f64)
-    }
+    (!values.is_empty()).then(|| mean_of(values.iter().copied(), values.len()))
+}
+
+/// The mean of `n` values given in order: summed as `Iterator::sum` does, so the bootstrap's
+/// draws, summed as they come, give the bits a stored resample gives.
+fn mean_of(values: impl Iterator<Item = f64>, n: usize) -> f64 {
+    values.sum::<f64>() / n as f64
 }
 
 /// Resamples drawn for an interval. 2,000 gives stable 95% bounds for the sample sizes of a
@@ -75,7 +77,7 @@ pub enum Statistic {
 impl Statistic {
     pub fn of(self, values: &[f64]) -> f64 {
         match self {
-            Statistic::Mean => values.iter().sum::<f64>() / values.len() as f64,
+            Statistic::Mean => mean_of(values.iter().copied(), values.len()),
             Statistic::Median => median(&mut values.to_vec()).unwrap_or(f64::NAN),
             Statistic::P90 => percentile(&mut values.to_vec(), 90.0).unwrap_or(f64::NAN),
         }
@@ -133,9 +135,8 @@ pub fn bootstrap_interval(samples: &[f64], statistic: Statistic, seed: u64) -> O
     let mut stats: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
             if statistic == Statistic::Mean {
-                // Summed as drawn, in the same order `of` sums them: the same bits, one pass.
-                let draws = std::iter::repeat_with(|| source[rng.below(m)]).take(m);
-                return draws.sum::<f64>() / m as f64;
+                // Summed as drawn: the bits `of` gives a stored resample, in one pass.
+                return mean_of(std::iter::repeat_with(|| source[rng.below(m)]).take(m), m);
             }
             for slot in resample.iter_mut() {
                 *slot = source[rng.below(m)];

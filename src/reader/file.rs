@@ -577,12 +577,14 @@ fn read_one_event<R: Read>(
             let first = events.next();
             #[cfg(test)]
             PARSED.with(|p| p.set(p.get() + events.byte_offset() as u64));
-            first.map(|r| {
-                r.map(|ev| {
+            match first {
+                Some(Ok(ev)) => {
                     event = ev;
-                    events.byte_offset()
-                })
-            })
+                    Some(Ok(events.byte_offset()))
+                }
+                Some(Err(e)) => Some(Err(e)),
+                None => None,
+            }
         }
     };
     match parsed {

@@ -83,7 +83,7 @@ fn scientific_micros_to_ns(text: &str) -> Option<i64> {
 /// string (`"0x1f"`). Ids may exceed `i64`, so the result is `u64`. Negative ids are rejected.
 pub fn parse_u64(raw: &str) -> Option<u64> {
     let text = unquote(raw);
-    if let Some(v) = plain_digits::<u64>(text.as_bytes()) {
+    if let Some(v) = plain_digits(text.as_bytes()) {
         return Some(v);
     }
     if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
@@ -97,40 +97,17 @@ pub fn parse_u64(raw: &str) -> Option<u64> {
     (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < u64::MAX as f64).then_some(v as u64)
 }
 
-/// A non-empty run of decimal digits (an optional `+` first, as `str::parse` allows) that fits
-/// `T`; `None` for anything else.
-fn plain_digits<T>(bytes: &[u8]) -> Option<T>
-where
-    T: Copy + From<u8> + CheckedDecimal,
-{
+/// A non-empty run of decimal digits (an optional `+` first, as `str::parse` allows) that fits a
+/// `u64`; `None` for anything else.
+fn plain_digits(bytes: &[u8]) -> Option<u64> {
     let digits = bytes.strip_prefix(b"+").unwrap_or(bytes);
     if digits.is_empty() {
         return None;
     }
-    let mut v = T::from(0);
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.times_ten_plus(d - b'0')?;
-    }
-    Some(v)
-}
-
-trait CheckedDecimal: Sized {
-    fn times_ten_plus(self, digit: u8) -> Option<Self>;
-}
-
-impl CheckedDecimal for u64 {
-    fn times_ten_plus(self, digit: u8) -> Option<Self> {
-        self.checked_mul(10)?.checked_add(u64::from(digit))
-    }
-}
-
-impl CheckedDecimal for u32 {
-    fn times_ten_plus(self, digit: u8) -> Option<Self> {
-        self.checked_mul(10)?.checked_add(u32::from(digit))
-    }
+    digits.iter().try_fold(0u64, |v, &d| {
+        d.is_ascii_digit().then_some(())?;
+        v.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })
 }
 
 /// Parses a `[x, y, z]` launch dimension (grid or block); parts after the third are ignored.
@@ -139,7 +116,7 @@ pub fn parse_dim3(raw: &str) -> Option<[u32; 3]> {
     let mut out = [1u32; 3];
     let mut count = 0;
     for (slot, part) in out.iter_mut().zip(text.as_bytes().split(|&b| b == b',')) {
-        *slot = plain_digits(part.trim_ascii())?;
+        *slot = u32::try_from(plain_digits(part.trim_ascii())?).ok()?;
         count += 1;
     }
     (count > 0).then_some(out)
