@@ -53,8 +53,8 @@ pub fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| mean_of(values.iter().copied(), values.len()))
 }
 
-/// The mean of `n` values given in order: summed as `Iterator::sum` does, so the bootstrap's
-/// draws, summed as they come, give the bits a stored resample gives.
+/// The mean of `n` values given in order, summed as `Iterator::sum` does (the bootstrap's
+/// `resampled_means` sums its draws the same way, for the same bits).
 fn mean_of(values: impl Iterator<Item = f64>, n: usize) -> f64 {
     values.sum::<f64>() / n as f64
 }
@@ -85,11 +85,14 @@ impl Statistic {
 }
 
 /// splitmix64: a tiny, well-mixed generator; seeded, so verdicts are reproducible.
+#[derive(Clone)]
 struct SplitMix(u64);
+
+const SPLITMIX_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 
 impl SplitMix {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        self.0 = self.0.wrapping_add(SPLITMIX_GAMMA);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -99,6 +102,15 @@ impl SplitMix {
     fn below(&mut self, n: usize) -> usize {
         // Multiply-shift maps 64 random bits onto [0, n) without modulo bias worth measuring.
         ((self.next() as u128 * n as u128) >> 64) as usize
+    }
+
+    /// The generator as it will be after `draws` more calls: its state only counts, so any
+    /// stretch of the sequence can be drawn without drawing what comes before it.
+    fn after(&self, draws: usize) -> SplitMix {
+        SplitMix(
+            self.0
+                .wrapping_add(SPLITMIX_GAMMA.wrapping_mul(draws as u64)),
+        )
     }
 }
 
@@ -131,19 +143,19 @@ pub fn bootstrap_interval(samples: &[f64], statistic: Statistic, seed: u64) -> O
         pooled = (0..m).map(|_| samples[rng.below(n)]).collect();
         &pooled
     };
-    let mut resample = vec![0.0; m];
-    let mut stats: Vec<f64> = (0..RESAMPLES)
-        .map(|_| {
-            if statistic == Statistic::Mean {
-                // Summed as drawn: the bits `of` gives a stored resample, in one pass.
-                return mean_of(std::iter::repeat_with(|| source[rng.below(m)]).take(m), m);
-            }
-            for slot in resample.iter_mut() {
-                *slot = source[rng.below(m)];
-            }
-            statistic.of(&resample)
-        })
-        .collect();
+    let mut stats = if statistic == Statistic::Mean {
+        resampled_means(source, &rng)
+    } else {
+        let mut resample = vec![0.0; m];
+        (0..RESAMPLES)
+            .map(|_| {
+                for slot in resample.iter_mut() {
+                    *slot = source[rng.below(m)];
+                }
+                statistic.of(&resample)
+            })
+            .collect()
+    };
     stats.sort_by(f64::total_cmp);
     let tail = (1.0 - CONFIDENCE) / 2.0;
     let at = |q: f64| stats[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
@@ -159,6 +171,30 @@ pub fn bootstrap_interval(samples: &[f64], statistic: Statistic, seed: u64) -> O
         centre + (lo - pool_centre) * scale,
         centre + (hi - pool_centre) * scale,
     ))
+}
+
+/// The means of [`RESAMPLES`] resamples of `source`, resample `r` drawn from draws `r·m` to
+/// `(r+1)·m - 1` of `rng`, each summed in draw order: the bits a stored resample gives. Four
+/// resamples are summed side by side, each from its own stretch of the sequence, because one
+/// running sum waits on the latency of every addition before it.
+fn resampled_means(source: &[f64], rng: &SplitMix) -> Vec<f64> {
+    const LANES: usize = 4;
+    let m = source.len();
+    let mut means = Vec::with_capacity(RESAMPLES);
+    while means.len() < RESAMPLES {
+        let first = means.len();
+        let lanes = LANES.min(RESAMPLES - first);
+        let mut rngs: [SplitMix; LANES] = std::array::from_fn(|k| rng.after((first + k) * m));
+        // -0.0 is where `Iterator::sum` starts, so an all-zero resample keeps its sign too.
+        let mut sums = [-0.0_f64; LANES];
+        for _ in 0..m {
+            for (sum, rng) in sums.iter_mut().zip(rngs.iter_mut()) {
+                *sum += source[rng.below(m)];
+            }
+        }
+        means.extend(sums[..lanes].iter().map(|sum| sum / m as f64));
+    }
+    means
 }
 
 /// Median absolute deviation scaled to estimate σ for normal data (× 1.4826).
@@ -285,5 +321,32 @@ mod tests {
             bootstrap_interval(&samples, Statistic::Mean, 4),
             Some((lo, hi))
         );
+    }
+
+    #[test]
+    fn means_summed_side_by_side_are_those_of_resamples_drawn_one_after_another() {
+        // Resample r is draws r·m .. (r+1)·m of one sequence, summed in draw order: the bits of
+        // drawing each resample in turn and taking its mean, whatever the number of lanes.
+        let mut values = SplitMix(5);
+        for m in [2, 3, 17, 1000] {
+            let source: Vec<f64> = (0..m)
+                .map(|_| (values.next() >> 11) as f64 / (1u64 << 40) as f64)
+                .collect();
+            let rng = SplitMix(77);
+            let mut one_by_one = rng.clone();
+            let expected: Vec<f64> = (0..RESAMPLES)
+                .map(|_| {
+                    let resample: Vec<f64> = (0..m).map(|_| source[one_by_one.below(m)]).collect();
+                    Statistic::Mean.of(&resample)
+                })
+                .collect();
+            let got = resampled_means(&source, &rng);
+            assert_eq!(got.len(), RESAMPLES);
+            let same = got
+                .iter()
+                .zip(&expected)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "m = {m}");
+        }
     }
 }
