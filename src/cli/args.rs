@@ -279,10 +279,27 @@ pub struct SynthArgs {
     /// (pids "[TPnn] pid", ids repeating across ranks).
     #[arg(long, value_enum, default_value = "per-rank")]
     pub layout: crate::synth::Layout,
-    /// gzip level of the trace files, 0 (store) to 9; the traces are the same at any level, only
-    /// their size and the time to write them change (tests use 1).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(0..=9))]
-    pub gzip_level: u32,
+    /// gzip level of the trace files, 0 (store) to 9, or `none` for plain `.json` files (about 15x
+    /// larger, quicker to write and to read); the JSON is the same whatever the encoding, only
+    /// the files' size and the time to write them change (tests use 1, or none for a run read once).
+    #[arg(long, default_value = "5", value_name = "0-9|none", value_parser = parse_gzip_level)]
+    pub gzip_level: GzipLevel,
+}
+
+/// `--gzip-level`: 0 to 9, or `None` for `none` (plain JSON).
+#[derive(Debug, Clone, Copy)]
+pub struct GzipLevel(pub Option<u32>);
+
+fn parse_gzip_level(text: &str) -> Result<GzipLevel, String> {
+    if text == "none" {
+        return Ok(GzipLevel(None));
+    }
+    match text.parse::<u32>() {
+        Ok(level) if level <= 9 => Ok(GzipLevel(Some(level))),
+        _ => Err(format!(
+            "`{text}` is not a gzip level: give 0 to 9, or none"
+        )),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -24,11 +24,11 @@ pub(super) fn synth(args: SynthArgs) -> Result<i32> {
         python_functions_per_step: args.python_functions_per_step,
         injections,
         layout: args.layout,
-        gzip_level: args.gzip_level,
+        gzip_level: args.gzip_level.0,
     };
     let summary = crate::synth::generate_to_dir(&options, &args.out)?;
     eprintln!(
-        "wrote {} trace files and {} ({:.1} MB of JSON, {:.1} MB gzip)",
+        "wrote {} trace files and {} ({:.1} MB of JSON, {:.1} MB on disk)",
         summary.files.len(),
         summary.truth_path.display(),
         summary.bytes_uncompressed as f64 / 1e6,

@@ -221,6 +221,8 @@ impl Plan {
         }
     }
 
+    /// The name SGLang gives rank `rank`'s gzip file (`write::encoded_path` drops the `.gz` of
+    /// a plain one).
     pub(crate) fn file_name(&self, rank: u32) -> String {
         if self.sc.eager.is_some() {
             return format!("rank-{rank}.json.gz");
@@ -1201,11 +1203,11 @@ fn rt_name_json(n: &str) -> &'static str {
 pub(crate) fn write_all(
     plan: &Plan,
     dir: &Path,
-    gzip_level: u32,
+    gzip_level: Option<u32>,
 ) -> Result<Vec<RankOut>, SynthError> {
     let mut gens = (0..plan.ranks)
         .map(|rank| {
-            let path = dir.join(plan.file_name(rank));
+            let path = super::write::encoded_path(dir, &plan.file_name(rank), gzip_level);
             Ok(Gen {
                 plan,
                 rank,

@@ -37,9 +37,10 @@ pub struct SynthOptions {
     pub injections: Vec<Injection>,
     /// One file per rank, or one SGLang-style merged file holding every rank.
     pub layout: Layout,
-    /// gzip level of the written files, 0 to 9 (default 5). Tests write level 1: deflate is
-    /// most of the generation time, and the content is the same at any level.
-    pub gzip_level: u32,
+    /// gzip level of the written files, 0 to 9 (default 5), or `None` for plain `.json` files.
+    /// Tests write level 1 (deflate is most of the generation time), or plain JSON for runs read
+    /// once; the JSON is the same whatever the encoding.
+    pub gzip_level: Option<u32>,
 }
 
 /// How a run's ranks are laid out in files.
@@ -74,7 +75,7 @@ impl Default for SynthOptions {
             python_functions_per_step: 50,
             injections: Vec::new(),
             layout: Layout::PerRank,
-            gzip_level: 5,
+            gzip_level: Some(5),
         }
     }
 }
@@ -380,7 +381,8 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
         let first = plan.file_name(0);
         // Eager-loop runs name their rank files `rank-<r>.json.gz`, without a stamp.
         let stamp = first.strip_suffix("-TP-0.trace.json.gz").unwrap_or("eager");
-        let path = out.join(format!("merged-{stamp}.trace.json.gz"));
+        let name = format!("merged-{stamp}.trace.json.gz");
+        let path = write::encoded_path(out, &name, opts.gzip_level);
         (bytes_uncompressed, events) = write::merge_rank_files(&files, &path, opts.gzip_level)?;
         std::fs::remove_dir_all(&rank_dir).map_err(|e| SynthError::io(&rank_dir, e))?;
         bytes_compressed = std::fs::metadata(&path)

@@ -9,7 +9,7 @@ fn opts(scenario: &str, steps: u32, inj: &[&str]) -> SynthOptions {
         seed: 42,
         python_functions_per_step: 4,
         injections: inj.iter().map(|s| s.parse().expect("injection")).collect(),
-        gzip_level: 1,
+        gzip_level: Some(1),
         ..SynthOptions::default()
     }
 }
@@ -94,6 +94,33 @@ fn same_seed_is_byte_identical_and_seed_matters() {
         "stamp derives from the seed"
     );
     assert_ne!(read_gz(&sa.files[0]), read_gz(&sc.files[0]));
+}
+
+#[test]
+fn plain_files_hold_the_json_of_the_gzip_ones() {
+    for layout in [Layout::PerRank, Layout::Merged] {
+        let o = SynthOptions {
+            python_functions_per_step: 3,
+            layout,
+            ..opts("h200-dsr1-fp8-tp8", 2, &["straggler=1.1"])
+        };
+        let (_g, gz, _) = run_opts(&o);
+        let (_p, plain, _) = run_opts(&SynthOptions {
+            gzip_level: None,
+            ..o
+        });
+        assert_eq!(gz.files.len(), plain.files.len());
+        for (g, p) in gz.files.iter().zip(&plain.files) {
+            let name = g.file_name().and_then(|n| n.to_str()).expect("name");
+            assert_eq!(
+                p.file_name().and_then(|n| n.to_str()),
+                name.strip_suffix(".gz")
+            );
+            let text = std::fs::read_to_string(p).expect("plain");
+            assert!(text == read_gz(g), "{layout:?} {name}");
+        }
+        assert_eq!(plain.bytes_compressed, plain.bytes_uncompressed);
+    }
 }
 
 #[test]

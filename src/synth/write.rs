@@ -1,5 +1,5 @@
-//! Streaming gzip JSON output: events are formatted one at a time into a reused buffer and written
-//! through a gzip encoder, so a multi-GB trace never sits in memory.
+//! Streaming JSON output: events are formatted one at a time into a reused buffer and written
+//! through a gzip encoder (or straight to the file), so a multi-GB trace never sits in memory.
 
 use std::fmt::{self, Write as _};
 use std::fs::File;
@@ -42,8 +42,41 @@ pub(crate) fn json_str(s: &str) -> String {
     out
 }
 
+/// The file a trace is written to: through gzip, or plain. One per file, so the size of the
+/// gzip state does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Sink {
+    Gzip(GzEncoder<File>),
+    Plain(File),
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::Gzip(gz) => gz.write(buf),
+            Sink::Plain(f) => f.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Gzip(gz) => gz.flush(),
+            Sink::Plain(f) => f.flush(),
+        }
+    }
+}
+
+/// The path a trace named `name` (`….json.gz`) is written to: `name` under gzip, without its
+/// `.gz` when plain. The JSON is the same either way, its `traceName` included.
+pub(crate) fn encoded_path(dir: &Path, name: &str, gzip_level: Option<u32>) -> PathBuf {
+    match gzip_level {
+        Some(_) => dir.join(name),
+        None => dir.join(name.strip_suffix(".gz").unwrap_or(name)),
+    }
+}
+
 pub(crate) struct Out {
-    w: BufWriter<GzEncoder<File>>,
+    w: BufWriter<Sink>,
     path: PathBuf,
     first: bool,
     /// The event being built; call [`Out::emit`] to write it.
@@ -53,14 +86,20 @@ pub(crate) struct Out {
 }
 
 impl Out {
-    pub(crate) fn create(path: &Path, gzip_level: u32) -> Result<Self, SynthError> {
+    /// A gzip file at `gzip_level` (0 to 9), or a plain one for `None`.
+    pub(crate) fn create(path: &Path, gzip_level: Option<u32>) -> Result<Self, SynthError> {
         let f = File::create(path).map_err(|e| SynthError::io(path, e))?;
-        // mtime 0 and no file name in the header: byte-identical output.
-        let gz = GzBuilder::new()
-            .mtime(0)
-            .write(f, Compression::new(gzip_level.min(9)));
+        let sink = match gzip_level {
+            // mtime 0 and no file name in the header: byte-identical output.
+            Some(level) => Sink::Gzip(
+                GzBuilder::new()
+                    .mtime(0)
+                    .write(f, Compression::new(level.min(9))),
+            ),
+            None => Sink::Plain(f),
+        };
         Ok(Out {
-            w: BufWriter::with_capacity(1 << 20, gz),
+            w: BufWriter::with_capacity(1 << 20, sink),
             path: path.to_path_buf(),
             first: true,
             ev: String::with_capacity(4096),
@@ -101,12 +140,13 @@ impl Out {
     pub(crate) fn finish(self) -> Result<(u64, u64), SynthError> {
         let path = self.path.clone();
         let (bytes, events) = (self.bytes, self.events);
-        let gz = self
+        let sink = self
             .w
             .into_inner()
             .map_err(|e| SynthError::io(&path, e.into_error()))?;
-        let f = gz.finish().map_err(|e| SynthError::io(&path, e))?;
-        f.sync_all().ok();
+        if let Sink::Gzip(gz) = sink {
+            gz.finish().map_err(|e| SynthError::io(&path, e))?;
+        }
         Ok((bytes, events))
     }
 }
@@ -149,7 +189,7 @@ fn peek<R: std::io::Read>(scan: &mut Scanner<R>, path: &Path) -> Result<Option<u
 pub(crate) fn merge_rank_files(
     parts: &[PathBuf],
     path: &Path,
-    gzip_level: u32,
+    gzip_level: Option<u32>,
 ) -> Result<(u64, u64), SynthError> {
     let mut out = Out::create(path, gzip_level)?;
     out.raw("{\"traceEvents\": [")?;
@@ -158,9 +198,11 @@ pub(crate) fn merge_rank_files(
     let mut first = true;
     for (rank, part) in parts.iter().enumerate() {
         let file = File::open(part).map_err(|e| SynthError::io(part, e))?;
-        let mut scan = Scanner::new(flate2::read::MultiGzDecoder::new(
-            std::io::BufReader::with_capacity(1 << 16, file),
-        ));
+        let file = std::io::BufReader::with_capacity(1 << 16, file);
+        let mut scan = Scanner::new(match gzip_level {
+            Some(_) => Box::new(flate2::read::MultiGzDecoder::new(file)) as Box<dyn std::io::Read>,
+            None => Box::new(file),
+        });
         let label = format!("[TP{rank:02}] ");
         expect(&mut scan, b'{', part)?;
         loop {

@@ -304,6 +304,29 @@ fn a_memory_limit_is_a_clear_error_not_an_oom_kill() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("\"lots\" is not a size"));
 }
 
+#[test]
+fn a_gzip_level_other_than_0_to_9_or_none_is_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for level in ["10", "fast", ""] {
+        let out = common::tracegate()
+            .args([
+                "synth",
+                "--scenario",
+                "mi355x-dsr1-fp4-tp4",
+                "--gzip-level",
+                level,
+            ])
+            .arg("--out")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{level}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("give 0 to 9, or none"), "{level}: {stderr}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
 /// A 2-rank synth run whose rank 1 trace stops at the start of its last decode step, as when a
 /// profiler is stopped early on one rank.
 #[test]

@@ -129,8 +129,9 @@ macro_rules! on_each_scenario {
     };
 }
 
-/// The shared run of `scenario` with this seed and injection (`common::synth_run`).
-fn synth(scenario: &str, seed: u64, inject: Option<&str>) -> PathBuf {
+/// A run of `scenario` with this seed and injection, read once (`common::synth_once`): no two
+/// checks here read the same run.
+fn synth(scenario: &str, seed: u64, inject: Option<&str>) -> tempfile::TempDir {
     let seed = seed.to_string();
     let mut args = vec![
         "--scenario",
@@ -143,7 +144,7 @@ fn synth(scenario: &str, seed: u64, inject: Option<&str>) -> PathBuf {
     if let Some(spec) = inject {
         args.extend(["--inject", spec]);
     }
-    common::synth_run(&args)
+    common::synth_once(&args)
 }
 
 struct Checked {
@@ -158,7 +159,7 @@ fn check(s: &Scenario, seed: u64, inject: Option<&str>) -> Checked {
     let verdict_path = dir.path().join("verdict.json");
     let out = tracegate()
         .arg("check")
-        .arg(run)
+        .arg(run.path())
         .arg("--baseline")
         .arg(baseline(s.baseline))
         .arg("--verdict-out")
@@ -307,7 +308,7 @@ fn eight_rank_baseline(s: &Scenario) -> PathBuf {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             let out = tracegate()
                 .args(["baseline", "new"])
-                .arg(run)
+                .arg(run.path())
                 .arg("--baseline")
                 .arg(&path)
                 .args(["--force", "--tp", "8", "--moe-layers", "58"])
@@ -319,7 +320,8 @@ fn eight_rank_baseline(s: &Scenario) -> PathBuf {
         .clone()
 }
 
-fn synth_ranks(scenario: &str, seed: u64, ranks: u32, inject: Option<&str>) -> PathBuf {
+/// A run of `scenario` on `ranks` ranks, read once (`common::synth_once`).
+fn synth_ranks(scenario: &str, seed: u64, ranks: u32, inject: Option<&str>) -> tempfile::TempDir {
     let (seed, ranks) = (seed.to_string(), ranks.to_string());
     let mut args = vec![
         "--scenario",
@@ -334,19 +336,20 @@ fn synth_ranks(scenario: &str, seed: u64, ranks: u32, inject: Option<&str>) -> P
     if let Some(spec) = inject {
         args.extend(["--inject", spec]);
     }
-    common::synth_run(&args)
+    common::synth_once(&args)
 }
 
 /// An 8-rank run of `s` at seed 11 with `inject`, checked against its clean baseline; and its truth.
 fn check_eight_ranks(s: &Scenario, inject: &str) -> (Checked, Value) {
     let run = synth_ranks(s.name, 11, 8, Some(inject));
     let truth: Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("truth.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(run.path().join("truth.json")).unwrap())
+            .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let verdict_path = dir.path().join("verdict.json");
     let out = tracegate()
         .arg("check")
-        .arg(&run)
+        .arg(run.path())
         .arg("--baseline")
         .arg(eight_rank_baseline(s))
         .arg("--verdict-out")
@@ -482,8 +485,7 @@ fn changes_inside_tolerance_pass(s: &Scenario) {
 
 on_each_scenario!(twenty_seeds_raise_no_false_alarm_and_name_no_rank);
 /// Twenty clean seeds of every scenario against the shipped baselines: a pass (with its ✅
-/// headline and no chart) and no rank named as a straggler. Each run is generated once
-/// (`common::synth_run`).
+/// headline and no chart) and no rank named as a straggler.
 fn twenty_seeds_raise_no_false_alarm_and_name_no_rank(s: &Scenario) {
     for seed in 100..120 {
         let c = check(s, seed, None);

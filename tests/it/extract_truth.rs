@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use crate::common::{self, tracegate};
 use serde_json::Value;
 
-/// The shared run of a scenario (seed 7 unless `extra` gives one) with this injection and more
-/// `synth` options (`common::synth_run`).
-fn synth(scenario: &str, inject: Option<&str>, extra: &[&str]) -> PathBuf {
+/// The `synth` arguments of a scenario (seed 7 unless `extra` gives one) with this injection and
+/// more options.
+fn synth_args<'a>(scenario: &'a str, inject: Option<&'a str>, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["--scenario", scenario];
     args.extend(extra);
     if !extra.contains(&"--seed") {
@@ -17,7 +17,12 @@ fn synth(scenario: &str, inject: Option<&str>, extra: &[&str]) -> PathBuf {
     if let Some(spec) = inject {
         args.extend(["--inject", spec]);
     }
-    common::synth_run(&args)
+    args
+}
+
+/// The shared run of [`synth_args`] (`common::synth_run`).
+fn synth(scenario: &str, inject: Option<&str>, extra: &[&str]) -> PathBuf {
+    common::synth_run(&synth_args(scenario, inject, extra))
 }
 
 fn close(name: &str, got: f64, want: f64) -> bool {
@@ -37,11 +42,13 @@ fn assert_recovers_truth(scenario: &str, inject: Option<&str>) {
 }
 
 /// As [`assert_recovers_truth`], with more `synth` options (`--ranks`, `--seed`).
+/// Each run is read by this test alone (`common::synth_once`).
 fn assert_recovers_truth_with(scenario: &str, inject: Option<&str>, extra: &[&str]) {
-    let dir = synth(scenario, inject, extra);
+    let run = common::synth_once(&synth_args(scenario, inject, extra));
+    let dir = run.path();
     let out = tracegate()
         .arg("extract")
-        .arg(&dir)
+        .arg(dir)
         .args(["--format", "json"])
         .output()
         .unwrap();
