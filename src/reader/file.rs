@@ -121,12 +121,13 @@ pub(super) fn open(path: &Path) -> Result<(Box<dyn Read + Send>, bool), ReadErro
     let got = read_up_to(&mut file, &mut magic).map_err(ReadErrorKind::Io)?;
     let head = std::io::Cursor::new(magic[..got].to_vec());
     let gzip = got == 2 && magic == [0x1f, 0x8b];
-    let chained = head.chain(file);
+    // Reads of a buffer or more bypass the buffer (no copy); small ones (a parallel pass
+    // looking for the end of an event a few bytes at a time) cost no system call each.
+    let buffered = BufReader::with_capacity(1 << 16, head.chain(file));
     Ok(if gzip {
-        let decoder = MultiGzDecoder::new(BufReader::with_capacity(1 << 16, chained));
-        (Box::new(decoder), true)
+        (Box::new(MultiGzDecoder::new(buffered)), true)
     } else {
-        (Box::new(chained), false)
+        (Box::new(buffered), false)
     })
 }
 
