@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::rng::Rng;
 use super::scenario::{Dep, Op, Scenario, Spec, Vendor};
 use super::truth::{self, Activity, NameInfo, StepKind, StepSummary};
-use super::write::{json_str, Out, Us};
+use super::write::{json_str, Append, Out, Us};
 use super::{InjectionKind, SynthError, SynthOptions};
 
 mod eager;
@@ -503,12 +503,23 @@ impl Gen<'_> {
         dur: u64,
         args: &str,
     ) -> Result<(), SynthError> {
-        let _ = write!(
-            self.out.ev,
-            r#"{{"ph":"X","cat":"{cat}","name":{name},"pid":{pid},"tid":{tid},"ts":{},"dur":{},"args":{args}}}"#,
-            Us(ts),
-            Us(dur)
-        );
+        self.out
+            .ev
+            .text(r#"{"ph":"X","cat":""#)
+            .text(cat)
+            .text(r#"","name":"#)
+            .text(name)
+            .text(r#","pid":"#)
+            .int(pid)
+            .text(r#","tid":"#)
+            .int(tid)
+            .text(r#","ts":"#)
+            .us(ts)
+            .text(r#","dur":"#)
+            .us(dur)
+            .text(r#","args":"#)
+            .text(args)
+            .text("}");
         self.out.emit()
     }
 
@@ -524,7 +535,7 @@ impl Gen<'_> {
         let mut args = String::with_capacity(256);
         args.push('{');
         if let Some(e) = ext {
-            let _ = write!(args, r#""External id":{e},"#);
+            args.text(r#""External id":"#).int(e).text(",");
         }
         let (grid, block) = launch_dims(k.spec);
         if spec.memcpy {
@@ -545,17 +556,26 @@ impl Gen<'_> {
             return self.x("gpu_memcpy", &name, dev, stream, k.ts, k.dur, &args);
         }
         if self.amd() {
-            let _ = write!(
-                args,
-                r#""device":{dev},"stream":{stream},"correlation":{corr},"kind":"Dispatch Task","grid":[{},1,1],"block":[{block},1,1]}}"#,
-                grid * block
-            );
+            args.text(r#""device":"#)
+                .int(dev)
+                .text(r#","stream":"#)
+                .int(stream)
+                .text(r#","correlation":"#)
+                .int(corr)
+                .text(r#","kind":"Dispatch Task","grid":["#)
+                .int(grid * block)
+                .text(r#",1,1],"block":["#)
+                .int(block)
+                .text(",1,1]}");
         } else {
-            let _ = write!(
-                args,
-                r#""queued":0,"device":{dev},"context":1,"stream":{stream},"correlation":{corr},{}"#,
-                self.plan.kernel_args_tail[k.spec]
-            );
+            args.text(r#""queued":0,"device":"#)
+                .int(dev)
+                .text(r#","context":1,"stream":"#)
+                .int(stream)
+                .text(r#","correlation":"#)
+                .int(corr)
+                .text(",")
+                .text(&self.plan.kernel_args_tail[k.spec]);
         }
         let name = self.plan.name_json[k.spec].clone();
         self.x("kernel", &name, dev, stream, k.ts, k.dur, &args)
@@ -569,18 +589,29 @@ impl Gen<'_> {
         stream: u32,
     ) -> Result<(), SynthError> {
         let pid = self.host.pid;
-        let _ = write!(
-            self.out.ev,
-            r#"{{"ph":"s","id":{corr},"pid":{pid},"tid":{pid},"ts":{},"cat":"ac2g","name":"ac2g"}}"#,
-            Us(launch_ts)
-        );
+        self.out
+            .ev
+            .text(r#"{"ph":"s","id":"#)
+            .int(corr)
+            .text(r#","pid":"#)
+            .int(pid)
+            .text(r#","tid":"#)
+            .int(pid)
+            .text(r#","ts":"#)
+            .us(launch_ts)
+            .text(r#","cat":"ac2g","name":"ac2g"}"#);
         self.out.emit()?;
-        let _ = write!(
-            self.out.ev,
-            r#"{{"ph":"f","id":{corr},"pid":{},"tid":{stream},"ts":{},"cat":"ac2g","name":"ac2g","bp":"e"}}"#,
-            self.rank,
-            Us(kernel_ts)
-        );
+        self.out
+            .ev
+            .text(r#"{"ph":"f","id":"#)
+            .int(corr)
+            .text(r#","pid":"#)
+            .int(self.rank)
+            .text(r#","tid":"#)
+            .int(stream)
+            .text(r#","ts":"#)
+            .us(kernel_ts)
+            .text(r#","cat":"ac2g","name":"ac2g","bp":"e"}"#);
         self.out.emit()
     }
 
@@ -607,7 +638,7 @@ impl Gen<'_> {
                 PY_NAMES[j as usize % PY_NAMES.len()]
             };
             let ev = self.next_ev_idx();
-            let args = format!(r#"{{"Python parent id":{parent},"Python id":{id},"Ev Idx":{ev}}}"#);
+            let args = python_args(parent, id, ev);
             self.x(
                 "python_function",
                 &json_str(name),
@@ -631,8 +662,7 @@ impl Gen<'_> {
                 let name = PY_NAMES
                     [8 + (i as usize + self.rng.range(0, 5) as usize) % (PY_NAMES.len() - 8)];
                 let ev = self.next_ev_idx();
-                let args =
-                    format!(r#"{{"Python parent id":{parent},"Python id":{id},"Ev Idx":{ev}}}"#);
+                let args = python_args(parent, id, ev);
                 self.x(
                     "python_function",
                     &json_str(name),
@@ -697,29 +727,34 @@ impl Gen<'_> {
             self.host.corr += 1;
             let (ext, corr) = (self.host.ext, self.host.corr);
             let spec = &self.plan.specs[k.spec];
-            let (dims, types, strides) = if spec.kn != (0, 0) {
-                let (kk, n) = spec.kn;
-                (
-                    format!("[[{m}, {kk}], [{kk}, {n}]]"),
-                    r#"["c10::BFloat16", "c10::BFloat16"]"#,
-                    format!("[[{kk}, 1], [1, {kk}]]"),
-                )
-            } else {
-                (
-                    format!("[[{m}, 7168]]"),
-                    r#"["c10::BFloat16"]"#,
-                    "[[7168, 1]]".to_string(),
-                )
-            };
-            let concrete = if spec.kn != (0, 0) {
-                r#"["", ""]"#
-            } else {
-                r#"[""]"#
-            };
             let ev = self.next_ev_idx();
-            let args = format!(
-                r#"{{"External id":{ext},"Record function id":0,"Concrete Inputs":{concrete},"Input type":{types},"Input Strides":{strides},"Input Dims":{dims},"Ev Idx":{ev}}}"#
-            );
+            let mut args = String::with_capacity(256);
+            args.text(r#"{"External id":"#)
+                .int(ext)
+                .text(r#","Record function id":0,"Concrete Inputs":"#);
+            if spec.kn != (0, 0) {
+                let (kk, n) = spec.kn;
+                args.text(r#"["", ""],"Input type":["c10::BFloat16", "c10::BFloat16"],"#)
+                    .text(r#""Input Strides":[["#)
+                    .int(kk)
+                    .text(", 1], [1, ")
+                    .int(kk)
+                    .text(r#"]],"Input Dims":[["#)
+                    .int(m)
+                    .text(", ")
+                    .int(kk)
+                    .text("], [")
+                    .int(kk)
+                    .text(", ")
+                    .int(n)
+                    .text("]]");
+            } else {
+                args.text(r#"[""],"Input type":["c10::BFloat16"],"Input Strides":[[7168, 1]],"#)
+                    .text(r#""Input Dims":[["#)
+                    .int(m)
+                    .text(", 7168]]");
+            }
+            args.text(r#","Ev Idx":"#).int(ev).text("}");
             self.x(
                 "cpu_op",
                 &json_str(spec.op),
@@ -735,7 +770,16 @@ impl Gen<'_> {
                 (false, true) => ("cudaMemcpyAsync", "cbid", 41),
                 (false, false) => ("cudaLaunchKernel", "cbid", 211),
             };
-            let args = format!(r#"{{"External id":{ext},"{id_key}":{id},"correlation":{corr}}}"#);
+            let mut args = String::with_capacity(64);
+            args.text(r#"{"External id":"#)
+                .int(ext)
+                .text(r#",""#)
+                .text(id_key)
+                .text(r#"":"#)
+                .int(id)
+                .text(r#","correlation":"#)
+                .int(corr)
+                .text("}");
             self.x(
                 "cuda_runtime",
                 &json_str(rt_name),
@@ -967,7 +1011,14 @@ impl Gen<'_> {
         } else {
             ("cudaGraphLaunch", "cbid", 311)
         };
-        let args = format!(r#"{{"{id_key}":{id},"correlation":{corr}}}"#);
+        let mut args = String::with_capacity(48);
+        args.text(r#"{""#)
+            .text(id_key)
+            .text(r#"":"#)
+            .int(id)
+            .text(r#","correlation":"#)
+            .int(corr)
+            .text("}");
         let pid = self.host.pid;
         self.x(
             "cuda_runtime",
@@ -1196,6 +1247,19 @@ fn rt_name_json(n: &str) -> &'static str {
         "hipGraphLaunch" => "\"hipGraphLaunch\"",
         _ => "\"cudaGraphLaunch\"",
     }
+}
+
+/// The args of a `python_function` event.
+fn python_args(parent: u64, id: u64, ev: u64) -> String {
+    let mut args = String::with_capacity(64);
+    args.text(r#"{"Python parent id":"#)
+        .int(parent)
+        .text(r#","Python id":"#)
+        .int(id)
+        .text(r#","Ev Idx":"#)
+        .int(ev)
+        .text("}");
+    args
 }
 
 /// Writes every rank's trace: header, prefill and burst per rank in parallel, then the decode

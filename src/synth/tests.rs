@@ -503,6 +503,25 @@ fn every_file_is_valid_gzip_json() {
 
 /// Timestamps and durations: microseconds with exactly three decimals.
 #[test]
+fn appended_numbers_are_those_display_writes() {
+    use super::write::{Append, Us};
+    let mut rng = super::rng::Rng::derive(3, 0, 0);
+    let values = (0..2000u64).chain([999, 1000, 1001, 255_999, 256_000, u64::MAX]);
+    for ns in values.chain((0..10_000).map(|_| rng.next_u64() >> (rng.next_u64() % 64))) {
+        let mut got = String::new();
+        got.us(ns)
+            .text(" ")
+            .int(ns)
+            .text(" ")
+            .int(ns as u32)
+            .text(" ")
+            .int(-(ns as i64));
+        let want = format!("{} {ns} {} {}", Us(ns), ns as u32, -(ns as i64));
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
 fn times_have_three_decimals() {
     let (_d, s, _) = run("h200-dsr1-fp8-tp8", 1, &[]);
     let text = read_gz(&s.files[1]);

@@ -22,6 +22,38 @@ impl fmt::Display for Us {
     }
 }
 
+/// Appends the pieces of an event to the text being built. `write!` spent a third of synth's
+/// time in the formatting machinery; these write the same bytes directly.
+pub(crate) trait Append {
+    fn text(&mut self, s: &str) -> &mut Self;
+    /// An integer in decimal, as `Display` writes it.
+    fn int(&mut self, v: impl itoa::Integer) -> &mut Self;
+    /// Integer nanoseconds as Kineto microseconds with exactly three decimals, as [`Us`].
+    fn us(&mut self, ns: u64) -> &mut Self;
+}
+
+impl Append for String {
+    fn text(&mut self, s: &str) -> &mut Self {
+        self.push_str(s);
+        self
+    }
+
+    fn int(&mut self, v: impl itoa::Integer) -> &mut Self {
+        self.push_str(itoa::Buffer::new().format(v));
+        self
+    }
+
+    fn us(&mut self, ns: u64) -> &mut Self {
+        let frac = ns % 1000;
+        self.int(ns / 1000);
+        self.push('.');
+        for digit in [frac / 100, frac / 10 % 10, frac % 10] {
+            self.push(char::from(b'0' + digit as u8));
+        }
+        self
+    }
+}
+
 /// A JSON string literal (with quotes).
 pub(crate) fn json_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
