@@ -509,12 +509,8 @@ impl Gen<'_> {
             .text(cat)
             .text(r#"","name":"#)
             .text(name)
-            .text(r#","pid":"#)
-            .int(pid)
-            .text(r#","tid":"#)
-            .int(tid)
-            .text(r#","ts":"#)
-            .us(ts)
+            .text(",");
+        placed_at(&mut self.out.ev, pid, tid, ts)
             .text(r#","dur":"#)
             .us(dur)
             .text(r#","args":"#)
@@ -589,28 +585,11 @@ impl Gen<'_> {
         stream: u32,
     ) -> Result<(), SynthError> {
         let pid = self.host.pid;
-        self.out
-            .ev
-            .text(r#"{"ph":"s","id":"#)
-            .int(corr)
-            .text(r#","pid":"#)
-            .int(pid)
-            .text(r#","tid":"#)
-            .int(pid)
-            .text(r#","ts":"#)
-            .us(launch_ts)
-            .text(r#","cat":"ac2g","name":"ac2g"}"#);
+        self.out.ev.text(r#"{"ph":"s","id":"#).int(corr).text(",");
+        placed_at(&mut self.out.ev, pid, pid, launch_ts).text(r#","cat":"ac2g","name":"ac2g"}"#);
         self.out.emit()?;
-        self.out
-            .ev
-            .text(r#"{"ph":"f","id":"#)
-            .int(corr)
-            .text(r#","pid":"#)
-            .int(self.rank)
-            .text(r#","tid":"#)
-            .int(stream)
-            .text(r#","ts":"#)
-            .us(kernel_ts)
+        self.out.ev.text(r#"{"ph":"f","id":"#).int(corr).text(",");
+        placed_at(&mut self.out.ev, self.rank, stream, kernel_ts)
             .text(r#","cat":"ac2g","name":"ac2g","bp":"e"}"#);
         self.out.emit()
     }
@@ -1247,6 +1226,16 @@ fn rt_name_json(n: &str) -> &'static str {
         "hipGraphLaunch" => "\"hipGraphLaunch\"",
         _ => "\"cudaGraphLaunch\"",
     }
+}
+
+/// `"pid":P,"tid":T,"ts":X`: where and when an event happened.
+fn placed_at(ev: &mut String, pid: u32, tid: u32, ts: u64) -> &mut String {
+    ev.text(r#""pid":"#)
+        .int(pid)
+        .text(r#","tid":"#)
+        .int(tid)
+        .text(r#","ts":"#)
+        .us(ts)
 }
 
 /// The args of a `python_function` event.
