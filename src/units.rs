@@ -82,12 +82,12 @@ impl Unit {
         }
     }
 
-    /// [`Unit::figure`], or [`MISSING`].
+    /// [`Unit::figure`], or the missing-value mark (`MISSING`).
     pub fn figure_or_missing(self, value: Option<f64>) -> String {
         value.map_or_else(|| MISSING.to_string(), |v| self.figure(v))
     }
 
-    /// [`Unit::number`], or [`MISSING`].
+    /// [`Unit::number`], or the missing-value mark (`MISSING`).
     pub fn number_or_missing(self, value: Option<f64>) -> String {
         value.map_or_else(|| MISSING.to_string(), |v| self.number(v))
     }

@@ -96,6 +96,8 @@ pub struct CheckArgs {
     pub baseline: Option<PathBuf>,
     /// A directory of baselines: the one whose [meta] matches the run is used (hardware from the
     /// trace, tp from the ranks, the rest from --key); none or several is exit 2.
+    // These comments are clap's help text, where brackets, URLs and <KEY> are plain text.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_name = "DIR")]
     pub baselines: Option<PathBuf>,
     /// What the trace does not say, to choose among --baselines: model=, precision=, framework=,
@@ -277,6 +279,7 @@ pub struct SynthArgs {
     pub inject: Vec<String>,
     /// per-rank: one file per rank; merged: one SGLang/InferenceX merged file of every rank
     /// (pids "[TPnn] pid", ids repeating across ranks).
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_enum, default_value = "per-rank")]
     pub layout: crate::synth::Layout,
     /// gzip level of the trace files, 0 (store) to 9, or `none` for plain `.json` files (about 15x
@@ -377,6 +380,7 @@ pub struct GithubArgs {
     #[arg(long, value_name = "NAME", default_value = "GITHUB_TOKEN")]
     pub token_env: String,
     /// GitHub REST API URL (default: $GITHUB_API_URL, else https://api.github.com).
+    #[allow(rustdoc::bare_urls)]
     #[arg(long, value_name = "URL")]
     pub github_api: Option<String>,
     /// Timeout of each GitHub API request, in seconds; a timeout is a warning.
@@ -393,6 +397,7 @@ pub struct IdentityArgs {
     pub image: Option<String>,
     /// More of the run's identity: sglang=0.5.4, commit=..., driver=...; repeatable. Also from
     /// TRACEGATE_META_<KEY>=VALUE (the key lowercased); the command line wins.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long = "meta", value_name = "KEY=VALUE")]
     pub meta: Vec<String>,
 }

@@ -277,7 +277,7 @@ impl GpuActivity {
         GpuKind::from_bits(self.dims_kind >> 30)
     }
 
-    /// The stream the activity ran on (see [`fold_stream`] for ids past 31 bits).
+    /// The stream the activity ran on (see `fold_stream` for ids past 31 bits).
     pub fn stream(&self) -> u64 {
         u64::from(self.stream)
     }

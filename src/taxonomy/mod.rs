@@ -286,7 +286,7 @@ pub struct Rule {
 
 impl Rule {
     /// Whether this rule matches a kernel name as written in the trace (see also
-    /// [`Rule::matches_either`]).
+    /// `Rule::matches_either`).
     pub fn matches(&self, name: &str) -> bool {
         self.matcher.matches(strip_return_type(name))
     }
@@ -642,7 +642,7 @@ impl Taxonomy {
     }
 
     /// The class of a kernel name. Mangled names are demangled first; a rule matches either form.
-    /// Rules whose literals the name does not hold are skipped ([`prefilter`]): they cannot match.
+    /// Rules whose literals the name does not hold are skipped (the `prefilter`): they cannot match.
     pub fn classify(&self, name: &str) -> Class {
         let demangled = demangle(name);
         let d = demangled.as_deref();
@@ -780,7 +780,7 @@ pub const OTHER_LIMIT_PCT: f64 = 5.0;
 const NAME_WIDTH: usize = 96;
 
 /// A kernel name made readable for people: demangled, no `void ` prefix, no parameter list, and
-/// at most [`NAME_WIDTH`] characters (the cut is marked with `…`).
+/// at most `NAME_WIDTH` characters (the cut is marked with `…`).
 pub fn short_name(name: &str) -> String {
     let shown = untruncated_short_name(name);
     if shown.chars().count() <= NAME_WIDTH {
@@ -790,7 +790,7 @@ pub fn short_name(name: &str) -> String {
     format!("{head}…")
 }
 
-/// [`short_name`] without the cut to [`NAME_WIDTH`].
+/// [`short_name`] without the cut to `NAME_WIDTH`.
 pub fn untruncated_short_name(name: &str) -> String {
     let readable = readable(name);
     let name = readable.as_ref();
