@@ -501,7 +501,7 @@ fn every_file_is_valid_gzip_json() {
     }
 }
 
-/// Timestamps and durations: microseconds with exactly three decimals.
+/// `Append` writes integers as `Display` does, and nanoseconds as `{µs}.{3 digits}`.
 #[test]
 fn appended_numbers_are_those_display_writes() {
     use super::write::{Append, Us};
@@ -516,11 +516,14 @@ fn appended_numbers_are_those_display_writes() {
             .int(ns as u32)
             .text(" ")
             .int(-(ns as i64));
-        let want = format!("{} {ns} {} {}", Us(ns), ns as u32, -(ns as i64));
+        let micros = format!("{}.{:03}", ns / 1000, ns % 1000);
+        let want = format!("{micros} {ns} {} {}", ns as u32, -(ns as i64));
         assert_eq!(got, want);
+        assert_eq!(Us(ns).to_string(), micros);
     }
 }
 
+/// Timestamps and durations: microseconds with exactly three decimals.
 #[test]
 fn times_have_three_decimals() {
     let (_d, s, _) = run("h200-dsr1-fp8-tp8", 1, &[]);

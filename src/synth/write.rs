@@ -18,7 +18,7 @@ pub(crate) struct Us(pub u64);
 
 impl fmt::Display for Us {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:03}", self.0 / 1000, self.0 % 1000)
+        f.write_str(String::new().us(self.0))
     }
 }
 
@@ -28,7 +28,8 @@ pub(crate) trait Append {
     fn text(&mut self, s: &str) -> &mut Self;
     /// An integer in decimal, as `Display` writes it.
     fn int(&mut self, v: impl itoa::Integer) -> &mut Self;
-    /// Integer nanoseconds as Kineto microseconds with exactly three decimals, as [`Us`].
+    /// Integer nanoseconds as Kineto microseconds with exactly three decimals (what [`Us`]
+    /// displays).
     fn us(&mut self, ns: u64) -> &mut Self;
 }
 
