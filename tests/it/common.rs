@@ -45,11 +45,14 @@ pub fn process_dir(prefix: &str) -> PathBuf {
     root.join(format!("{prefix}-{}", std::process::id()))
 }
 
-/// `tracegate synth`, writing gzip level 1: the traces are those of the default level, and
-/// deflate is most of the time synth takes.
+/// The gzip level the tests' synth runs are written at: the traces are those of the default
+/// level, and deflate is most of the time synth takes.
+const SYNTH_GZIP_LEVEL: &str = "1";
+
+/// `tracegate synth`, writing gzip level [`SYNTH_GZIP_LEVEL`].
 pub fn synth_cmd() -> Command {
     let mut cmd = tracegate();
-    cmd.args(["synth", "--gzip-level", "1"]);
+    cmd.args(["synth", "--gzip-level", SYNTH_GZIP_LEVEL]);
     cmd
 }
 
@@ -96,20 +99,27 @@ pub fn synth_run(args: &[&str]) -> PathBuf {
             .collect();
         let dir = process_dir("synth").join(name);
         let _ = std::fs::remove_dir_all(&dir);
-        let out = synth_cmd()
-            .args(args)
-            .arg("--out")
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "synth {key}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        write_synth(SYNTH_GZIP_LEVEL, args, &dir);
         dir
     })
     .clone()
+}
+
+/// `tracegate synth --gzip-level LEVEL ARGS --out DIR`, which must succeed.
+fn write_synth(level: &str, args: &[&str], dir: &Path) {
+    let out = tracegate()
+        .args(["synth", "--gzip-level", level])
+        .args(args)
+        .arg("--out")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "synth {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A run written by `tracegate synth ARGS` for one test to read once, as plain JSON (three times
@@ -119,19 +129,7 @@ pub fn synth_once(args: &[&str]) -> tempfile::TempDir {
     let root = process_dir("synth-once");
     std::fs::create_dir_all(&root).unwrap();
     let dir = tempfile::tempdir_in(root).unwrap();
-    let out = tracegate()
-        .args(["synth", "--gzip-level", "none"])
-        .args(args)
-        .arg("--out")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "synth {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    write_synth("none", args, dir.path());
     dir
 }
 
