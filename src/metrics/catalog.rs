@@ -61,6 +61,19 @@ pub const METRICS: &[MetricDef] = &[
         ..BASE
     },
     MetricDef {
+        name: DECODE_STALL_MS_PER_STEP,
+        statistic: Statistic::Mean,
+        samples: Samples::Count,
+        tolerance: StartTolerance::ShareOfDecodeStep {
+            pct: 5.0,
+            floor_ms: 0.5,
+        },
+        meaning: "time the stalls cost per decode step: the stalled steps' walls minus as many \
+                  median walls, over the decode steps after warm-up: per rank, max over ranks",
+        compute: Compute::Run(run::decode_stall_ms_per_step),
+        ..BASE
+    },
+    MetricDef {
         name: GPU_UTIL_PCT,
         unit: Unit::Pct,
         direction: Direction::Higher,

@@ -35,8 +35,8 @@ pub enum Samples {
     PerCall,
     /// One value per rank: too few and not draws of one thing; the value alone decides.
     PerRank,
-    /// A count of events among the steps (one 0-or-100 sample per step): exact, not an estimate,
-    /// so the value alone decides.
+    /// A count of events among the steps (one 0-or-100 sample per step), or the time they took:
+    /// exact, not an estimate, so the value alone decides.
     Count,
 }
 
@@ -95,6 +95,7 @@ impl std::fmt::Debug for MetricDef {
 pub const DECODE_STEP_MS: &str = "decode_step_ms";
 pub const DECODE_STEP_P90_MS: &str = "decode_step_p90_ms";
 pub const DECODE_STALL_PCT: &str = "decode_stall_pct";
+pub const DECODE_STALL_MS_PER_STEP: &str = "decode_stall_ms_per_step";
 pub const GPU_UTIL_PCT: &str = "gpu_util_pct";
 pub const COMM_PCT: &str = "comm_pct";
 pub const ALLREDUCE_US: &str = "allreduce_us";

@@ -241,6 +241,34 @@ pub(crate) fn decode_stall_pct(
     })
 }
 
+/// `decode_stall_ms_per_step`: per rank the time its stalls cost (each stalled step's wall minus
+/// the median wall) over its decode steps after warm-up, the run's the largest; samples are the
+/// deciding rank's, one per step (the time a stalled step cost, 0 for the others).
+pub(crate) fn decode_stall_ms_per_step(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
+    let mut per_rank = BTreeMap::new();
+    let mut best: Option<(u32, f64, &crate::steps::Stalls)> = None;
+    for f in figures.ranks {
+        let Some(ms) = f.stalls.lost_ms_per_step() else {
+            continue;
+        };
+        per_rank.insert(f.rank, ms);
+        if best.is_none_or(|(_, v, _)| ms > v) {
+            best = Some((f.rank, ms, &f.stalls));
+        }
+    }
+    let (rank, value, stalls) = best?;
+    Some(Metric {
+        per_rank,
+        samples: stalls.lost_samples(),
+        decided_by: Some(rank),
+        ..Metric::new(def, value)
+    })
+}
+
 /// A metric over pooled calls (µs): their mean, with p50 and p99 beside it.
 fn pooled_us(def: &MetricDef, pooled: Vec<f64>) -> Option<Metric> {
     let mean = stats::mean(&pooled)?;

@@ -365,7 +365,14 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
             .count(),
         1
     );
-    assert_eq!(x.metrics.len(), 15);
+    // What they cost: rank 0's walls after warm-up 345, 400, 500, 1345 µs (median 450), rank 1's
+    // 400, 450, 500, 1365 (median 475): 895 and 890 µs over 4 steps.
+    let lost = m(catalog::DECODE_STALL_MS_PER_STEP);
+    assert_close(lost.value, 0.895 / 4.0);
+    assert_close(lost.per_rank[&1], 0.890 / 4.0);
+    assert_eq!(lost.decided_by, Some(0));
+    assert_close(lost.samples.iter().sum::<f64>(), 0.895);
+    assert_eq!(x.metrics.len(), 16);
 
     // Breakdown: per-step means over ranks. Kernel time per step 0.350 and 0.370 ms → 0.360.
     let cat = |c: Category| &x.breakdown.categories[&c];

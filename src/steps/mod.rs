@@ -450,6 +450,10 @@ pub struct Stalls {
     pub positions: Vec<usize>,
     /// Each stalled step's wall over the median wall of the steps, in the same order.
     pub factors: Vec<f64>,
+    /// The median wall of the steps, ns.
+    pub median_ns: f64,
+    /// Each stalled step's wall, ns, in the same order.
+    pub walls_ns: Vec<i64>,
 }
 
 impl Stalls {
@@ -463,6 +467,29 @@ impl Stalls {
         let mut v = vec![0.0; self.steps];
         for &p in &self.positions {
             v[p - 1] = 100.0;
+        }
+        v
+    }
+
+    /// The time the stalls cost, ms: each stalled step's wall minus the median wall, summed.
+    pub fn lost_ms(&self) -> f64 {
+        self.walls_ns
+            .iter()
+            .map(|&w| (w as f64 - self.median_ns) / 1e6)
+            .sum()
+    }
+
+    /// [`Stalls::lost_ms`] per decode step after warm-up, ms; `None` without a step.
+    pub fn lost_ms_per_step(&self) -> Option<f64> {
+        (self.steps > 0).then(|| self.lost_ms() / self.steps as f64)
+    }
+
+    /// One sample per step after warm-up, in start order: the time a stalled step cost (its wall
+    /// minus the median wall, ms), 0 for the others; their mean is [`Stalls::lost_ms_per_step`].
+    pub fn lost_samples(&self) -> Vec<f64> {
+        let mut v = vec![0.0; self.steps];
+        for (&p, &w) in self.positions.iter().zip(&self.walls_ns) {
+            v[p - 1] = (w as f64 - self.median_ns) / 1e6;
         }
         v
     }
@@ -491,12 +518,14 @@ pub fn stalls(rs: &RankSteps) -> Stalls {
     };
     let mut out = Stalls {
         steps: n,
+        median_ns: median,
         ..Stalls::default()
     };
     for (i, (s, outlier)) in steps.iter().enumerate() {
         if *outlier && s.wall() as f64 > median {
             out.positions.push(i + 1);
             out.factors.push(s.wall() as f64 / median);
+            out.walls_ns.push(s.wall());
         }
     }
     out

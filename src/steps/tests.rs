@@ -242,6 +242,13 @@ fn slow_outliers_are_stalls_numbered_after_warm_up_and_fast_ones_are_not() {
         s.samples(),
         vec![0.0, 0.0, 100.0, 0.0, 0.0, 0.0, 100.0, 0.0]
     );
+    // What they cost: (30 - 10) + (25 - 10) ms over 8 steps.
+    assert_eq!(s.lost_ms(), 35.0);
+    assert_eq!(s.lost_ms_per_step(), Some(35.0 / 8.0));
+    assert_eq!(
+        s.lost_samples(),
+        vec![0.0, 0.0, 20.0, 0.0, 0.0, 0.0, 15.0, 0.0]
+    );
 }
 
 #[test]

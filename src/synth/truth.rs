@@ -315,9 +315,11 @@ fn tail(out: &mut Map<String, Value>, key: &str, per_rank_samples: Vec<(u32, Vec
 }
 
 /// `decode_stall_pct`: per rank, the decode steps after warm-up whose wall is above twice their
-/// median, as a share of those steps; across ranks the max.
+/// median, as a share of those steps; across ranks the max. `decode_stall_ms_per_step`: per rank,
+/// the walls of those steps less one median each, summed, over the decode steps after warm-up
+/// (ms); across ranks the max.
 fn stall_pct(out: &mut Map<String, Value>, ranks: &[RankSteps], warmup: usize) {
-    let per: Vec<PerRank> = ranks
+    let (pct, lost): (Vec<PerRank>, Vec<PerRank>) = ranks
         .iter()
         .filter_map(|r| {
             let mut decode: Vec<&StepSummary> = r
@@ -329,20 +331,30 @@ fn stall_pct(out: &mut Map<String, Value>, ranks: &[RankSteps], warmup: usize) {
             let warmup = if decode.len() > warmup { warmup } else { 0 };
             let walls: Vec<f64> = decode[warmup..].iter().map(|s| s.wall as f64).collect();
             let m = median(&walls)?;
-            let stalled = walls.iter().filter(|&&w| w > 2.0 * m).count();
-            Some(PerRank {
+            let stalled: Vec<f64> = walls.iter().copied().filter(|&w| w > 2.0 * m).collect();
+            let lost_ns: f64 = stalled.iter().map(|w| w - m).sum();
+            let per = |value| PerRank {
                 rank: r.rank,
-                value: stalled as f64 / walls.len() as f64 * 100.0,
+                value,
                 p90: None,
-            })
+            };
+            Some((
+                per(stalled.len() as f64 / walls.len() as f64 * 100.0),
+                per(lost_ns / 1e6 / walls.len() as f64),
+            ))
         })
-        .collect();
-    let Some(value) = per.iter().map(|p| p.value).reduce(f64::max) else {
-        return;
-    };
-    let mut m = metric("%", "lower", value);
-    m.insert("per_rank".into(), per_rank_obj(&per));
-    out.insert("decode_stall_pct".into(), Value::Object(m));
+        .unzip();
+    for (key, unit, per) in [
+        ("decode_stall_pct", "%", pct),
+        ("decode_stall_ms_per_step", "ms", lost),
+    ] {
+        let Some(value) = per.iter().map(|p| p.value).reduce(f64::max) else {
+            return;
+        };
+        let mut m = metric(unit, "lower", value);
+        m.insert("per_rank".into(), per_rank_obj(&per));
+        out.insert(key.into(), Value::Object(m));
+    }
 }
 
 /// Computes metrics, step counts and the breakdown. Returns the `metrics`, `steps` and

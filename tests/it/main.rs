@@ -9,6 +9,7 @@ mod check_output;
 mod confinement;
 mod extract_truth;
 mod fuzz;
+mod gate_integrity;
 mod gfm;
 mod github;
 mod hostile;
