@@ -469,6 +469,7 @@ fn absent_inputs_give_absent_metrics() {
     assert_eq!(
         names,
         vec![
+            catalog::DECODE_STALL_MS_PER_STEP,
             catalog::DECODE_STALL_PCT,
             DECODE_STEP_MS,
             catalog::DECODE_STEP_P90_MS,
