@@ -27,6 +27,9 @@ pub struct AnalysisConfig {
     pub hta_comm: bool,
     /// The idle GPU time that separates forward passes, ns; chosen from the run when `None`.
     pub step_gap: Option<i64>,
+    /// `warmup_steps` was asked for: not below a rank's decode steps is an error (see
+    /// [`ExtractOptions::warmup_asked`]).
+    pub warmup_asked: bool,
 }
 
 impl Default for AnalysisConfig {
@@ -37,6 +40,7 @@ impl Default for AnalysisConfig {
             warmup_steps: DEFAULT_WARMUP_STEPS,
             hta_comm: false,
             step_gap: None,
+            warmup_asked: false,
         }
     }
 }
@@ -73,6 +77,7 @@ impl AnalysisConfig {
             warmup_steps: self.warmup_steps,
             moe_layers: self.moe_layers,
             step_gap: self.step_gap,
+            warmup_asked: self.warmup_asked,
         }
     }
 

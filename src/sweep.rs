@@ -148,37 +148,107 @@ fn failed(name: String, summary: String, source: Option<PathBuf>) -> Configurati
     }
 }
 
+/// Why a verdict file is not one, without its text: serde's message quotes the offending value
+/// (an unknown `status` string, say), and a verdict file is written by whoever ran the job.
+fn parse_problem(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let what = match e.classify() {
+        Category::Io => "it cannot be read",
+        Category::Syntax => "malformed JSON",
+        Category::Data => "a field is missing, or of the wrong type or value",
+        Category::Eof => "the JSON ends early",
+    };
+    format!(
+        "not a tracegate verdict: {what} (line {}, column {})",
+        e.line(),
+        e.column()
+    )
+}
+
+/// The status a verdict's own metrics give, as the gate gives it: a regressed gated metric is a
+/// regression; else a missing or noisy one, or none gated at all, cannot be judged.
+fn status_of_metrics(metrics: &[MetricRef]) -> Status {
+    let gated = || metrics.iter().filter(|m| m.gated);
+    if gated().any(|m| m.verdict == Verdict::Regressed) {
+        Status::Regression
+    } else if gated().next().is_none()
+        || gated().any(|m| matches!(m.verdict, Verdict::Missing | Verdict::Noisy))
+    {
+        Status::CannotJudge
+    } else {
+        Status::Pass
+    }
+}
+
+/// A verdict's status checked against its metrics: a `pass` whose metrics say otherwise is what
+/// they say, and the summary says why; a regression or cannot-judge label stands (a check with
+/// `--fail-on-improvement`, or one that could not judge, says so beyond its metrics).
+fn believed_status(label: Status, metrics: &[MetricRef], summary: String) -> (Status, String) {
+    let content = status_of_metrics(metrics);
+    if label != Status::Pass || content == Status::Pass {
+        return (label, summary);
+    }
+    let names = |verdicts: &[Verdict]| {
+        metrics
+            .iter()
+            .filter(|m| m.gated && verdicts.contains(&m.verdict))
+            .map(|m| m.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let why = match content {
+        Status::Regression => format!(
+            "its gated metrics regressed: {}",
+            names(&[Verdict::Regressed])
+        ),
+        _ if metrics.iter().all(|m| !m.gated) => "it holds no gated metric".to_string(),
+        _ => format!(
+            "its gated metrics could not be judged: {}",
+            names(&[Verdict::Missing, Verdict::Noisy])
+        ),
+    };
+    (
+        content,
+        format!("the verdict is labelled pass, but {why}: not a verdict tracegate wrote"),
+    )
+}
+
 fn read_verdict(path: &Path) -> Configuration {
     let fallback = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let env = |name: &str| std::env::var(name).ok();
+    if let Err(e) = crate::github::confine("sweep", path, &env) {
+        return failed(fallback, e.to_string(), Some(path.into()));
+    }
     let parsed = crate::files::read_text_capped(path, crate::files::TEXT_CAP)
         .map_err(|e| format!("cannot read the verdict: {e}"))
-        .and_then(|text| {
-            serde_json::from_str::<VerdictFile>(&text)
-                .map_err(|e| format!("not a tracegate verdict: {e}"))
-        });
+        .and_then(|text| serde_json::from_str::<VerdictFile>(&text).map_err(|e| parse_problem(&e)));
     match parsed {
         Ok(v) if v.exit_code != v.status.exit_code() => failed(
             fallback,
             format!(
-                "the verdict says status {:?} but exit code {}: not a verdict tracegate wrote",
-                v.status, v.exit_code
+                "the verdict says status {} but exit code {}: not a verdict tracegate wrote",
+                status_word(v.status),
+                v.exit_code
             ),
             Some(path.into()),
         ),
-        Ok(v) if v.schema_version == crate::gate::check::CHECK_SCHEMA_VERSION => Configuration {
-            name: config_name(&v.baseline.path),
-            status: v.status,
-            hardware: Some(v.baseline.meta.hardware),
-            summary: v.summary,
-            lead: v.explanation.map(|e| e.lead),
-            metrics: v.metrics,
-            source: Some(path.to_path_buf()),
-            baseline_image: v.baseline.meta.image,
-            run: v.run,
-        },
+        Ok(v) if v.schema_version == crate::gate::check::CHECK_SCHEMA_VERSION => {
+            let (status, summary) = believed_status(v.status, &v.metrics, v.summary);
+            Configuration {
+                name: config_name(&v.baseline.path),
+                status,
+                hardware: Some(v.baseline.meta.hardware),
+                summary,
+                lead: v.explanation.map(|e| e.lead),
+                metrics: v.metrics,
+                source: Some(path.to_path_buf()),
+                baseline_image: v.baseline.meta.image,
+                run: v.run,
+            }
+        }
         Ok(v) => failed(
             fallback,
             format!("verdict schema {} is not supported", v.schema_version),
@@ -188,12 +258,65 @@ fn read_verdict(path: &Path) -> Configuration {
     }
 }
 
+/// `pass`, `regression`, `cannot_judge`: a status as the JSON writes it.
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Pass => "pass",
+        Status::Regression => "regression",
+        Status::CannotJudge => "cannot_judge",
+    }
+}
+
+/// One verdict per configuration, each file once: a file given twice (by two paths, or a
+/// directory and a file in it) or two verdicts for one configuration would count one job twice or
+/// let either answer stand. Both become one failed configuration naming both files.
+fn one_per_configuration(configurations: Vec<Configuration>) -> Vec<Configuration> {
+    let identity = |c: &Configuration| {
+        c.source
+            .as_ref()
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+    };
+    let mut out: Vec<Configuration> = Vec::with_capacity(configurations.len());
+    for c in configurations {
+        let same_file = |o: &Configuration| identity(o).is_some() && identity(o) == identity(&c);
+        let Some(i) = out
+            .iter()
+            .position(|o| same_file(o) || (o.source.is_some() && o.name == c.name))
+        else {
+            out.push(c);
+            continue;
+        };
+        let shown = |c: &Configuration| {
+            c.source
+                .as_ref()
+                .map_or_else(String::new, |p| p.display().to_string())
+        };
+        let summary = if same_file(&out[i]) {
+            format!(
+                "the same verdict file is given twice: {} and {} (give each once)",
+                shown(&out[i]),
+                shown(&c)
+            )
+        } else {
+            format!(
+                "two verdicts for this configuration: {} and {} (one verdict per configuration)",
+                shown(&out[i]),
+                shown(&c)
+            )
+        };
+        let first = out[i].source.clone();
+        out[i] = failed(out[i].name.clone(), summary, first);
+    }
+    out
+}
+
 /// Merges verdict files; every name in `expect` without a verdict becomes a failure.
 pub fn merge(paths: &[PathBuf], expect: &[String]) -> Sweep {
-    let mut configurations: Vec<Configuration> = verdict_files(paths)
+    let configurations: Vec<Configuration> = verdict_files(paths)
         .iter()
         .map(|p| read_verdict(p))
         .collect();
+    let mut configurations = one_per_configuration(configurations);
     for name in expect {
         if !configurations.iter().any(|c| &c.name == name) {
             configurations.push(failed(

@@ -148,9 +148,36 @@ pub fn percent_change(pct: f64) -> String {
     format!("{}%", fixed_signed(pct, 1))
 }
 
+/// A size in bytes as people read it: `1 byte`, `512 bytes`, `1.5 KiB`, `520.0 MiB`, `4.00 GiB`
+/// (powers of 1024), never `0.0 MiB` for a few bytes.
+pub fn bytes(n: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let v = n as f64;
+    if n == 1 {
+        "1 byte".to_string()
+    } else if v < KIB {
+        format!("{n} bytes")
+    } else if v < KIB * KIB {
+        format!("{} KiB", fixed(v / KIB, 1))
+    } else if v < KIB * KIB * KIB {
+        format!("{} MiB", fixed(v / (KIB * KIB), 1))
+    } else {
+        format!("{} GiB", fixed(v / (KIB * KIB * KIB), 2))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_written_in_the_unit_that_shows_them() {
+        assert_eq!(bytes(1), "1 byte");
+        assert_eq!(bytes(1000), "1000 bytes");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(520 << 20), "520.0 MiB");
+        assert_eq!(bytes(4 << 30), "4.00 GiB");
+    }
 
     #[test]
     fn each_unit_has_one_written_form() {

@@ -4,6 +4,7 @@
 //! file, the line and the key, because a typo in a baseline must never silently turn a gate off.
 
 pub mod discover;
+pub mod file;
 pub mod shipped;
 pub mod tolerance;
 pub mod write;
@@ -73,7 +74,8 @@ impl Meta {
 pub struct MetricBaseline {
     pub value: f64,
     pub tolerance: Tolerance,
-    /// Overrides the metric's natural direction.
+    /// The metric's direction, if written: it must be the metric's own (a property of the metric,
+    /// not of the baseline), else the baseline is refused.
     pub direction: Option<Direction>,
     /// `false`: reported, never fails the check.
     #[serde(default = "default_true")]
@@ -215,6 +217,18 @@ impl Baseline {
                 message,
             }
         })?;
+        if file.meta.moe_layers == Some(0) {
+            return Err(BaselineError::Invalid {
+                path: path.to_path_buf(),
+                line: text
+                    .lines()
+                    .position(|l| l.trim_start().starts_with("moe_layers"))
+                    .map_or(0, |i| i + 1),
+                message: "[meta] moe_layers = 0: a MoE model has at least one MoE layer (remove \
+                          the key to count them from the router kernels)"
+                    .to_string(),
+            });
+        }
         let metric_error = |metric: &str, message: String| BaselineError::Metric {
             path: path.to_path_buf(),
             metric: metric.to_owned(),
@@ -242,6 +256,22 @@ impl Baseline {
                         format!("{key} {v} is not a finite number"),
                     ));
                 }
+            }
+            if let Some(d) = m.direction.filter(|d| *d != spec.direction) {
+                let word = |d: Direction| match d {
+                    Direction::Lower => "lower",
+                    Direction::Higher => "higher",
+                };
+                return Err(BaselineError::Invalid {
+                    path: path.to_path_buf(),
+                    line: direction_line(text, name),
+                    message: format!(
+                        "metric `{name}`: direction = \"{}\", but {} is better for `{name}`: the \
+                         direction is the metric's, not the baseline's (remove the line)",
+                        word(d),
+                        word(spec.direction)
+                    ),
+                });
             }
             if let Some(spread) = m.spread.filter(|s| *s < 0.0) {
                 return Err(metric_error(name, format!("spread {spread} is negative")));
@@ -275,6 +305,103 @@ impl Baseline {
             None => Ok(Vec::new()),
         }
     }
+}
+
+/// The 1-based line of `direction` in the table of metric `name`: the first `direction` key after
+/// its `[metrics.NAME]` header and before the next header, or the line of an inline table
+/// `NAME = { ... direction ... }`; 0 when not found.
+fn direction_line(text: &str, name: &str) -> usize {
+    let header = |l: &str| {
+        let l = l.trim();
+        l.starts_with('[')
+            && l.trim_matches(|c| c == '[' || c == ']')
+                .split('.')
+                .map(|part| part.trim().trim_matches('"'))
+                .eq(["metrics", name])
+    };
+    let mut in_table = false;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            in_table = header(t);
+        } else if in_table && t.starts_with("direction") {
+            return i + 1;
+        } else if t.starts_with(name) && t.contains("direction") {
+            return i + 1;
+        }
+    }
+    0
+}
+
+/// A kernel of a baseline's `[breakdown]` that its own `[[rules]]` put in another category than
+/// the one the breakdown records: the figures were recorded under other rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MovedKernel {
+    /// `[[rules]] rule 1 (prefix "ck::kernel_moe")`.
+    pub rule: String,
+    pub kernel: String,
+    pub recorded: String,
+    pub moved_to: String,
+}
+
+impl Baseline {
+    /// The kernels of `[breakdown]` that the baseline's own `[[rules]]` classify into another
+    /// category than the one recorded for them: the first of its rules that matches a kernel's
+    /// name (as written or demangled) decides, as it would in the run.
+    pub fn rules_moving_recorded_kernels(&self) -> Vec<MovedKernel> {
+        let Ok(rules) = self.taxonomy_rules() else {
+            return Vec::new();
+        };
+        if rules.is_empty() {
+            return Vec::new();
+        }
+        let mut moved = Vec::new();
+        for k in &self.breakdown.kernels {
+            let demangled = crate::taxonomy::demangle(&k.name);
+            let Some(rule) = rules
+                .iter()
+                .find(|r| r.matches(&k.name) || demangled.as_deref().is_some_and(|d| r.matches(d)))
+            else {
+                continue;
+            };
+            if rule.category.key() != k.category {
+                moved.push(MovedKernel {
+                    rule: describe_rule(rule),
+                    kernel: k.name.clone(),
+                    recorded: k.category.clone(),
+                    moved_to: rule.category.key().to_string(),
+                });
+            }
+        }
+        moved
+    }
+}
+
+/// Text from a baseline for a message: quoted, control characters escaped, at most 120
+/// characters.
+pub fn shown_text(text: &str) -> String {
+    const MAX: usize = 120;
+    let mut out: String = text.chars().take(MAX).collect();
+    if text.chars().nth(MAX).is_some() {
+        out.push('…');
+    }
+    format!("{out:?}")
+}
+
+/// `[[rules]] rule 1 (prefix "ck::kernel_moe")`: a rule of a baseline's `[[rules]]` as a message names it.
+fn describe_rule(rule: &crate::taxonomy::Rule) -> String {
+    use crate::taxonomy::Matcher;
+    let (key, patterns): (&str, Vec<&str>) = match &rule.matcher {
+        Matcher::Prefix(p) => ("prefix", p.iter().map(String::as_str).collect()),
+        Matcher::Contains(p) => ("contains", p.iter().map(String::as_str).collect()),
+        Matcher::Regex(p) => ("regex", p.iter().map(|r| r.as_str()).collect()),
+    };
+    let shown: Vec<String> = patterns.iter().map(|p| shown_text(p)).collect();
+    format!(
+        "{RULES_KEY} rule {} ({key} {})",
+        rule.index,
+        shown.join(", ")
+    )
 }
 
 /// The `rules` value of a baseline as a rules-file table, checked rule by rule so that a bad
@@ -391,6 +518,53 @@ calls_per_step = 116.0
     }
 
     #[test]
+    fn a_direction_other_than_the_metrics_is_an_error_naming_its_line() {
+        let text = GOOD.replace(
+            "tolerance = \"3%\"",
+            "tolerance = \"3%\"\ndirection = \"higher\"",
+        );
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(
+            e.starts_with("baselines/x.toml:10: metric `decode_step_ms`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("direction = \"higher\"") && e.contains("lower is better"),
+            "{e}"
+        );
+        // Inline, and on a higher-is-better metric.
+        let inline = format!("{HEAD_ONLY}gpu_util_pct = {{ value = 99.0, tolerance = \"1pp\", direction = \"lower\" }}\n");
+        let e = parse(&inline).unwrap_err().to_string();
+        assert!(
+            e.starts_with("baselines/x.toml:5: metric `gpu_util_pct`"),
+            "{e}"
+        );
+        // The metric's own direction, written out, is fine.
+        let same = GOOD.replace(
+            "tolerance = \"3%\"",
+            "tolerance = \"3%\"\ndirection = \"lower\"",
+        );
+        assert_eq!(
+            parse(&same).unwrap().metrics["decode_step_ms"].direction,
+            Some(Direction::Lower)
+        );
+    }
+
+    #[test]
+    fn moe_layers_zero_is_an_error_naming_its_line() {
+        let e = parse(&GOOD.replace("tp = 4", "tp = 4\nmoe_layers = 0"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("baselines/x.toml:6: [meta] moe_layers = 0"),
+            "{e}"
+        );
+        assert!(parse(&GOOD.replace("tp = 4", "tp = 4\nmoe_layers = 58")).is_ok());
+    }
+
+    const HEAD_ONLY: &str = "[meta]\nhardware = \"AMD Instinct MI355X\"\ntp = 4\n[metrics]\n";
+
+    #[test]
     fn invalid_toml_is_an_error_with_its_line() {
         let e = parse("[meta\nhardware = 1").unwrap_err().to_string();
         assert!(e.starts_with("baselines/x.toml:1:"), "{e}");
@@ -432,6 +606,47 @@ mod rules_tests {
                 .category,
             crate::taxonomy::Category::Other
         );
+    }
+
+    #[test]
+    fn rules_that_move_a_recorded_kernel_are_named_with_the_kernel() {
+        let kernels = "[[breakdown.kernels]]\nname = \"void big_moe_gemm<1>(int)\"\ncategory = \"moe_gemm\"\n\
+            ms_per_step = 3.0\ncalls_per_step = 58.0\n\n[[breakdown.kernels]]\nname = \"attn_fwd\"\n\
+            category = \"attention\"\nms_per_step = 1.0\ncalls_per_step = 61.0\n";
+        let moving = format!(
+            "{HEAD}\n{kernels}\n[[rules]]\nprefix = \"attn\"\ncategory = \"attention\"\n\n\
+             [[rules]]\nprefix = \"big_moe\"\ncategory = \"dense_gemm\"\n"
+        );
+        let moved = parse(&moving).unwrap().rules_moving_recorded_kernels();
+        assert_eq!(
+            moved,
+            vec![MovedKernel {
+                rule: "[[rules]] rule 2 (prefix \"big_moe\")".into(),
+                kernel: "void big_moe_gemm<1>(int)".into(),
+                recorded: "moe_gemm".into(),
+                moved_to: "dense_gemm".into(),
+            }]
+        );
+        // Rules that agree with the breakdown, or match none of its kernels, move nothing.
+        let agreeing = moving.replace("\"dense_gemm\"", "\"moe_gemm\"");
+        assert!(parse(&agreeing)
+            .unwrap()
+            .rules_moving_recorded_kernels()
+            .is_empty());
+        let elsewhere = moving.replace("\"big_moe\"", "\"tiny_moe\"");
+        assert!(parse(&elsewhere)
+            .unwrap()
+            .rules_moving_recorded_kernels()
+            .is_empty());
+        // The first of the baseline's rules that matches decides, as in the run.
+        let shadowed = format!(
+            "{HEAD}\n{kernels}\n[[rules]]\ncontains = \"moe_gemm\"\ncategory = \"moe_gemm\"\n\n\
+             [[rules]]\nprefix = \"big_moe\"\ncategory = \"dense_gemm\"\n"
+        );
+        assert!(parse(&shadowed)
+            .unwrap()
+            .rules_moving_recorded_kernels()
+            .is_empty());
     }
 
     #[test]

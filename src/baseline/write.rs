@@ -265,8 +265,8 @@ pub fn new_baseline(x: &Extraction, meta: &Meta, stamp: &Stamp) -> String {
     let mut doc = DocumentMut::new();
     let mut m = Table::new();
     m.decor_mut().set_prefix(
-        "# tracegate baseline: one hardware configuration. Edit tolerances, `direction` and\n\
-         # `gate = false` by hand; `tracegate baseline update` rewrites values and keeps your edits.\n",
+        "# tracegate baseline: one hardware configuration. Edit tolerances and `gate = false` by\n\
+         # hand; `tracegate baseline update` rewrites values and keeps your edits.\n",
     );
     m.insert("hardware", value(meta.hardware.clone()));
     let optional: [(&str, &Option<String>); 4] = [

@@ -325,12 +325,13 @@ pub struct AnalysisArgs {
     /// Extra taxonomy rules (TOML, the format of the built-in rules.toml), tried first.
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
-    /// MoE layers of the model (else counted from router launches).
-    #[arg(long, value_name = "N")]
+    /// MoE layers of the model (else counted from router launches); at least 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub moe_layers: Option<u32>,
-    /// Decode steps dropped at the start of each rank as warm-up.
-    #[arg(long, value_name = "N", default_value_t = crate::steps::DEFAULT_WARMUP_STEPS)]
-    pub warmup_steps: usize,
+    /// Decode steps dropped at the start of each rank as warm-up [default: 2]; a count not below
+    /// the decode steps a rank found is refused.
+    #[arg(long, value_name = "N")]
+    pub warmup_steps: Option<usize>,
     /// Count only NCCL-named kernels as communication, as Holistic Trace Analysis does.
     #[arg(long)]
     pub hta_comm: bool,
@@ -346,9 +347,12 @@ impl AnalysisArgs {
         AnalysisConfig {
             rules: self.rules.clone(),
             moe_layers: self.moe_layers,
-            warmup_steps: self.warmup_steps,
+            warmup_steps: self
+                .warmup_steps
+                .unwrap_or(crate::steps::DEFAULT_WARMUP_STEPS),
             hta_comm: self.hta_comm,
             step_gap: self.step_gap,
+            warmup_asked: self.warmup_steps.is_some(),
         }
     }
 }

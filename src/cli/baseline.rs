@@ -45,9 +45,10 @@ fn finish_baseline_write(args: &BaselineWriteArgs, old: &str, new: &str) -> Resu
     )?;
     if !args.dry_run {
         // A baseline the gate cannot load is never written; the old one is replaced whole or not
-        // at all (temporary file and rename), so a crash or a full disk cannot leave half of it.
+        // at all (temporary file and rename), so a crash or a full disk cannot leave half of it;
+        // through a symlink, keeping its mode, refusing a read-only one (baseline::file).
         crate::baseline::Baseline::parse(new, &args.baseline)?;
-        super::write_atomically(&args.baseline, new.as_bytes())
+        crate::baseline::file::write(&args.baseline, new.as_bytes())
             .with_context(|| format!("{shown}: cannot write baseline"))?;
     }
     Ok(exit::PASS)
@@ -91,6 +92,9 @@ pub(super) fn new(args: BaselineNewArgs) -> Result<i32> {
         ..Default::default()
     };
     let text = crate::baseline::write::new_baseline(&x, &meta, &stamp);
+    let _lock = (!w.dry_run)
+        .then(|| crate::baseline::file::lock(&w.baseline))
+        .transpose()?;
     finish_baseline_write(w, "", &text)
 }
 
@@ -121,6 +125,11 @@ pub(super) fn update(args: BaselineUpdateArgs) -> Result<i32> {
             w.baseline.display(),
         );
     }
+    // Held from reading the old text to writing the new: a concurrent update waits, then reads
+    // what this one wrote.
+    let _lock = (!w.dry_run)
+        .then(|| crate::baseline::file::lock(&w.baseline))
+        .transpose()?;
     let old = std::fs::read_to_string(&w.baseline)
         .with_context(|| format!("{}: cannot read", w.baseline.display()))?;
     let (new, changes) = crate::baseline::write::update_baseline(

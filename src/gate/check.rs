@@ -113,7 +113,8 @@ fn check_metric(spec: &MetricDef, x: &Extraction, b: &Baseline) -> Option<Metric
     let Some(base) = b.metrics.get(spec.name) else {
         return current.map(|m| new_metric(spec.name, m));
     };
-    let direction = base.direction.unwrap_or(spec.direction);
+    // The metric's own direction: a baseline that says otherwise is refused when it is read.
+    let direction = spec.direction;
     let observed = current.map(|m| observation(spec, m));
     let j = judge(
         base,
@@ -307,6 +308,16 @@ fn mismatches(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> Vec<String> 
             ));
         }
     }
+    problems.extend(moved_kernels(b));
+    if b.meta.tp.is_none() {
+        problems.push(format!(
+            "{}: the baseline has no `tp` in [meta], the rank count it is of, so it would judge a \
+             run of any rank count: add `tp = N`, or run `tracegate baseline update --baseline {}`, \
+             which adds it from the run",
+            b.path.display(),
+            b.path.display()
+        ));
+    }
     if let Some(tp) = b.meta.tp.filter(|_| !opts.allow_other_hardware) {
         if tp as usize != x.run.ranks.len() {
             problems.push(format!(
@@ -316,6 +327,29 @@ fn mismatches(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> Vec<String> 
         }
     }
     problems
+}
+
+/// A baseline whose own `[[rules]]` move a kernel its `[breakdown]` records in another category
+/// was recorded under other rules: its figures and the run's would be of different taxonomies.
+fn moved_kernels(b: &Baseline) -> Option<String> {
+    let moved = b.rules_moving_recorded_kernels();
+    let first = moved.first()?;
+    let more = match moved.len() - 1 {
+        0 => String::new(),
+        1 => " (and 1 more kernel)".to_string(),
+        n => format!(" (and {n} more kernels)"),
+    };
+    Some(format!(
+        "{}: {} moves kernel {} to {}, but the baseline's [breakdown] records it as {}{more}: its \
+         figures were recorded under other rules; re-record the baseline with these rules \
+         (tracegate baseline update --baseline {})",
+        b.path.display(),
+        first.rule,
+        crate::baseline::shown_text(&first.kernel),
+        first.moved_to,
+        first.recorded,
+        b.path.display(),
+    ))
 }
 
 fn new_metric(name: &str, m: &Metric) -> MetricCheck {

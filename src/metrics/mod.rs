@@ -49,6 +49,10 @@ pub struct ExtractOptions {
     pub moe_layers: Option<u32>,
     /// `--step-gap`: the gap threshold that cuts steps, ns (else chosen from the run).
     pub step_gap: Option<i64>,
+    /// `warmup_steps` was asked for (`--warmup-steps N`): a count at or above the decode steps a
+    /// rank found is an error, not silently no warm-up (which the default allows, for a trace cut
+    /// to one or two forward passes).
+    pub warmup_asked: bool,
 }
 
 impl Default for ExtractOptions {
@@ -57,6 +61,7 @@ impl Default for ExtractOptions {
             warmup_steps: DEFAULT_WARMUP_STEPS,
             moe_layers: None,
             step_gap: None,
+            warmup_asked: false,
         }
     }
 }
@@ -77,6 +82,15 @@ pub enum MetricsError {
         warmup: usize,
         outliers: usize,
         warmup_steps: usize,
+    },
+    #[error(
+        "--warmup-steps {warmup_steps} is not below the {found} decode steps {rank} found, so no \
+         step would be dropped as warm-up and every one kept: give fewer (--warmup-steps 0 for none)"
+    )]
+    WarmupNotBelowSteps {
+        warmup_steps: usize,
+        found: usize,
+        rank: String,
     },
     #[error(
         "the ranks found different numbers of decode steps ({counts}): in one run every rank runs \
@@ -252,6 +266,7 @@ pub fn extract(
         step_gap: opts.step_gap,
     };
     let rank_steps = steps::find_steps_with(run, classes, &step_opts);
+    check_warmup(&rank_steps, opts)?;
     check_decode_steps(&rank_steps, opts.warmup_steps)?;
     check_same_step_counts(&rank_steps)?;
 
@@ -403,6 +418,27 @@ fn check_decode_steps(ranks: &[RankSteps], warmup_steps: usize) -> Result<(), Me
     Err(MetricsError::NoDecodeStep {
         found: describe(&found, ranks.len()),
     })
+}
+
+/// A warm-up asked for that is not below the decode steps a rank found would drop nothing (the
+/// steady state keeps every step then): refused, naming the rank with fewest steps.
+fn check_warmup(ranks: &[RankSteps], opts: &ExtractOptions) -> Result<(), MetricsError> {
+    if !opts.warmup_asked || opts.warmup_steps == 0 {
+        return Ok(());
+    }
+    let found = |r: &RankSteps| r.decode.len() + r.dropped_warmup + r.dropped_outliers;
+    match ranks
+        .iter()
+        .filter(|r| found(r) > 0)
+        .min_by_key(|r| found(r))
+    {
+        Some(r) if found(r) <= opts.warmup_steps => Err(MetricsError::WarmupNotBelowSteps {
+            warmup_steps: opts.warmup_steps,
+            found: found(r),
+            rank: r.rank.label.to_string(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Every rank of a tensor-parallel run runs every forward pass: the decode steps found (before

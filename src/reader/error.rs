@@ -29,8 +29,15 @@ pub enum ReadErrorKind {
     NoGpuActivity(String),
     #[error("{count} event(s) or name(s) the analysis cannot use, first {first}; a figure computed without them would be wrong")]
     UnusableEvents { count: u64, first: String },
-    #[error("stopped reading: tracegate holds {:.1} MiB, over the --max-memory limit of {:.1} MiB", *held as f64 / 1048576.0, *limit as f64 / 1048576.0)]
-    MemoryLimit { held: u64, limit: u64 },
+    #[error("{}", memory_limit_text(*held, *needed, *limit))]
+    MemoryLimit {
+        /// Resident bytes when the limit was checked.
+        held: u64,
+        /// Bytes about to be taken on top of `held` (a buffer growing to frame a long string);
+        /// 0 when `held` alone is over the limit.
+        needed: u64,
+        limit: u64,
+    },
     #[error("no .json or .json.gz trace file in this directory")]
     NoTraceFiles,
     #[error("this file is given twice (once is enough)")]
@@ -55,4 +62,26 @@ pub enum ReadErrorKind {
         expected: u64,
         why: String,
     },
+}
+
+/// "stopped reading: tracegate holds 1.0 GiB, over the --max-memory limit of 512.0 MiB", or with
+/// bytes about to be taken, "... holds 520.0 MiB and needs 512.0 MiB more to frame a long string
+/// (1.0 GiB), over ...": the figures as they are, never what was held plus what was asked for as
+/// if it were held.
+fn memory_limit_text(held: u64, needed: u64, limit: u64) -> String {
+    use crate::units::bytes;
+    let holds = if needed == 0 {
+        format!("holds {}", bytes(held))
+    } else {
+        format!(
+            "holds {} and needs {} more to frame a long string ({})",
+            bytes(held),
+            bytes(needed),
+            bytes(held.saturating_add(needed))
+        )
+    };
+    format!(
+        "stopped reading: tracegate {holds}, over the --max-memory limit of {}",
+        bytes(limit)
+    )
 }

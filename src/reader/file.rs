@@ -160,7 +160,15 @@ pub(super) fn scan_error(e: ScanError, gzip: bool, context: &'static str) -> Rea
             limit,
             place: context.to_string(),
         },
-        ScanError::MemoryLimit { held, limit } => ReadErrorKind::MemoryLimit { held, limit },
+        ScanError::MemoryLimit {
+            held,
+            needed,
+            limit,
+        } => ReadErrorKind::MemoryLimit {
+            held,
+            needed,
+            limit,
+        },
     }
 }
 

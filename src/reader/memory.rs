@@ -62,7 +62,16 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .parse()
         .map_err(|_| format!("{text:?} is not a size (examples: 512M, 4G, 1.5G)"))?;
     let bytes = value * scale as f64;
-    if !bytes.is_finite() || bytes < 1.0 || bytes >= u64::MAX as f64 {
+    if bytes.is_nan() {
+        return Err(format!("{text:?} is not a size (examples: 512M, 4G, 1.5G)"));
+    }
+    if bytes >= u64::MAX as f64 {
+        return Err(format!(
+            "{text:?} is too large: a size is at most {} bytes (16 EiB)",
+            u64::MAX
+        ));
+    }
+    if bytes < 1.0 {
         return Err(format!("{text:?} is not a size above zero"));
     }
     Ok(bytes as u64)
@@ -82,7 +91,8 @@ pub(crate) fn check_room(extra: u64) -> Result<(), ReadErrorKind> {
     }
     match resident_bytes() {
         Some(held) if held.saturating_add(extra) > limit => Err(ReadErrorKind::MemoryLimit {
-            held: held.saturating_add(extra),
+            held,
+            needed: extra,
             limit,
         }),
         _ => Ok(()),
@@ -118,6 +128,22 @@ mod tests {
         for bad in ["", "abc", "-1G", "0", "4X", "1e30T", "NaNG"] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
+        // An overflowing size is too large, not "not above zero"; zero and below are.
+        for big in ["20000000000G", "16E", "99999999999999999999", "inf"] {
+            let e = parse_size(big).unwrap_err();
+            assert!(
+                e.contains("too large") || e.contains("is not a size ("),
+                "{big}: {e}"
+            );
+        }
+        assert!(parse_size("20000000000G")
+            .unwrap_err()
+            .contains("too large"));
+        assert!(parse_size("99999999999999999999")
+            .unwrap_err()
+            .contains("too large"));
+        assert!(parse_size("0.5").unwrap_err().contains("above zero"));
+        assert!(parse_size("-1G").unwrap_err().contains("above zero"));
     }
 
     #[test]

@@ -209,16 +209,24 @@ fn check_complete(traces: &[RankTrace], paths: &[PathBuf]) -> Result<(), ReadErr
         .filter(|t| u64::from(t.rank.index) >= MAX_RANKS)
         .max_by_key(|t| t.rank.index)
     {
+        // A number too large for a rank is kept as u32::MAX: the message gives it as written
+        // where the file name wrote it, never as 4294967295.
+        let written = (t.rank.index == u32::MAX && t.rank.source == RankSource::FileName)
+            .then(|| {
+                t.file
+                    .file_name()
+                    .and_then(|n| rank::rank_digits_from_file_name(&n.to_string_lossy()))
+            })
+            .flatten();
+        let number = match written {
+            Some(digits) => digits,
+            None if t.rank.index == u32::MAX => format!("above {}", u32::MAX - 1),
+            None => t.rank.index.to_string(),
+        };
         return Err(too_many(
             &t.file,
             format!(
-                "rank {}{} (from the {}) in a run of {} ranks",
-                t.rank.index,
-                if t.rank.index == u32::MAX {
-                    " or more"
-                } else {
-                    ""
-                },
+                "rank {number} (from the {}) in a run of {} ranks",
                 t.rank.source.describe(),
                 ranks.len()
             ),

@@ -23,6 +23,14 @@ pub fn label_tp_index(label: &str) -> Option<u32> {
 
 /// The rank a file name states: SGLang `-TP-3`, HTA `rank-3` / `rank_3`, PARAM `worker3`.
 pub fn rank_from_file_name(file_name: &str) -> Option<u32> {
+    // A number beyond u32 is kept as u32::MAX, for the rank cap to refuse: never read as no
+    // number (which made such a file rank 0).
+    rank_digits_from_file_name(file_name).map(|digits| digits.parse().unwrap_or(u32::MAX))
+}
+
+/// The digits of the rank a file name states, as written (`99999999999` of `x-TP-99999999999`),
+/// for a message about a number too large to be a rank.
+pub fn rank_digits_from_file_name(file_name: &str) -> Option<String> {
     const MARKERS: [&str; 5] = ["-TP-", "rank-", "rank_", "worker", "rank"];
     let lower = file_name.to_ascii_lowercase();
     for marker in MARKERS {
@@ -32,10 +40,8 @@ pub fn rank_from_file_name(file_name: &str) -> Option<u32> {
                 .chars()
                 .take_while(|c| c.is_ascii_digit())
                 .collect();
-            // A number beyond u32 is kept as u32::MAX, for the rank cap to refuse: never read
-            // as no number (which made such a file rank 0).
             if !digits.is_empty() {
-                return Some(digits.parse().unwrap_or(u32::MAX));
+                return Some(digits);
             }
         }
     }
@@ -87,6 +93,10 @@ mod tests {
         assert_eq!(
             rank_from_file_name("x-TP-99999999999.trace.json.gz"),
             Some(u32::MAX)
+        );
+        assert_eq!(
+            rank_digits_from_file_name("x-TP-99999999999.trace.json.gz").as_deref(),
+            Some("99999999999")
         );
         assert_eq!(rank_from_file_name("rank-5.json.gz"), Some(5));
         assert_eq!(

@@ -24,7 +24,7 @@ pub enum ScanError {
     /// A string longer than the limit (`--max-string`), starting at this offset.
     StringTooLong { offset: u64, limit: u64 },
     /// The process holds more than `--max-memory` (checked as the buffer grows).
-    MemoryLimit { held: u64, limit: u64 },
+    MemoryLimit { held: u64, needed: u64, limit: u64 },
 }
 
 /// Where the first string longer than `limit` bytes opens in `bytes` (a framed JSON value), if
@@ -155,10 +155,20 @@ impl<R: Read> Scanner<R> {
             let grow = self.buf.len().max(CHUNK);
             if self.buf.len() >= CHUNK * 4 {
                 super::memory::check_room(grow as u64).map_err(|e| match e {
-                    super::error::ReadErrorKind::MemoryLimit { held, limit } => {
-                        ScanError::MemoryLimit { held, limit }
-                    }
-                    _ => ScanError::MemoryLimit { held: 0, limit: 0 },
+                    super::error::ReadErrorKind::MemoryLimit {
+                        held,
+                        needed,
+                        limit,
+                    } => ScanError::MemoryLimit {
+                        held,
+                        needed,
+                        limit,
+                    },
+                    _ => ScanError::MemoryLimit {
+                        held: 0,
+                        needed: 0,
+                        limit: 0,
+                    },
                 })?;
             }
             self.buf.resize(self.buf.len().max(self.end) + grow, 0);
