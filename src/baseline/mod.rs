@@ -324,9 +324,9 @@ fn direction_line(text: &str, name: &str) -> usize {
         let t = line.trim_start();
         if t.starts_with('[') {
             in_table = header(t);
-        } else if in_table && t.starts_with("direction") {
-            return i + 1;
-        } else if t.starts_with(name) && t.contains("direction") {
+        } else if (in_table && t.starts_with("direction"))
+            || (t.starts_with(name) && t.contains("direction"))
+        {
             return i + 1;
         }
     }
