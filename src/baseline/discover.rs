@@ -211,11 +211,13 @@ mod tests {
         assert!(found.path.ends_with("in.toml"));
         // A link to a baseline outside is refused, saying why, in a workflow only.
         std::fs::remove_file(dir.join("in.toml")).unwrap();
-        std::os::unix::fs::symlink(root.path().join("outside.toml"), dir.join("out.toml"))
-            .unwrap();
+        std::os::unix::fs::symlink(root.path().join("outside.toml"), dir.join("out.toml")).unwrap();
         let e = discover_confined(&dir, &run, &env).unwrap_err().to_string();
         assert!(e.contains("--baselines ") && e.contains("out.toml"), "{e}");
-        assert!(e.contains("a symlink to ") && e.contains("outside.toml"), "{e}");
+        assert!(
+            e.contains("a symlink to ") && e.contains("outside.toml"),
+            "{e}"
+        );
         assert!(discover_confined(&dir, &run, &|_| None).is_ok());
         assert!(discover(&dir, &run).is_ok());
     }

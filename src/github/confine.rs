@@ -319,7 +319,10 @@ mod tests {
         symlink("rel.toml", ws.join("chain.toml")).unwrap();
         for ok in ["rel.toml", "abs.toml", "dangling-in.toml", "chain.toml"] {
             assert!(confine("--baseline", &ws.join(ok), &env).is_ok(), "{ok}");
-            assert!(confine_output("--baseline", &ws.join(ok), &env).is_ok(), "{ok}");
+            assert!(
+                confine_output("--baseline", &ws.join(ok), &env).is_ok(),
+                "{ok}"
+            );
         }
         // Inside, pointing out (relative with `..`, absolute, dangling, or one link on): refused,
         // and the reason is the symlink, with its target, not "outside" alone.
@@ -327,7 +330,12 @@ mod tests {
         symlink(root.path().join("outside.toml"), ws.join("abs-out.toml")).unwrap();
         symlink(root.path().join("new.toml"), ws.join("dangling-out.toml")).unwrap();
         symlink("rel-out.toml", ws.join("chain-out.toml")).unwrap();
-        for bad in ["rel-out.toml", "abs-out.toml", "dangling-out.toml", "chain-out.toml"] {
+        for bad in [
+            "rel-out.toml",
+            "abs-out.toml",
+            "dangling-out.toml",
+            "chain-out.toml",
+        ] {
             let err = confine("--baseline", &ws.join(bad), &env).unwrap_err();
             assert!(matches!(err, ConfineError::Symlink { .. }), "{bad}: {err}");
             let text = err.to_string();
