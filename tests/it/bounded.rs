@@ -361,7 +361,15 @@ fn a_workflow_without_a_workspace_is_refused_not_unconfined() {
             args!["check", &run, "--baseline", &baseline, "--no-github"],
             args!["baseline", "update", &run, "--baseline", &baseline],
             args!["extract", &run, "--output", &outside.join("x.json")],
-            args!["synth", "--ranks", "1", "--out", &outside.join("synth")],
+            args![
+                "synth",
+                "--scenario",
+                "mi355x-dsr1-fp4-tp4",
+                "--ranks",
+                "1",
+                "--out",
+                &outside.join("synth")
+            ],
         ] {
             let out = run_cmd(args, Some(&w.ws()), &envs);
             assert_eq!(out.code, Some(2), "{envs:?} {args:?}: {}", out.stderr);
@@ -451,7 +459,15 @@ fn synth_out_is_confined() {
         PathBuf::from("../outside/synth"),
         PathBuf::from("link/synth"),
     ] {
-        let out = w.run(args!["synth", "--ranks", "1", "--out", &out_dir]);
+        let out = w.run(args![
+            "synth",
+            "--scenario",
+            "mi355x-dsr1-fp4-tp4",
+            "--ranks",
+            "1",
+            "--out",
+            &out_dir
+        ]);
         assert_eq!(out.code, Some(2), "{}: {}", out_dir.display(), out.stderr);
         assert!(out.stderr.contains("--out "), "{}", out.stderr);
         assert!(
