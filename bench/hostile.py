@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Writes the full-size hostile inputs of issue 21, cases 5-9, into DIR (see bench/hostile.sh).
+"""Writes the full-size hostile inputs of issue 21, cases 5-9, and of issue 27, D6 (renames of
+huge names), into DIR (see bench/hostile.sh).
 
-usage: hostile.py DIR TRACEGATE [CASE ...]   (CASE: small, names, pooled, calls; default all)
+usage: hostile.py DIR TRACEGATE [CASE ...]   (CASE: small, names, pooled, calls, renames; default all)
 Files are streamed to disk, never built in memory: 2 GiB strings are written in 1 MiB pieces.
 """
 import gzip
@@ -71,7 +72,7 @@ def distinct_names(src, dst):
 
 def main():
     out, tracegate = sys.argv[1], sys.argv[2]
-    cases = set(sys.argv[3:]) or {"small", "names", "pooled", "calls"}
+    cases = set(sys.argv[3:]) or {"small", "names", "pooled", "calls", "renames"}
     os.makedirs(out, exist_ok=True)
     if "small" in cases:
         small(out)
@@ -81,6 +82,8 @@ def main():
         pooled(out, tracegate)
     if "calls" in cases:
         calls(out, tracegate)
+    if "renames" in cases:
+        renames(out, tracegate)
 
 
 def small(out):
@@ -181,6 +184,67 @@ def calls(out, tracegate):
         if name.endswith(".trace.json.gz"):
             total += lean_rank(os.path.join(synth, name), os.path.join(dst, name[:-3]), CALLS_STEPS)
     print(f"calls: {total} allreduce calls in {CALLS_STEPS} decode steps per rank", file=sys.stderr)
+
+
+# Issue 27, D6: kernels renamed under huge names. Every old name has the same function as every
+# new one (`Cijk_Alik_Bljk_X<...>`, dense_gemm), so every pair is compared. Each case is a
+# one-rank synth run with a copy of a once-per-step GEMM under each new name, and a baseline of
+# that run listing the old names once per step.
+def lcg_digits(seed, n):
+    x, out = seed * 6364136223846793005 + 1, []
+    for _ in range(n):
+        x = (x * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        out.append(chr(48 + (x >> 33) % 10))
+    return "".join(out)
+
+
+def rename_case(out, tracegate, label, old_names, new_names):
+    base = os.path.join(out, f"{label}-synth")
+    subprocess.run([tracegate, "synth", "--scenario", "mi355x-dsr1-fp4-tp4", "--ranks", "1",
+                    "--decode-steps", "12", "--python-functions-per-step", "0", "--gzip-level",
+                    "none", "--out", base], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    baseline = os.path.join(out, f"{label}.toml")
+    subprocess.run([tracegate, "baseline", "new", base, "--baseline", baseline], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(baseline, "a") as f:
+        for name in old_names:
+            f.write(f'\n[[breakdown.kernels]]\nname = "{name}"\ncategory = "dense_gemm"\n'
+                    "ms_per_step = 0.05\ncalls_per_step = 1.0\n")
+    run = os.path.join(out, label)
+    os.makedirs(run, exist_ok=True)
+    once = '"name":"Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT32x64x256_'
+    for file in os.listdir(base):
+        if not file.endswith(".trace.json"):
+            continue
+        with open(os.path.join(base, file)) as fin, open(os.path.join(run, file), "w") as fout:
+            for line in fin:
+                if once in line and '"cat":"kernel"' in line:
+                    start = line.index(once) + len('"name":"')
+                    end = line.index('"', start)
+                    for name in new_names:
+                        copy = (line[:start] + name + line[end:]).rstrip()
+                        fout.write(copy + ("\n" if copy.endswith(",") else ",\n"))
+                fout.write(line)
+
+
+def renames(out, tracegate):
+    # One pair of 60,000-character names (a character diff: 23 s).
+    rename_case(out, tracegate, "renames-60k", [f"Cijk_Alik_Bljk_X<{lcg_digits(1, 60000)}>"],
+                [f"Cijk_Alik_Bljk_X<{lcg_digits(2, 60000)}>"])
+    # 122 x 122 names of 1,000 characters (56 s), unrelated to each other...
+    old = [f"Cijk_Alik_Bljk_X<{lcg_digits(i, 1000)}>" for i in range(122)]
+    new = [f"Cijk_Alik_Bljk_X<{lcg_digits(1000 + i, 1000)}, 2>" for i in range(122)]
+    rename_case(out, tracegate, "renames-122", old, new)
+    # ... and sharing their first 600 characters, so that every pair is diffed in the window.
+    head = lcg_digits(7, 600)
+    old = [f"Cijk_Alik_Bljk_X<{head}{lcg_digits(i, 400)}>" for i in range(122)]
+    new = [f"Cijk_Alik_Bljk_X<{head}{lcg_digits(1000 + i, 400)}, 2>" for i in range(122)]
+    rename_case(out, tracegate, "renames-122-head", old, new)
+    # 10 x 10 names of 30,000 characters (more than 150 s), each renamed (one argument more).
+    old = [f"Cijk_Alik_Bljk_X<{lcg_digits(i, 30000)}>" for i in range(10)]
+    new = [f"Cijk_Alik_Bljk_X<{lcg_digits(i, 30000)}, 2>" for i in range(10)]
+    rename_case(out, tracegate, "renames-10x30k", old, new)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The hostile inputs of issue 21, cases 5-10, at full size: generates them into a temp dir and
+# The hostile inputs of issue 21, cases 5-10, and of issue 27, D6 and D7, at full size: generates them into a temp dir and
 # prints, for each, the exit status, the wall time and the peak RSS (/usr/bin/time), and the first
 # line of what tracegate said. Every case must answer in under 10 s (15 s for 10^6 names, 5 s for
-# the pooled calls) and the huge strings must stay under --max-memory 1G.
+# the pooled calls) and the huge strings must stay under --max-memory 1G; the renames (D6) in
+# under 2 s, and --rules /dev/zero or a FIFO (D7) at once.
 #
 # usage: [LIMIT=60] [BEFORE_LIMIT=20] [HOSTILE_DIR=DIR] [CASES="8 9"] bench/hostile.sh [TRACEGATE] [BEFORE]   (default: target/release/tracegate; BEFORE, another
 #        build, is run on the same inputs, each command cut at BEFORE_LIMIT s, default 20; the
 #        build measured is cut at 60 s; CASES: the cases measured, default all; with HOSTILE_DIR,
-#        `bench/hostile.py DIR TRACEGATE names calls` makes only what cases 8 and 9 read)
+#        `bench/hostile.py DIR TRACEGATE names calls` makes only what cases 8 and 9 read, and
+#        `... renames` what D6 reads)
 set -u
 cd "$(dirname "$0")/.."
 BIN=${1:-target/release/tracegate}
@@ -38,7 +40,7 @@ measure() { # label binary args...
 
 both() { # label args...
   local label=$1; shift
-  case " ${CASES:-5 6 7 8 9 10} " in *" ${label%% *} "*) ;; *) return ;; esac
+  case " ${CASES:-5 6 7 8 9 10 D6 D7} " in *" ${label%% *} "*) ;; *) return ;; esac
   measure "$label" "$BIN" "$@"
   [ -n "$BEFORE" ] && measure "$label" "$BEFORE" "$@"
 }
@@ -51,7 +53,7 @@ both "6 TP-0 + TP-4000000000" extract "$TMP/tp-4e9"
 both "7 name 128 MiB" --max-memory 1G inspect "$TMP/name-128m.json"
 both "7 name 128 MiB, --max-string 256M" --max-memory 1G --max-string 256M inspect "$TMP/name-128m.json"
 only() { # label args...: the build measured only
-  case " ${CASES:-5 6 7 8 9 10} " in *" ${1%% *} "*) measure "$@" ;; esac
+  case " ${CASES:-5 6 7 8 9 10 D6 D7} " in *" ${1%% *} "*) measure "$@" ;; esac
 }
 only "7 name 2 GiB" "$BIN" --max-memory 1G inspect "$TMP/name-2g.json"
 only "7 name 2 GiB, --max-string 4G" "$BIN" --max-memory 1G --max-string 4G inspect "$TMP/name-2g.json"
@@ -69,3 +71,11 @@ both "9 extract, 1.6 M pooled calls" extract "$TMP/calls"
 # 10: an endless GitHub event payload, refused before anything is read (run through env).
 only "10 GITHUB_EVENT_PATH=/dev/zero" env GITHUB_EVENT_PATH=/dev/zero GITHUB_TOKEN=t "$BIN" \
   check "$TMP/world-2e32" --baseline "$BASELINE" --github --repo o/r
+# Issue 27, D6: renames of huge names, all of one function (every pair compared); each under 2 s.
+for r in renames-60k renames-122 renames-122-head renames-10x30k; do
+  [ -d "$TMP/$r" ] && both "D6 check, $r" check "$TMP/$r" --baseline "$TMP/$r.toml" --no-github
+done
+# D7: --rules from /dev/zero or a FIFO no one writes, refused at once (exit 2).
+only "D7 --rules /dev/zero" "$BIN" check "$TMP/world-2e32" --baseline "$BASELINE" --rules /dev/zero --no-github
+[ -p "$TMP/rules.fifo" ] || mkfifo "$TMP/rules.fifo"
+only "D7 --rules FIFO" "$BIN" check "$TMP/world-2e32" --baseline "$BASELINE" --rules "$TMP/rules.fifo" --no-github

@@ -56,6 +56,24 @@ pub enum PipelineError {
     Baseline(#[from] BaselineError),
     #[error("{paths}: {source}")]
     Metrics { paths: String, source: MetricsError },
+    /// `--max-memory` passed in a stage after reading.
+    #[error("{paths}: {source}")]
+    Memory {
+        paths: String,
+        source: crate::reader::OverMemory,
+    },
+}
+
+/// The end of a stage: an error when the process has held more than `--max-memory` so far.
+fn stage_done(stage: &'static str, run: &Run) -> Result<(), PipelineError> {
+    crate::reader::check_stage(stage).map_err(|source| {
+        let mut files: Vec<PathBuf> = run.traces.iter().map(|t| t.file.clone()).collect();
+        files.dedup();
+        PipelineError::Memory {
+            paths: describe_paths(&files),
+            source,
+        }
+    })
 }
 
 impl AnalysisConfig {
@@ -115,10 +133,15 @@ pub fn extract(
 ) -> Result<Extraction, PipelineError> {
     let (taxonomy, options) = config.taxonomy_and_options(baseline)?;
     let classes = taxonomy.classify_run(run);
-    crate::metrics::extract(run, &classes, &options).map_err(|source| PipelineError::Metrics {
-        paths: describe_paths(paths),
-        source,
-    })
+    stage_done("classifying kernels", run)?;
+    let extraction = crate::metrics::extract(run, &classes, &options).map_err(|source| {
+        PipelineError::Metrics {
+            paths: describe_paths(paths),
+            source,
+        }
+    })?;
+    stage_done("computing the figures", run)?;
+    Ok(extraction)
 }
 
 /// The full analysis of a run already read (`report`, `compare`): the gated figures where decode
@@ -126,18 +149,17 @@ pub fn extract(
 pub fn analyse(run: &Run, config: &AnalysisConfig) -> Result<RunAnalysis, PipelineError> {
     let taxonomy = config.taxonomy()?;
     let classes = taxonomy.classify_run(run);
+    stage_done("classifying kernels", run)?;
     // No decode step is not an error here: the analysis covers the whole trace instead.
     let extraction = crate::metrics::extract(run, &classes, &config.extract_options()).ok();
+    stage_done("computing the figures", run)?;
     let options = AnalysisOptions {
         warmup_steps: config.warmup_steps,
         step_gap: config.step_gap,
     };
-    Ok(crate::analysis::analyse_run(
-        run,
-        &classes,
-        extraction.as_ref(),
-        &options,
-    ))
+    let analysis = crate::analysis::analyse_run(run, &classes, extraction.as_ref(), &options);
+    stage_done("analysing the run", run)?;
+    Ok(analysis)
 }
 
 /// A run against a baseline: extraction with the baseline's rules, then the gate.
@@ -149,7 +171,9 @@ pub fn check(
     options: &CheckOptions,
 ) -> Result<CheckResult, PipelineError> {
     let extraction = extract(run, paths, config, Some(baseline))?;
-    Ok(crate::gate::check(&extraction, baseline, options))
+    let result = crate::gate::check(&extraction, baseline, options);
+    stage_done("gating", run)?;
+    Ok(result)
 }
 
 /// Reads a baseline file.

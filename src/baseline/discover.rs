@@ -26,6 +26,10 @@ pub enum DiscoveryError {
     },
     #[error(transparent)]
     Invalid(#[from] BaselineError),
+    /// In a workflow, a file of the directory that leads out of the workspace (a symlink to a
+    /// baseline elsewhere): the message of the confinement check.
+    #[error("{0}")]
+    Confined(String),
     #[error("--key {0:?}: expected name=value with name one of model, precision, framework, image, tp, ep, concurrency")]
     BadKey(String),
     #[error("{}: no baseline matches the run ({run}); candidates:\n{candidates}", dir.display())]
@@ -96,8 +100,12 @@ fn matches(b: &Baseline, run: &RunIdentity) -> bool {
     hardware && ranks && keys
 }
 
-/// Every `.toml` file of `dir`, parsed; one invalid baseline is an error (fail closed).
-fn load_all(dir: &Path) -> Result<Vec<Baseline>, DiscoveryError> {
+/// Every `.toml` file of `dir`, each admitted by `admit` first (confinement), parsed; one invalid
+/// or refused baseline is an error (fail closed).
+fn load_all(
+    dir: &Path,
+    admit: &dyn Fn(&Path) -> Result<(), String>,
+) -> Result<Vec<Baseline>, DiscoveryError> {
     let io = |source| DiscoveryError::Io {
         dir: dir.to_path_buf(),
         source,
@@ -110,12 +118,37 @@ fn load_all(dir: &Path) -> Result<Vec<Baseline>, DiscoveryError> {
     files.sort();
     files
         .iter()
-        .map(|f| Baseline::load(f).map_err(DiscoveryError::from))
+        .map(|f| {
+            admit(f).map_err(DiscoveryError::Confined)?;
+            Baseline::load(f).map_err(DiscoveryError::from)
+        })
         .collect()
 }
 
+/// The one baseline of `dir` that matches `run`, every file of the directory read as it is.
 pub fn discover(dir: &Path, run: &RunIdentity) -> Result<Baseline, DiscoveryError> {
-    let all = load_all(dir)?;
+    discover_admitting(dir, run, &|_| Ok(()))
+}
+
+/// [`discover`] where each file of `dir` is confined first, by the same rule as every path from
+/// a workflow input (`env` gives `GITHUB_WORKSPACE`, `RUNNER_TEMP` and `GITHUB_ACTIONS`): in a
+/// workflow, a symlink in the directory that leads out of the workspace is refused, not followed.
+pub fn discover_confined(
+    dir: &Path,
+    run: &RunIdentity,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Baseline, DiscoveryError> {
+    discover_admitting(dir, run, &|file| {
+        crate::github::confine("--baselines", file, env).map_err(|e| e.to_string())
+    })
+}
+
+fn discover_admitting(
+    dir: &Path,
+    run: &RunIdentity,
+    admit: &dyn Fn(&Path) -> Result<(), String>,
+) -> Result<Baseline, DiscoveryError> {
+    let all = load_all(dir, admit)?;
     let mut said = vec![
         format!("hardware {:?}", run.hardware.clone().unwrap_or_default()),
         format!("{} ranks", run.ranks),
@@ -153,6 +186,40 @@ mod tests {
         );
         assert!(parse_keys(&["colour=red".into()]).is_err());
         assert!(parse_keys(&["precision".into()]).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_in_the_directory_is_judged_by_its_target() {
+        let root = tempfile::tempdir().unwrap();
+        let (ws, dir) = (root.path().join("ws"), root.path().join("ws/baselines"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("baselines/dsr1-fp8-h200-sglang-tp8-conc64.toml");
+        std::fs::copy(&shipped, root.path().join("outside.toml")).unwrap();
+        std::fs::copy(&shipped, ws.join("kept.toml")).unwrap();
+        let w = ws.display().to_string();
+        let env = move |name: &str| (name == "GITHUB_WORKSPACE").then(|| w.clone());
+        let run = RunIdentity {
+            hardware: Some("NVIDIA H200".into()),
+            ranks: 8,
+            keys: vec![],
+        };
+        // A link inside the workspace to a baseline inside it is read.
+        std::os::unix::fs::symlink("../kept.toml", dir.join("in.toml")).unwrap();
+        let found = discover_confined(&dir, &run, &env).unwrap();
+        assert!(found.path.ends_with("in.toml"));
+        // A link to a baseline outside is refused, saying why, in a workflow only.
+        std::fs::remove_file(dir.join("in.toml")).unwrap();
+        std::os::unix::fs::symlink(root.path().join("outside.toml"), dir.join("out.toml")).unwrap();
+        let e = discover_confined(&dir, &run, &env).unwrap_err().to_string();
+        assert!(e.contains("--baselines ") && e.contains("out.toml"), "{e}");
+        assert!(
+            e.contains("a symlink to ") && e.contains("outside.toml"),
+            "{e}"
+        );
+        assert!(discover_confined(&dir, &run, &|_| None).is_ok());
+        assert!(discover(&dir, &run).is_ok());
     }
 
     #[test]

@@ -13,6 +13,9 @@ pub(super) fn inspect(args: InspectArgs) -> Result<i32> {
     confine_paths(&[], &[("--output", args.output.as_ref())])?;
     let run = read_run(&args.paths)?;
     let inspection = crate::inspect::inspect(&run);
+    // --max-memory holds after reading too.
+    crate::reader::check_stage("inspecting the run")
+        .with_context(|| pipeline::describe_paths(&args.paths))?;
     write_output(
         &crate::report::inspect::render(&inspection, args.format),
         args.output.as_ref(),

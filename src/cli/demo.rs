@@ -10,6 +10,8 @@ use crate::exit;
 use crate::pipeline;
 
 pub(super) fn synth(args: SynthArgs) -> Result<i32> {
+    // The directory written, confined like every other output in a workflow.
+    super::confine_paths(&[], &[("--out", Some(&args.out))])?;
     let injections = args
         .inject
         .iter()

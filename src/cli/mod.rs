@@ -99,6 +99,9 @@ pub(crate) fn confine_paths(
     let env = |name: &str| std::env::var(name).ok();
     for (flag, path) in inputs {
         if let Some(path) = path {
+            // Everywhere, not only in a workflow: a device or a FIFO is refused before any work.
+            crate::files::check_not_special(path)
+                .with_context(|| format!("{flag} {}", path.display()))?;
             crate::github::confine(flag, path, &env)?;
         }
     }

@@ -38,6 +38,16 @@ pub const RENAME_CALLS_TOLERANCE: f64 = 0.10;
 /// Name pairs compared character by character at most, per check (each diff is cheap; a
 /// million of them is not).
 const RENAME_DIFFS: usize = 10_000;
+/// Characters of each name compared past the common prefix and suffix of a pair; the rest of a
+/// longer differing middle counts as unmatched. Real renames (a template argument, a build tag)
+/// differ in a few dozen characters, and their ratio is `similar`'s exactly; a pair of names
+/// that differ over more than this is at most as similar as the window makes it.
+const RENAME_WINDOW: usize = 512;
+/// Work (characters compared, diagonals stepped) spent pairing renames per check at most: a
+/// bound on the whole of [`pair_renamed`], whatever the number and length of the names. Real
+/// runs spend a few thousand; when it runs out, the pairs not yet compared stay appeared and
+/// vanished.
+const RENAME_WORK: u64 = 50_000_000;
 /// Renamed pairs the lead names (the most changed first); the JSON lists all.
 const RENAMED_NAMED: usize = 3;
 /// Kernels kept in the explanation's delta list.
@@ -558,27 +568,32 @@ fn pair_renamed(
     // Each kernel's figures looked up once, and its short name made only when the cheap tests
     // pass: a run with a million new names must not make this quadratic, nor demangle them all.
     let (old_sides, new_sides) = (sides_of(kernels, vanished), sides_of(kernels, appeared));
-    let mut old_names: Vec<Option<String>> = vec![None; vanished.len()];
-    let mut new_names: Vec<Option<String>> = vec![None; appeared.len()];
+    let mut old_names: Vec<Option<(String, Vec<char>)>> = vec![None; vanished.len()];
+    let mut new_names: Vec<Option<(String, Vec<char>)>> = vec![None; appeared.len()];
+    let short = |name: &str| {
+        let s = untruncated_short_name(name);
+        let chars = s.chars().collect();
+        (s, chars)
+    };
     let mut diffs_left = RENAME_DIFFS;
-    for (i, &old) in vanished.iter().enumerate() {
+    let mut work = RenameWork::new(RENAME_WORK);
+    'pairs: for (i, &old) in vanished.iter().enumerate() {
         let (old_cat, old_base, _) = old_sides[i];
         for (j, &new) in appeared.iter().enumerate() {
             let (new_cat, _, new_cur) = new_sides[j];
             if old_cat != new_cat || !similar_calls(old_base.1, new_cur.1) {
                 continue;
             }
-            let old_name = old_names[i].get_or_insert_with(|| untruncated_short_name(old));
-            let new_name = new_names[j].get_or_insert_with(|| untruncated_short_name(new));
+            let (old_name, old_chars) = old_names[i].get_or_insert_with(|| short(old));
+            let (new_name, new_chars) = new_names[j].get_or_insert_with(|| short(new));
             if !same_function(old_name, new_name) {
                 continue;
             }
-            if diffs_left == 0 {
-                break;
+            if diffs_left == 0 || work.left == 0 {
+                break 'pairs;
             }
             diffs_left -= 1;
-            let ratio = similar::TextDiff::from_chars(old_name.as_str(), new_name.as_str()).ratio();
-            if ratio >= RENAME_SIMILARITY {
+            if let Some(ratio) = name_similarity(old_chars, new_chars, &mut work) {
                 candidates.push((ratio, old, new));
             }
         }
@@ -614,6 +629,137 @@ fn pair_renamed(
             .total_cmp(&a.delta_ms_per_step.abs())
     });
     renamed
+}
+
+/// What [`pair_renamed`] may still spend, and what it spent.
+struct RenameWork {
+    left: u64,
+    spent: u64,
+}
+
+impl RenameWork {
+    fn new(budget: u64) -> RenameWork {
+        RenameWork {
+            left: budget,
+            spent: 0,
+        }
+    }
+
+    /// Takes `units`; false (and nothing left) when they were not there.
+    fn take(&mut self, units: u64) -> bool {
+        self.spent += units.min(self.left);
+        match self.left.checked_sub(units) {
+            Some(left) => {
+                self.left = left;
+                true
+            }
+            None => {
+                self.left = 0;
+                false
+            }
+        }
+    }
+}
+
+/// `similar`'s character ratio of two names (twice the longest common subsequence over both
+/// lengths) when it is at least [`RENAME_SIMILARITY`], `None` below it, in work linear in the
+/// names and bounded: the common prefix and suffix match, and of the differing middles only the
+/// first [`RENAME_WINDOW`] characters of each are diffed (the rest counts as unmatched), with
+/// the diff stopped as soon as it has more edits than the threshold allows. Where both middles
+/// fit the window, the ratio is `similar`'s exactly.
+fn name_similarity(a: &[char], b: &[char], work: &mut RenameWork) -> Option<f32> {
+    let total = a.len() + b.len();
+    if total == 0 {
+        return Some(1.0);
+    }
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (a_rest, b_rest) = (&a[prefix..], &b[prefix..]);
+    let suffix = a_rest
+        .iter()
+        .rev()
+        .zip(b_rest.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    if !work.take((prefix + suffix + 1) as u64) {
+        return None;
+    }
+    let a_mid = &a_rest[..a_rest.len() - suffix];
+    let b_mid = &b_rest[..b_rest.len() - suffix];
+    let (a_win, b_win) = (
+        &a_mid[..a_mid.len().min(RENAME_WINDOW)],
+        &b_mid[..b_mid.len().min(RENAME_WINDOW)],
+    );
+    let beyond = (a_mid.len() - a_win.len()) + (b_mid.len() - b_win.len());
+    // Unmatched characters the threshold allows, with one to spare for rounding: the exact
+    // ratio is tested below.
+    let allowed = ((1.0 - f64::from(RENAME_SIMILARITY)) * total as f64).ceil() as usize + 1;
+    let edits = edit_distance_within(a_win, b_win, allowed.checked_sub(beyond)?, work)?;
+    let matched = prefix + suffix + (a_win.len() + b_win.len() - edits) / 2;
+    // As `similar` computes it, in f32.
+    let ratio = 2.0 * matched as f32 / total as f32;
+    (ratio >= RENAME_SIMILARITY).then_some(ratio)
+}
+
+/// The fewest insertions and deletions that turn `a` into `b` (Myers' greedy algorithm), or
+/// `None` when more than `max` are needed or `work` runs out: at most `max` rounds of at most
+/// `2·max + 1` diagonals, each step charged to `work`.
+fn edit_distance_within(
+    a: &[char],
+    b: &[char],
+    max: usize,
+    work: &mut RenameWork,
+) -> Option<usize> {
+    let (n, m) = (a.len() as isize, b.len() as isize);
+    let max = max.min(a.len() + b.len()) as isize;
+    const UNREACHED: isize = isize::MIN / 2;
+    // v[k + offset]: the furthest x reached on diagonal k = x - y.
+    let offset = max + 1;
+    let mut v = vec![UNREACHED; (2 * max + 3) as usize];
+    v[(offset + 1) as usize] = 0;
+    for d in 0..=max {
+        // Diagonals of d's parity, inside the grid.
+        let mut lo = (-d).max(-m);
+        if (lo + d) % 2 != 0 {
+            lo += 1;
+        }
+        let mut hi = d.min(n);
+        if (d - hi) % 2 != 0 {
+            hi -= 1;
+        }
+        let mut k = lo;
+        while k <= hi {
+            let at = (k + offset) as usize;
+            // Down from diagonal k + 1 (an insertion), or right from k - 1 (a deletion).
+            let down = v[at + 1];
+            let down = if down != UNREACHED && down - (k + 1) < m {
+                down
+            } else {
+                UNREACHED
+            };
+            let right = v[at - 1];
+            let right = if right != UNREACHED && right < n {
+                right + 1
+            } else {
+                UNREACHED
+            };
+            let mut x = down.max(right);
+            if x != UNREACHED {
+                let start = x;
+                while x < n && x - k < m && a[x as usize] == b[(x - k) as usize] {
+                    x += 1;
+                }
+                if !work.take((x - start) as u64 + 1) {
+                    return None;
+                }
+                if x >= n && x - k >= m {
+                    return Some(d as usize);
+                }
+            }
+            v[at] = x;
+            k += 2;
+        }
+    }
+    None
 }
 
 /// The figures of each of `names`, which are keys of `kernels`: one walk along the map when the
@@ -999,6 +1145,117 @@ mod diff_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn chars(s: &str) -> Vec<char> {
+        s.chars().collect()
+    }
+
+    fn similar_ratio(a: &str, b: &str) -> f32 {
+        similar::TextDiff::from_chars(a, b).ratio()
+    }
+
+    #[test]
+    fn the_bounded_similarity_is_similars_ratio_on_names_that_fit_the_window() {
+        let mut pairs: Vec<(String, String)> = vec![
+            (
+                "ck::kernel_moe_mxgemm_2lds<a, 1>".into(),
+                "ck::kernel_moe_mxgemm_2lds<a, 1, 1>".into(),
+            ),
+            (
+                "aiter::mla_decode<4>".into(),
+                "aiter_v2::mla_decode<4>".into(),
+            ),
+            (
+                "nvjet_tst_64x32_TNT".into(),
+                "nvjet_tst_64x32_TNT_v2".into(),
+            ),
+            ("abc".into(), "abc".into()),
+            ("".into(), "x".into()),
+            ("kernel<1>".into(), "kernel<2>".into()),
+            ("aaaa".into(), "bbbb".into()),
+            ("ab".into(), "ba".into()),
+        ];
+        // Pseudo-random names over a small alphabet: many near and far pairs.
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        for _ in 0..3000 {
+            let len = 1 + next(120) as usize;
+            let a: String = (0..len).map(|_| (b'a' + next(4) as u8) as char).collect();
+            let mut b: Vec<char> = a.chars().collect();
+            for _ in 0..next(12) {
+                let at = next(b.len() as u64 + 1) as usize;
+                match next(3) {
+                    0 if at < b.len() => {
+                        b.remove(at);
+                    }
+                    1 if at < b.len() => b[at] = (b'a' + next(4) as u8) as char,
+                    _ => b.insert(at, (b'a' + next(4) as u8) as char),
+                }
+            }
+            pairs.push((a, b.into_iter().collect()));
+        }
+        let mut at_or_above = 0;
+        for (a, b) in &pairs {
+            let exact = similar_ratio(a, b);
+            let mut work = RenameWork::new(u64::MAX);
+            let got = name_similarity(&chars(a), &chars(b), &mut work);
+            if exact >= RENAME_SIMILARITY {
+                at_or_above += 1;
+                assert_eq!(got, Some(exact), "{a:?} {b:?}");
+            } else {
+                assert_eq!(got, None, "{a:?} {b:?}: {exact}");
+            }
+        }
+        assert!(
+            at_or_above > 200 && at_or_above < pairs.len() - 200,
+            "{at_or_above}"
+        );
+    }
+
+    #[test]
+    fn the_similarity_of_long_names_costs_work_linear_in_their_length() {
+        // One pair of 60,000-character names that differ everywhere after a short prefix (a
+        // character diff of them is quadratic: 23 s), and one that differs in the middle only.
+        let far_a: String = "ns::kernel<"
+            .chars()
+            .chain((0..60_000).map(|i| char::from(b'a' + (i * 7 % 26) as u8)))
+            .collect();
+        let far_b: String = "ns::kernel<"
+            .chars()
+            .chain((0..60_000).map(|i| char::from(b'a' + (i * 11 % 26) as u8)))
+            .collect();
+        let mut work = RenameWork::new(u64::MAX);
+        assert_eq!(
+            name_similarity(&chars(&far_a), &chars(&far_b), &mut work),
+            None
+        );
+        assert!(work.spent < 200_000, "{}", work.spent);
+        let near_b = format!("{}X{}", &far_a[..30_000], &far_a[30_001..]);
+        let mut work = RenameWork::new(u64::MAX);
+        let ratio = name_similarity(&chars(&far_a), &chars(&near_b), &mut work).unwrap();
+        assert!(ratio > 0.999, "{ratio}");
+        assert!(work.spent < 200_000, "{}", work.spent);
+        // Middles of the window's size that differ as much as the threshold allows: the diff
+        // stops at the threshold, at most (2·allowed + 1) diagonals of the window each round.
+        let a: String = (0..RENAME_WINDOW)
+            .map(|i| char::from(b'a' + (i * 7 % 26) as u8))
+            .collect();
+        let b: String = (0..RENAME_WINDOW)
+            .map(|i| char::from(b'a' + (i * 5 % 26) as u8))
+            .collect();
+        let mut work = RenameWork::new(u64::MAX);
+        assert_eq!(name_similarity(&chars(&a), &chars(&b), &mut work), None);
+        assert!(work.spent < 400_000, "{}", work.spent);
+        // And a budget that runs out stops it.
+        let mut work = RenameWork::new(1000);
+        assert_eq!(name_similarity(&chars(&a), &chars(&b), &mut work), None);
+        assert_eq!(work.left, 0);
+    }
 
     #[test]
     fn a_rename_keeps_the_function_and_another_implementation_does_not() {

@@ -1,7 +1,6 @@
 //! Reading one trace file (plain or gzip JSON) into one rank trace per rank it holds.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
@@ -116,7 +115,8 @@ impl FileContents {
 
 /// The decoded JSON stream of a file (gzip detected by content), and whether it is gzip.
 pub(super) fn open(path: &Path) -> Result<(Box<dyn Read + Send>, bool), ReadErrorKind> {
-    let mut file = File::open(path).map_err(ReadErrorKind::Io)?;
+    // A FIFO or a device given as a trace is refused, never waited on or read without end.
+    let mut file = crate::files::open_regular(path).map_err(ReadErrorKind::Io)?;
     let mut magic = [0u8; 2];
     let got = read_up_to(&mut file, &mut magic).map_err(ReadErrorKind::Io)?;
     let head = std::io::Cursor::new(magic[..got].to_vec());

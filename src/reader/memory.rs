@@ -99,12 +99,46 @@ pub(crate) fn check_room(extra: u64) -> Result<(), ReadErrorKind> {
     }
 }
 
+/// The limit was passed at some point of a stage after reading (classifying, finding steps,
+/// computing figures, analysing, gating): the process's peak resident size is over it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "stopped after {stage}: tracegate held {:.1} MiB at its peak, over the --max-memory limit of {:.1} MiB",
+    *held as f64 / 1048576.0,
+    *limit as f64 / 1048576.0
+)]
+pub struct OverMemory {
+    pub stage: &'static str,
+    pub held: u64,
+    pub limit: u64,
+}
+
+/// Errors when the process has held more than the limit at any time so far: its peak resident
+/// size (`VmHWM`), not the present one, so that a stage that grew past the limit and freed
+/// what it held is caught all the same. Called at the end of every stage after reading (the
+/// reader checks as it reads), so that a run over the limit is an error whichever stage grew.
+pub fn check_stage(stage: &'static str) -> Result<(), OverMemory> {
+    let limit = LIMIT.load(Ordering::Relaxed);
+    if limit == 0 {
+        return Ok(());
+    }
+    match status_bytes("VmHWM:") {
+        Some(held) if held > limit => Err(OverMemory { stage, held, limit }),
+        _ => Ok(()),
+    }
+}
+
 /// The resident set size, from `VmRSS` (Linux); `None` elsewhere, where the guard is off.
 fn resident_bytes() -> Option<u64> {
+    status_bytes("VmRSS:")
+}
+
+/// A size field of `/proc/self/status` (`VmRSS:`, `VmHWM:`), in bytes.
+fn status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kb: u64 = line
-        .trim_start_matches("VmRSS:")
+        .trim_start_matches(field)
         .trim()
         .trim_end_matches("kB")
         .trim()
@@ -150,6 +184,8 @@ mod tests {
     fn this_process_has_a_resident_size_on_linux() {
         if cfg!(target_os = "linux") {
             assert!(resident_bytes().unwrap() > 1 << 20);
+            // The peak is at least the present size.
+            assert!(status_bytes("VmHWM:").unwrap() >= resident_bytes().unwrap() / 2);
         }
     }
 }

@@ -20,7 +20,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 
 pub use error::{ReadError, ReadErrorKind};
-pub use memory::{parse_size, set_memory_limit, set_string_limit, DEFAULT_STRING_LIMIT};
+pub use memory::{
+    check_stage, parse_size, set_memory_limit, set_string_limit, OverMemory, DEFAULT_STRING_LIMIT,
+};
 pub use model::*;
 
 /// File names a directory walk skips: the files `tracegate synth` and `check` write beside traces.

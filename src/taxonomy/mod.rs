@@ -613,10 +613,14 @@ impl Taxonomy {
 
     /// Adds the rules of a TOML rules file, tried before the built-in ones.
     pub fn with_rules_file(self, path: &Path) -> Result<Taxonomy, TaxonomyError> {
-        let text = std::fs::read_to_string(path).map_err(|source| TaxonomyError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        // A regular file of at most 16 MiB: `/dev/zero` or a FIFO is refused, not read without end.
+        let text =
+            crate::files::read_text_capped(path, crate::files::TEXT_CAP).map_err(|source| {
+                TaxonomyError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
         let rules = Taxonomy::from_toml_str(&text, &path.display().to_string())?;
         Ok(self.with_rules(rules))
     }

@@ -4,6 +4,7 @@
 mod common;
 
 mod bad_input;
+mod bounded;
 mod check;
 mod check_output;
 mod confinement;
