@@ -1,4 +1,8 @@
-//! A small table type rendered as GitHub markdown or as an aligned terminal table.
+//! A small table type rendered as GitHub markdown or as an aligned terminal table, and the
+//! escaping every writer uses: [`printable`] for any output, [`escape_markdown`] and
+//! [`code_span`] for markdown.
+
+use std::borrow::Cow;
 
 /// Column alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +20,53 @@ pub struct Table {
     rows: Vec<Vec<String>>,
 }
 
+/// Whether `c` is shown as an escape by [`printable`]: control characters (C0, DEL, C1: line
+/// breaks, ESC, BEL...), the Unicode line and paragraph separators, and the bidirectional
+/// controls that reorder what a reader sees.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// Pushes the escape of `c` (one [`needs_escape`] is true for): `\n`, `\r`, `\t`, `\x1b`,
+/// `\u{202e}`.
+fn push_escape(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+        c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+    }
+}
+
+/// Text from a trace, a baseline, a file name or the command line as every output shows it:
+/// each control character written as an escape (`\n`, `\r`, `\t`, `\x1b`, `\x07`, `\u{202e}`),
+/// so that no name can start a line of its own (a forged `+` line in a diff, a workflow command),
+/// move a terminal's cursor, ring its bell or reorder the text around it. The one escaping
+/// function of names: the terminal table, markdown ([`escape_markdown`], [`code_span`]), kernel
+/// names ([`crate::taxonomy::short_name`]) and the kernel diff all use it. Borrows when there is
+/// nothing to escape.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if needs_escape(c) {
+            push_escape(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Escapes text for a markdown table cell: no cell can break the table or inject markup.
 pub fn escape_markdown(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -25,7 +76,7 @@ pub fn escape_markdown(text: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            '\n' | '\r' => out.push(' '),
+            c if needs_escape(c) => push_escape(&mut out, c),
             // A word joiner after `@` and inside `://`: GitHub neither mentions a user nor links a
             // URL named in a kernel name, and the text reads the same.
             '@' => out.push_str("@\u{2060}"),
@@ -42,10 +93,11 @@ fn rest_starts_with_slashes(text: &str, i: usize) -> bool {
 }
 
 /// `text` as an inline code span outside a table: a fence longer than any run of backticks in
-/// it, padded when it starts or ends with a backtick or a space, newlines made spaces. Nothing
-/// in a code span is markup, so no name can add a link, HTML or a mention.
+/// it, padded when it starts or ends with a backtick or a space, control characters escaped
+/// ([`printable`]). Nothing in a code span is markup, so no name can add a link, HTML or a
+/// mention.
 pub fn code_span(text: &str) -> String {
-    let text = text.replace(['\n', '\r'], " ");
+    let text = printable(text);
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     let pad = if text.starts_with(['`', ' ']) || text.ends_with(['`', ' ']) {
@@ -178,19 +230,24 @@ impl Table {
         out
     }
 
-    /// Aligned plain text for a terminal.
+    /// Aligned plain text for a terminal; cells are [`printable`].
     pub fn to_terminal(&self) -> String {
+        let shown: Vec<Vec<Cow<'_, str>>> = self
+            .rows
+            .iter()
+            .map(|r| r.iter().map(|c| printable(c)).collect())
+            .collect();
         let widths: Vec<usize> = (0..self.headers.len())
             .map(|i| {
-                self.rows
+                shown
                     .iter()
                     .map(|r| r[i].chars().count())
-                    .chain([self.headers[i].chars().count()])
+                    .chain([printable(&self.headers[i]).chars().count()])
                     .max()
                     .unwrap_or(0)
             })
             .collect();
-        let render = |cells: &[String]| {
+        let render = |cells: &[Cow<'_, str>]| {
             let parts: Vec<String> = cells
                 .iter()
                 .enumerate()
@@ -201,10 +258,11 @@ impl Table {
                 .collect();
             parts.join("  ").trim_end().to_string() + "\n"
         };
-        let mut out = render(&self.headers);
-        let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+        let headers: Vec<Cow<'_, str>> = self.headers.iter().map(|h| printable(h)).collect();
+        let mut out = render(&headers);
+        let rule: Vec<Cow<'_, str>> = widths.iter().map(|w| "-".repeat(*w).into()).collect();
         out.push_str(&render(&rule));
-        for row in &self.rows {
+        for row in &shown {
             out.push_str(&render(row));
         }
         out
@@ -220,7 +278,7 @@ mod tests {
         assert_eq!(code_span("v0.5.4"), "`v0.5.4`");
         assert_eq!(code_span("a``b"), "```a``b```");
         assert_eq!(code_span("`x"), "`` `x ``");
-        assert_eq!(code_span("a\nb"), "`a b`");
+        assert_eq!(code_span("a\nb"), "`a\\nb`");
     }
 
     #[test]
@@ -241,7 +299,7 @@ mod tests {
         let md = t.to_markdown();
         assert_eq!(md.lines().count(), 3);
         assert!(
-            md.contains("evil\\|\\[x\\]\\(http:\u{2060}//e\\)\\<img\\> next"),
+            md.contains("evil\\|\\[x\\]\\(http:\u{2060}//e\\)\\<img\\>\\nnext"),
             "{md}"
         );
         assert!(md.lines().nth(1).unwrap().contains("---:"));
@@ -255,6 +313,22 @@ mod tests {
             e.replace('\u{2060}', ""),
             "kernel@octocat https://evil.example/x"
         );
+    }
+
+    #[test]
+    fn control_characters_are_shown_escaped_in_every_output() {
+        let name = "evil\n::error::x\r\t\x1b[31m\x07\u{7f}\u{85}\u{202e}\u{2028}end";
+        let shown = r"evil\n::error::x\r\t\x1b[31m\x07\x7f\x85\u{202e}\u{2028}end";
+        assert_eq!(printable(name), shown);
+        assert!(matches!(printable("plain µs → name"), Cow::Borrowed(_)));
+        assert_eq!(code_span(name), format!("`{shown}`"));
+        assert!(!escape_markdown(name).chars().any(needs_escape));
+        let mut t = Table::new(&[("kernel", Align::Left)]);
+        t.row(vec![name.into()]);
+        let text = t.to_terminal();
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert_eq!(text.lines().nth(2), Some(shown));
+        assert_eq!(crate::taxonomy::short_name(name), shown);
     }
 
     #[test]
