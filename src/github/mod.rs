@@ -210,7 +210,12 @@ fn comment_step(
         timeout: options.timeout,
     };
     match comment::sync(&request) {
-        Ok(outcome) => crate::output::note(&outcome.to_string()),
+        Ok(synced) => {
+            for spoof in &synced.spoofs {
+                warn("tracegate comment", &spoof.to_string());
+            }
+            crate::output::note(&synced.outcome.to_string());
+        }
         Err(e) => {
             let text = context.token.redact(&match e.hint() {
                 Some(hint) => format!("{e} ({hint})"),

@@ -25,3 +25,4 @@ mod sweep;
 mod threads;
 mod unbounded;
 mod unclassified;
+mod untrusted;
