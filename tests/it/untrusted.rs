@@ -587,7 +587,9 @@ fn compare_escapes_labels_and_shows_kernels_as_code() {
         .arg("compare")
         .arg(hostile_run())
         .arg(hostile_run())
-        .args(["--label", label, "--label", "b", "--format", "markdown"])
+        .arg("--label")
+        .arg(format!("{label}={}", hostile_run().display()))
+        .args(["--format", "markdown"])
         .output()
         .unwrap();
     assert_eq!(
