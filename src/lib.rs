@@ -27,6 +27,7 @@ pub(crate) mod identity;
 pub(crate) mod inspect;
 pub(crate) mod links;
 pub mod metrics;
+pub(crate) mod output;
 pub mod pipeline;
 pub mod reader;
 pub(crate) mod report;

@@ -5,7 +5,8 @@ fn main() {
     let status = match tracegate::cli::run(cli) {
         Ok(status) => status,
         Err(e) => {
-            eprintln!("tracegate: error: {e:#}");
+            // Never a panic when stderr cannot be written: the status is the answer.
+            tracegate::cli::print_error(&e);
             tracegate::exit::CANNOT_JUDGE
         }
     };

@@ -141,16 +141,16 @@ pub(super) fn update(args: BaselineUpdateArgs) -> Result<i32> {
     .map_err(|e| anyhow::anyhow!("{}: {e}", w.baseline.display()))?;
     let shown = w.baseline.display();
     if !changes.lacking.is_empty() {
-        eprintln!(
+        crate::output::note(&format!(
             "warning: {shown}: the run does not produce {}; their old figures are kept",
             changes.lacking.join(", ")
-        );
+        ));
     }
     if !changes.not_added.is_empty() {
-        eprintln!(
+        crate::output::note(&format!(
             "warning: {shown}: the run also has {}, not in the baseline and not added (--add-new to add them)",
             changes.not_added.join(", ")
-        );
+        ));
     }
     finish_baseline_write(w, &old, &new)
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use super::args::{DemoArgs, SynthArgs};
-use super::{read_run, write_output};
+use super::{read_run, write_verdict_output};
 use crate::exit;
 use crate::pipeline;
 
@@ -29,13 +29,13 @@ pub(super) fn synth(args: SynthArgs) -> Result<i32> {
         gzip_level: args.gzip_level.0,
     };
     let summary = crate::synth::generate_to_dir(&options, &args.out)?;
-    eprintln!(
+    crate::output::note(&format!(
         "wrote {} trace files and {} ({:.1} MB of JSON, {:.1} MB on disk)",
         summary.files.len(),
         summary.truth_path.display(),
         summary.bytes_uncompressed as f64 / 1e6,
         summary.bytes_compressed as f64 / 1e6
-    );
+    ));
     Ok(exit::PASS)
 }
 
@@ -79,16 +79,26 @@ fn demo_check(
 pub(super) fn demo(args: DemoArgs) -> Result<i32> {
     let temp = tempfile_dir()?;
     let root = args.keep.clone().unwrap_or_else(|| temp.clone());
-    eprintln!(
+    crate::output::note(&format!(
         "demo: synthetic {} runs in {}",
         args.scenario,
         root.display()
-    );
+    ));
     let clean = demo_check(&args, &root.join("clean"), None)?;
-    println!("1. A clean run against its baseline: {}\n", clean.summary);
+    crate::output::stdout(&format!(
+        "1. A clean run against its baseline: {}\n\n",
+        crate::report::table::printable(&clean.summary)
+    ));
     let regressed = demo_check(&args, &root.join("regressed"), Some(&args.inject))?;
-    println!("2. The same run with `--inject {}`:\n", args.inject);
-    write_output(&crate::report::check::render(&regressed, args.format), None)?;
+    crate::output::stdout(&format!(
+        "2. The same run with `--inject {}`:\n\n",
+        crate::report::table::printable(&args.inject)
+    ));
+    write_verdict_output(
+        &crate::report::check::render(&regressed, args.format),
+        None,
+        false,
+    )?;
     let _ = std::fs::remove_dir_all(&temp);
     let expected = (crate::gate::Status::Pass, crate::gate::Status::Regression);
     if (clean.status, regressed.status) == expected {

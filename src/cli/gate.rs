@@ -3,7 +3,7 @@
 use anyhow::Result;
 
 use super::args::{CheckArgs, GithubArgs, SweepArgs};
-use super::{confine_paths, read_run, write_output};
+use super::{confine_paths, read_run, write_output, write_verdict_output};
 use crate::pipeline;
 
 pub(super) fn check(args: CheckArgs) -> Result<i32> {
@@ -51,9 +51,10 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
             Some(path),
         )?;
     }
-    write_output(
+    write_verdict_output(
         &crate::report::check::render(&result, args.format),
         args.output.as_ref(),
+        args.github.enabled(),
     )?;
     if args.github.enabled() {
         // Never changes the exit status: failures here are warnings.
@@ -76,9 +77,10 @@ pub(super) fn sweep(args: SweepArgs) -> Result<i32> {
         .filter(|e| !e.is_empty())
         .collect();
     let merged = crate::sweep::merge(&args.paths, &expect).with_run(args.identity.resolve()?);
-    write_output(
+    write_verdict_output(
         &crate::report::sweep::render(&merged, args.format),
         args.output.as_ref(),
+        args.github.enabled(),
     )?;
     if args.github.enabled() {
         // As for check: failures here are warnings, the exit status stays the sweep's.

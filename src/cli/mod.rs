@@ -59,17 +59,40 @@ pub fn run(cli: Cli) -> Result<i32> {
     }
 }
 
+/// `tracegate: error: ...` on stderr for an error that ends the command; a failed write is
+/// ignored (the exit status says it), never a panic.
+pub fn print_error(e: &anyhow::Error) {
+    crate::output::note(&format!("error: {e:#}"));
+}
+
+/// Writes a command's output to `output` or stdout. For the commands whose output is the answer
+/// (`extract`, `report`, `compare`, `inspect`...), a failed write is an error.
 pub(crate) fn write_output(text: &str, output: Option<&PathBuf>) -> Result<()> {
     match output {
         Some(path) => write_atomically(path, text.as_bytes())
             .with_context(|| format!("{}: cannot write", path.display())),
+        None => crate::output::try_stdout(text).context("cannot write to standard output"),
+    }
+}
+
+/// Writes the report of a verdict (`check`, `sweep`, `demo`): to `output` as [`write_output`]
+/// does, or to stdout, where a failed write is a warning on stderr and the exit status stays the
+/// verdict's. With `runner` (GitHub mode) the report on stdout is wrapped so that the Actions
+/// runner runs no command in it ([`crate::output::wrap_for_runner`]).
+pub(crate) fn write_verdict_output(
+    text: &str,
+    output: Option<&PathBuf>,
+    runner: bool,
+) -> Result<()> {
+    match output {
+        Some(_) => write_output(text, output),
+        None if runner => {
+            crate::output::stdout(&crate::output::wrap_for_runner(text));
+            Ok(())
+        }
         None => {
-            let mut stdout = std::io::stdout().lock();
-            // A closed pipe (`| head`) is not an error worth a message.
-            match stdout.write_all(text.as_bytes()) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                other => other.context("cannot write to standard output"),
-            }
+            crate::output::stdout(text);
+            Ok(())
         }
     }
 }

@@ -834,7 +834,11 @@ const LEAD_NAMES: usize = 10;
 fn name_diff(base: &BTreeSet<&str>, cur: &BTreeSet<&str>) -> String {
     // Demangled and sorted on every core: a run may have a million names.
     let readable_set = |s: &BTreeSet<&str>| -> BTreeSet<String> {
-        let mut shown: Vec<String> = s.par_iter().map(|n| readable(n).into_owned()).collect();
+        // Control characters escaped: a newline in a name cannot forge a `+`/`-` line.
+        let mut shown: Vec<String> = s
+            .par_iter()
+            .map(|n| crate::report::table::printable(&readable(n)).into_owned())
+            .collect();
         shown.par_sort_unstable();
         shown.into_iter().collect()
     };

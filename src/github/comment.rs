@@ -1,10 +1,16 @@
 //! The sticky pull-request comment: one per baseline, found again by a hidden marker on its first
-//! line and updated in place.
+//! line *and* its author, and updated in place.
+//!
+//! The marker is predictable, so anyone can post a comment that starts with it. Only a comment
+//! the token's own user wrote is ever edited: a marked comment by anyone else is a spoof, left
+//! untouched; tracegate posts its own comment beside it and warns.
 //!
 //! REST calls (through octocrab, on a current-thread tokio runtime built here so that the rest of
 //! the CLI stays synchronous):
 //! - `GET /repos/{owner}/{repo}/issues/{pr}/comments?per_page=100`, following `Link: rel="next"`;
-//! - `PATCH /repos/{owner}/{repo}/issues/comments/{id}` when the marker is found;
+//! - `GET /user` when a marked comment is found: the token's own login. The default Actions
+//!   token cannot read it (HTTP 403); its comments are `github-actions[bot]`'s;
+//! - `PATCH /repos/{owner}/{repo}/issues/comments/{id}` when our marked comment is found;
 //! - `POST /repos/{owner}/{repo}/issues/{pr}/comments` otherwise.
 
 use std::fmt;
@@ -21,6 +27,9 @@ use crate::report::check::{fit, GITHUB_COMMENT_LIMIT};
 const MAX_PAGES: usize = 100;
 /// Room left under the limit for the "sections left out" note that `fit` appends.
 const NOTE_ROOM: usize = 256;
+/// The author of comments written with the default Actions token (`GITHUB_TOKEN`), which
+/// cannot read `GET /user`.
+pub const ACTIONS_BOT: &str = "github-actions[bot]";
 
 /// The hidden first line that identifies the comment of one baseline
 /// (`<!-- tracegate:baseline=baselines/x.toml -->`) or of one sweep
@@ -83,6 +92,33 @@ pub enum CommentOutcome {
     Skipped(&'static str),
 }
 
+/// What [`sync`] did, and the spoofs it left alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Synced {
+    pub outcome: CommentOutcome,
+    /// Comments that carry the marker but were written by someone else: (id, author, our login).
+    pub spoofs: Vec<Spoof>,
+}
+
+/// A comment that carries tracegate's marker but that the token's user did not write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spoof {
+    pub id: u64,
+    pub author: String,
+    pub ours: String,
+}
+
+impl fmt::Display for Spoof {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "pull-request comment {} carries tracegate's marker but was written by {}, not {}; \
+             left untouched (tracegate edits only its own comment)",
+            self.id, self.author, self.ours
+        )
+    }
+}
+
 impl fmt::Display for CommentOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -105,10 +141,24 @@ struct IssueComment {
     body: Option<String>,
     #[serde(default)]
     html_url: Option<String>,
+    #[serde(default)]
+    user: Option<User>,
+}
+
+/// A comment's author, and `GET /user`'s answer.
+#[derive(Debug, Deserialize)]
+struct User {
+    login: String,
+}
+
+impl IssueComment {
+    fn author(&self) -> &str {
+        self.user.as_ref().map_or("", |u| u.login.as_str())
+    }
 }
 
 /// Creates or updates the sticky comment. Blocks; builds its own current-thread runtime.
-pub fn sync(request: &CommentRequest<'_>) -> Result<CommentOutcome, GithubError> {
+pub fn sync(request: &CommentRequest<'_>) -> Result<Synced, GithubError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -116,7 +166,7 @@ pub fn sync(request: &CommentRequest<'_>) -> Result<CommentOutcome, GithubError>
     runtime.block_on(sync_async(request))
 }
 
-async fn sync_async(request: &CommentRequest<'_>) -> Result<CommentOutcome, GithubError> {
+async fn sync_async(request: &CommentRequest<'_>) -> Result<Synced, GithubError> {
     let ctx = request.context;
     let token = &ctx.token;
     let crab = octocrab::Octocrab::builder()
@@ -135,52 +185,86 @@ async fn sync_async(request: &CommentRequest<'_>) -> Result<CommentOutcome, Gith
         "/repos/{}/{}/issues/{}/comments",
         ctx.owner, ctx.repo, ctx.pr
     );
-    let found = find_sticky(&crab, &list_route, request).await?;
+    let marked = find_marked(&crab, &list_route, request).await?;
+    // Whose comments are ours: asked only when there is a marked comment to tell apart.
+    let ours = if marked.is_empty() {
+        String::new()
+    } else {
+        own_login(&crab, request).await?
+    };
+    let (mine, others): (Vec<_>, Vec<_>) = marked
+        .into_iter()
+        .partition(|(_, author)| author.eq_ignore_ascii_case(&ours));
+    let spoofs: Vec<Spoof> = others
+        .into_iter()
+        .map(|(id, author)| Spoof {
+            id,
+            author,
+            ours: ours.clone(),
+        })
+        .collect();
     let payload = serde_json::json!({ "body": request.body });
-    match found {
-        Some(id) => {
+    let outcome = match mine.first() {
+        Some(&(id, _)) => {
             let route = format!("/repos/{}/{}/issues/comments/{id}", ctx.owner, ctx.repo);
             let c: IssueComment = timed(request, crab.patch(route, Some(&payload))).await?;
-            Ok(CommentOutcome::Updated {
+            CommentOutcome::Updated {
                 id: c.id,
                 url: c.html_url.unwrap_or_default(),
-            })
+            }
         }
-        None if request.create => {
+        // A spoof must not stand alone: the real verdict is posted beside it.
+        None if request.create || !spoofs.is_empty() => {
             let c: IssueComment = timed(request, crab.post(list_route, Some(&payload))).await?;
-            Ok(CommentOutcome::Created {
+            CommentOutcome::Created {
                 id: c.id,
                 url: c.html_url.unwrap_or_default(),
-            })
+            }
         }
-        None => Ok(CommentOutcome::Skipped(
-            "the run passed and there is no earlier comment to update",
-        )),
+        None => CommentOutcome::Skipped("the run passed and there is no earlier comment to update"),
+    };
+    Ok(Synced { outcome, spoofs })
+}
+
+/// The login of the token's user: `GET /user`, or [`ACTIONS_BOT`] when GitHub refuses it
+/// (HTTP 403), as it does for the default Actions token.
+async fn own_login(
+    crab: &octocrab::Octocrab,
+    request: &CommentRequest<'_>,
+) -> Result<String, GithubError> {
+    match timed(request, crab.get::<User, _, ()>("/user", None)).await {
+        Ok(user) => Ok(user.login),
+        Err(e) if e.status() == Some(403) => Ok(ACTIONS_BOT.to_string()),
+        Err(e) => Err(e),
     }
 }
 
-/// The id of the first comment carrying the marker, reading every page of comments.
-async fn find_sticky(
+/// The id and author of every comment carrying the marker, in order, reading every page.
+async fn find_marked(
     crab: &octocrab::Octocrab,
     route: &str,
     request: &CommentRequest<'_>,
-) -> Result<Option<u64>, GithubError> {
+) -> Result<Vec<(u64, String)>, GithubError> {
+    let mut found = Vec::new();
     let mut page: octocrab::Page<IssueComment> =
         timed(request, crab.get(route, Some(&[("per_page", "100")]))).await?;
     for _ in 0..MAX_PAGES {
-        if let Some(c) = page.items.iter().find(|c| {
-            c.body
-                .as_deref()
-                .is_some_and(|b| is_sticky(b, &request.marker))
-        }) {
-            return Ok(Some(c.id));
-        }
+        found.extend(
+            page.items
+                .iter()
+                .filter(|c| {
+                    c.body
+                        .as_deref()
+                        .is_some_and(|b| is_sticky(b, &request.marker))
+                })
+                .map(|c| (c.id, c.author().to_string())),
+        );
         match timed(request, crab.get_page::<IssueComment>(&page.next)).await? {
             Some(next) => page = next,
-            None => return Ok(None),
+            None => break,
         }
     }
-    Ok(None)
+    Ok(found)
 }
 
 /// Runs one request under the timeout, turning octocrab's error into ours.

@@ -188,7 +188,7 @@ fn comment_step(
     let context = match Context::discover(options, env) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("tracegate: no pull-request comment: {e}");
+            crate::output::note(&format!("no pull-request comment: {e}"));
             return;
         }
     };
@@ -210,7 +210,12 @@ fn comment_step(
         timeout: options.timeout,
     };
     match comment::sync(&request) {
-        Ok(outcome) => eprintln!("tracegate: {outcome}"),
+        Ok(synced) => {
+            for spoof in &synced.spoofs {
+                warn("tracegate comment", &spoof.to_string());
+            }
+            crate::output::note(&synced.outcome.to_string());
+        }
         Err(e) => {
             let text = context.token.redact(&match e.hint() {
                 Some(hint) => format!("{e} ({hint})"),
@@ -228,13 +233,11 @@ fn comment_step(
 /// A warning both as a workflow command (stdout) and as a plain line (stderr).
 fn warn(title: &str, message: &str) {
     print_stdout(&(actions::command("warning", Some(title), message) + "\n"));
-    eprintln!("tracegate: warning: {message}");
+    crate::output::note(&format!("warning: {message}"));
 }
 
+/// Our own workflow commands on stdout; a failed write is not worth failing the gate over (nor
+/// a warning that would go to the same stdout).
 fn print_stdout(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    // A closed pipe is not worth failing the gate over.
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+    let _ = crate::output::try_stdout(text);
 }

@@ -3,7 +3,9 @@
 //! The markdown is made for a pull-request comment: a one-line verdict first, the table, the
 //! cause, and the long parts folded. It never exceeds GitHub's comment limit.
 
-use super::table::{code_span, escape_markdown, text_with_code, Align, Table};
+use super::table::{
+    escape_markdown, free_code, free_text, printable, text_with_code, Align, Table,
+};
 use super::Format;
 use crate::gate::explain::{Delta, Unclassified};
 use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
@@ -104,8 +106,8 @@ fn headline(result: &CheckResult) -> String {
     // The run's hardware, not the baseline's: a run on other hardware must not look like one
     // on the baseline's.
     let hardware = match (&result.run.device, result.run.hardware_asserted) {
-        (Some(d), true) => format!("{} (asserted by --hardware)", escape_markdown(d)),
-        (Some(d), false) => escape_markdown(d),
+        (Some(d), true) => format!("{} (asserted by --hardware)", free_text(d)),
+        (Some(d), false) => free_text(d),
         (None, _) => "unknown hardware".to_string(),
     };
     format!(
@@ -120,11 +122,13 @@ fn headline(result: &CheckResult) -> String {
 /// too, so a run that does not say is visible.
 pub fn identity_line(result: &CheckResult, markdown: bool) -> Option<String> {
     let (base, run) = (&result.baseline.meta, &result.run.identity);
+    // Free text from the command line or the baseline: cut in markdown (the JSON has it all),
+    // escaped everywhere.
     let show = |v: &str| {
         if markdown {
-            code_span(v)
+            free_code(v)
         } else {
-            v.to_string()
+            printable(v).into_owned()
         }
     };
     let mut parts = Vec::new();
@@ -139,9 +143,9 @@ pub fn identity_line(result: &CheckResult, markdown: bool) -> Option<String> {
         let after = run.meta.get(key).map(String::as_str);
         if let Some(t) = crate::identity::transition(before.as_deref(), after, show) {
             let key = if markdown {
-                escape_markdown(key)
+                free_text(key)
             } else {
-                key.clone()
+                printable(key).into_owned()
             };
             parts.push(format!("{key} {t}"));
         }
@@ -285,7 +289,7 @@ fn unclassified_markdown(u: &Unclassified) -> String {
         .map(|k| {
             format!(
                 "{} {:.1}%",
-                code_span(&super::display_kernel_name(&k.name)),
+                super::table::code_span(&super::display_kernel_name(&k.name)),
                 k.pct
             )
         })
@@ -399,7 +403,7 @@ pub fn markdown(result: &CheckResult) -> String {
 
 fn terminal(result: &CheckResult) -> String {
     let e = &result.explanation;
-    let mut out = format!("{}\n\n", result.summary);
+    let mut out = format!("{}\n\n", printable(&result.summary));
     if let Some(line) = identity_line(result, false) {
         out.push_str(&line);
         out.push_str("\n\n");

@@ -2,7 +2,7 @@
 //! category, and the kernel libraries per category. Nothing here computes a figure.
 
 use super::analysis::Doc;
-use super::table::{Align, Table};
+use super::table::{free_text, printable, table_code_span, Align, Table};
 use super::{display_kernel_name, fixed, Format};
 use crate::analysis::compare::{Comparison, MetricRow};
 use crate::analysis::{Scope, REPORT_SCHEMA_VERSION};
@@ -81,9 +81,42 @@ fn metric_table(c: &Comparison, rows: &[MetricRow], first: &str) -> Table {
     t
 }
 
+/// Kernel names as a table cell: code spans in markdown (the column is a
+/// [`Table::markdown_column`]), plain in a terminal; `rest` (a count) after them as text.
+fn names_cell(names: &[String], rest: Option<String>, markdown: bool) -> String {
+    let mut shown: Vec<String> = names
+        .iter()
+        .map(|k| {
+            let name = display_kernel_name(k);
+            if markdown {
+                table_code_span(&name)
+            } else {
+                name
+            }
+        })
+        .collect();
+    shown.extend(rest);
+    if shown.is_empty() {
+        MISSING.into()
+    } else {
+        shown.join("; ")
+    }
+}
+
 fn render_text(c: &Comparison, markdown: bool) -> String {
     let mut d = Doc::new(markdown);
-    let labels: Vec<String> = c.runs.iter().map(|r| r.label.clone()).collect();
+    // Labels default to directory names: free text, escaped (and cut) like any other.
+    let labels: Vec<String> = c
+        .runs
+        .iter()
+        .map(|r| {
+            if markdown {
+                free_text(&r.label)
+            } else {
+                printable(&r.label).into_owned()
+            }
+        })
+        .collect();
     d.heading(2, &format!("tracegate compare: {}", labels.join(" vs ")));
     let mut runs = Table::new(&[
         ("Run", Align::Left),
@@ -110,14 +143,22 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
             .chain(c.runs.iter().map(|r| (r.label.as_str(), Align::Left)))
             .collect::<Vec<_>>(),
     );
+    if markdown {
+        for i in 1..=c.runs.len() {
+            facts = facts.markdown_column(i);
+        }
+    }
     for f in &c.facts {
         if f.values.iter().all(Option::is_none) {
             continue;
         }
         let mut row = vec![f.label.clone()];
-        row.extend(f.values.iter().map(|v| {
-            v.as_deref()
-                .map_or_else(|| MISSING.into(), display_kernel_name)
+        row.extend(f.values.iter().map(|v| match v {
+            None => MISSING.into(),
+            // Kernel names in code spans, as `check` shows them.
+            Some(k) if f.key.ends_with("_kernel") => names_cell(&[k.clone()], None, markdown),
+            Some(text) if markdown => free_text(text),
+            Some(text) => text.clone(),
         }));
         facts.row(row);
     }
@@ -133,35 +174,22 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
             ("Top kernels", Align::Left),
             ("Only in this run", Align::Left),
         ]);
+        if markdown {
+            t = t.markdown_column(1).markdown_column(2);
+        }
         for (i, r) in c.runs.iter().enumerate() {
-            let top = lib.top.get(i).map_or_else(String::new, |ks| {
-                ks.iter()
-                    .map(|k| display_kernel_name(k))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            });
-            t.row(vec![
-                r.label.clone(),
-                if top.is_empty() { MISSING.into() } else { top },
-                lib.only_here.get(i).map_or_else(
-                    || MISSING.into(),
-                    |only| {
-                        let mut shown: Vec<String> = only
-                            .iter()
-                            .take(3)
-                            .map(|k| display_kernel_name(k))
-                            .collect();
-                        if only.len() > 3 {
-                            shown.push(format!("and {} more", only.len() - 3));
-                        }
-                        if shown.is_empty() {
-                            MISSING.into()
-                        } else {
-                            shown.join("; ")
-                        }
-                    },
-                ),
-            ]);
+            let top = lib
+                .top
+                .get(i)
+                .map_or_else(|| MISSING.into(), |ks| names_cell(ks, None, markdown));
+            let only = lib.only_here.get(i).map_or_else(
+                || MISSING.into(),
+                |only| {
+                    let rest = (only.len() > 3).then(|| format!("and {} more", only.len() - 3));
+                    names_cell(&only[..only.len().min(3)], rest, markdown)
+                },
+            );
+            t.row(vec![r.label.clone(), top, only]);
         }
         d.folded_table(lib.category.label(), &t);
     }

@@ -1,7 +1,7 @@
 //! `tracegate sweep` output: one answer for a whole matrix of configurations.
 
 use super::check::{fit, mark, GITHUB_COMMENT_LIMIT};
-use super::table::{code_span, escape_markdown, Align, Table};
+use super::table::{escape_html, escape_markdown, free_code, free_text, printable, Align, Table};
 use super::Format;
 use crate::gate::Status;
 use crate::sweep::{headline_metrics, Configuration, Sweep};
@@ -73,9 +73,9 @@ fn table(sweep: &Sweep) -> Table {
 pub fn identity_line(sweep: &Sweep, markdown: bool) -> Option<String> {
     let show = |v: &str| {
         if markdown {
-            code_span(v)
+            free_code(v)
         } else {
-            v.to_string()
+            printable(v).into_owned()
         }
     };
     let bumps = sweep.image_bumps();
@@ -92,14 +92,18 @@ pub fn identity_line(sweep: &Sweep, markdown: bool) -> Option<String> {
         })
         .collect();
     for (key, value) in sweep.common_meta() {
-        let key = if markdown { escape_markdown(&key) } else { key };
+        let key = if markdown {
+            free_text(&key)
+        } else {
+            printable(&key).into_owned()
+        };
         parts.push(format!("{key} {}", show(&value)));
     }
     (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
 fn details(c: &Configuration) -> String {
-    let mut body = format!("{}\n\n", escape_markdown(&c.summary));
+    let mut body = format!("{}\n\n", free_text(&c.summary));
     if let Some(lead) = &c.lead {
         body.push_str(&format!("{}\n\n", super::table::text_with_code(lead)));
     }
@@ -126,10 +130,11 @@ fn details(c: &Configuration) -> String {
         }
         body.push_str(&t.to_markdown());
     }
+    // Inside an HTML block markdown escapes do not apply: the name is HTML-escaped.
     format!(
         "<details><summary>{} {}</summary>\n\n{body}\n</details>\n\n",
         status_mark(c.status),
-        escape_markdown(&c.name)
+        escape_html(&c.name)
     )
 }
 
@@ -161,7 +166,7 @@ pub fn markdown(sweep: &Sweep) -> String {
 }
 
 fn terminal(sweep: &Sweep) -> String {
-    let mut out = format!("{}\n\n", sweep.summary);
+    let mut out = format!("{}\n\n", printable(&sweep.summary));
     if let Some(line) = identity_line(sweep, false) {
         out.push_str(&line);
         out.push_str("\n\n");
@@ -172,9 +177,13 @@ fn terminal(sweep: &Sweep) -> String {
         .iter()
         .filter(|c| c.status != Status::Pass)
     {
-        out.push_str(&format!("\n{}: {}\n", c.name, c.summary));
+        out.push_str(&format!(
+            "\n{}: {}\n",
+            printable(&c.name),
+            printable(&c.summary)
+        ));
         if let Some(lead) = &c.lead {
-            out.push_str(&format!("  {lead}\n"));
+            out.push_str(&format!("  {}\n", printable(lead)));
         }
     }
     out

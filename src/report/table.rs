@@ -1,4 +1,8 @@
-//! A small table type rendered as GitHub markdown or as an aligned terminal table.
+//! A small table type rendered as GitHub markdown or as an aligned terminal table, and the
+//! escaping every writer uses: [`printable`] for any output, [`escape_markdown`] and
+//! [`code_span`] for markdown.
+
+use std::borrow::Cow;
 
 /// Column alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,39 +17,190 @@ pub struct Table {
     align: Vec<Align>,
     /// Columns of names (kernels, ops): code spans in markdown.
     code: Vec<bool>,
+    /// Columns whose cells the caller wrote as markdown already (lists of code spans).
+    markdown: Vec<bool>,
     rows: Vec<Vec<String>>,
 }
 
-/// Escapes text for a markdown table cell: no cell can break the table or inject markup.
-pub fn escape_markdown(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for (i, c) in text.char_indices() {
-        match c {
-            '|' | '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '!' | '~' | '(' | ')' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' | '\r' => out.push(' '),
-            // A word joiner after `@` and inside `://`: GitHub neither mentions a user nor links a
-            // URL named in a kernel name, and the text reads the same.
-            '@' => out.push_str("@\u{2060}"),
-            ':' if rest_starts_with_slashes(text, i) => out.push_str(":\u{2060}"),
-            _ => out.push(c),
+/// Whether `c` is shown as an escape by [`printable`]: control characters (C0, DEL, C1: line
+/// breaks, ESC, BEL...), the Unicode line and paragraph separators, and the bidirectional
+/// controls that reorder what a reader sees.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// Pushes the escape of `c` (one [`needs_escape`] is true for): `\n`, `\r`, `\t`, `\x1b`,
+/// `\u{202e}`.
+fn push_escape(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+        c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+    }
+}
+
+/// Text from a trace, a baseline, a file name or the command line as every output shows it:
+/// each control character written as an escape (`\n`, `\r`, `\t`, `\x1b`, `\x07`, `\u{202e}`),
+/// so that no name can start a line of its own (a forged `+` line in a diff, a workflow command),
+/// move a terminal's cursor, ring its bell or reorder the text around it. The one escaping
+/// function of names: the terminal table, markdown ([`escape_markdown`], [`code_span`]), kernel
+/// names ([`crate::taxonomy::short_name`]) and the kernel diff all use it. Borrows when there is
+/// nothing to escape.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if needs_escape(c) {
+            push_escape(&mut out, c);
+        } else {
+            out.push(c);
         }
+    }
+    Cow::Owned(out)
+}
+
+/// Free text (an image, a `--meta` value, a label, a file name, a status) is cut to this many
+/// characters in markdown; the JSON keeps the whole value.
+pub const FREE_TEXT_CHARS: usize = 200;
+
+/// `text` cut to [`FREE_TEXT_CHARS`] characters, the cut marked with `…`.
+pub fn cut(text: &str) -> Cow<'_, str> {
+    match text.char_indices().nth(FREE_TEXT_CHARS) {
+        None => Cow::Borrowed(text),
+        Some(_) => {
+            let head: String = text.chars().take(FREE_TEXT_CHARS - 1).collect();
+            Cow::Owned(format!("{head}…"))
+        }
+    }
+}
+
+/// Where escaped text goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// Markdown inline text: markup characters backslash-escaped.
+    Markdown,
+    /// Inside an HTML block (`<summary>`), where markdown escapes do not apply: entities.
+    Html,
+}
+
+/// A word joiner: invisible, so the text reads the same, but it breaks GitHub's mentions,
+/// references and autolinks.
+const JOINER: &str = "\u{2060}";
+
+/// Whether `chars[i..]` starts with `pattern`, ASCII case ignored.
+fn starts_with_at(chars: &[char], i: usize, pattern: &str) -> bool {
+    let mut k = i;
+    for p in pattern.chars() {
+        match chars.get(k) {
+            Some(c) if c.eq_ignore_ascii_case(&p) => k += 1,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The one neutraliser of free text for GitHub: control characters escaped ([`printable`]), and
+/// a word joiner inside every `@mention`, `#N`, `GH-N`, `owner/repo#N`, `www.` and `://`, so
+/// that GitHub neither notifies anyone, links an issue nor makes a link; then markup escaped
+/// for the target.
+fn neutralise(text: &str, target: Target) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next_is_digit = chars.get(i + 1).is_some_and(char::is_ascii_digit);
+        if needs_escape(c) {
+            push_escape(&mut out, c);
+        } else if starts_with_at(&chars, i, "www.") && (i == 0 || !chars[i - 1].is_alphanumeric()) {
+            out.extend(&chars[i..i + 3]);
+            out.push_str(JOINER);
+            out.push('.');
+            i += 4;
+            continue;
+        } else if c == '-' && next_is_digit && i >= 2 && starts_with_at(&chars, i - 2, "gh") {
+            out.push_str(JOINER);
+            out.push('-');
+        } else {
+            match (target, c) {
+                (_, '@') => {
+                    out.push('@');
+                    out.push_str(JOINER);
+                }
+                (_, ':') if starts_with_at(&chars, i, "://") => {
+                    out.push(':');
+                    out.push_str(JOINER);
+                }
+                (Target::Markdown, '#') | (Target::Html, '#') => {
+                    if target == Target::Markdown {
+                        out.push('\\');
+                    }
+                    out.push('#');
+                    if next_is_digit {
+                        out.push_str(JOINER);
+                    }
+                }
+                (
+                    Target::Markdown,
+                    '|' | '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '!' | '~' | '(' | ')'
+                    | '&',
+                ) => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                (Target::Html, '&') => out.push_str("&amp;"),
+                (Target::Html, '<') => out.push_str("&lt;"),
+                (Target::Html, '>') => out.push_str("&gt;"),
+                (Target::Html, '"') => out.push_str("&quot;"),
+                (Target::Html, '\'') => out.push_str("&#39;"),
+                _ => out.push(c),
+            }
+        }
+        i += 1;
     }
     out
 }
 
-/// Whether `://` starts at byte `i` of `text`.
-fn rest_starts_with_slashes(text: &str, i: usize) -> bool {
-    text[i..].starts_with("://")
+/// Escapes text for markdown (a table cell, a sentence): no text can break the table, inject
+/// markup, mention a user, reference an issue or make a link. Not cut: see [`free_text`].
+pub fn escape_markdown(text: &str) -> String {
+    neutralise(text, Target::Markdown)
+}
+
+/// A free-text value (image, meta, label, file name, status) for markdown: [`cut`] and
+/// [`escape_markdown`].
+pub fn free_text(text: &str) -> String {
+    escape_markdown(&cut(text))
+}
+
+/// A free-text value as a code span: [`cut`] and [`code_span`].
+pub fn free_code(text: &str) -> String {
+    code_span(&cut(text))
+}
+
+/// A free-text value placed inside HTML (`<summary>`, `<details>`), where markdown escapes do
+/// not apply: [`cut`], HTML entities for `&`, `<`, `>`, `"`, `'`, and mentions, references and
+/// links broken as in [`escape_markdown`].
+pub fn escape_html(text: &str) -> String {
+    neutralise(&cut(text), Target::Html)
 }
 
 /// `text` as an inline code span outside a table: a fence longer than any run of backticks in
-/// it, padded when it starts or ends with a backtick or a space, newlines made spaces. Nothing
-/// in a code span is markup, so no name can add a link, HTML or a mention.
+/// it, padded when it starts or ends with a backtick or a space, control characters escaped
+/// ([`printable`]). Nothing in a code span is markup, so no name can add a link, HTML or a
+/// mention.
 pub fn code_span(text: &str) -> String {
-    let text = text.replace(['\n', '\r'], " ");
+    let text = printable(text);
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     let pad = if text.starts_with(['`', ' ']) || text.ends_with(['`', ' ']) {
@@ -122,6 +277,7 @@ impl Table {
             headers: columns.iter().map(|(h, _)| h.to_string()).collect(),
             align: columns.iter().map(|(_, a)| *a).collect(),
             code: vec![false; columns.len()],
+            markdown: vec![false; columns.len()],
             rows: Vec::new(),
         }
     }
@@ -129,6 +285,13 @@ impl Table {
     /// Markdown shows column `i` (a kernel or op name) as code spans, not escaped text.
     pub fn code_column(mut self, i: usize) -> Self {
         self.code[i] = true;
+        self
+    }
+
+    /// Markdown shows column `i` as written: its cells are markdown the caller escaped (several
+    /// names as [`table_code_span`]s). Only for a table rendered as markdown.
+    pub fn markdown_column(mut self, i: usize) -> Self {
+        self.markdown[i] = true;
         self
     }
 
@@ -149,7 +312,7 @@ impl Table {
             &self
                 .headers
                 .iter()
-                .map(|h| escape_markdown(h))
+                .map(|h| escape_markdown(&cut(h)))
                 .collect::<Vec<_>>(),
         ));
         let rule: Vec<String> = self
@@ -167,9 +330,11 @@ impl Table {
                     .enumerate()
                     .map(|(i, c)| {
                         if self.code[i] && !c.is_empty() && c != crate::units::MISSING {
-                            table_code_span(c)
+                            table_code_span(&cut(c))
+                        } else if self.markdown[i] {
+                            c.clone()
                         } else {
-                            escape_markdown(c)
+                            escape_markdown(&cut(c))
                         }
                     })
                     .collect::<Vec<_>>(),
@@ -178,19 +343,24 @@ impl Table {
         out
     }
 
-    /// Aligned plain text for a terminal.
+    /// Aligned plain text for a terminal; cells are [`printable`].
     pub fn to_terminal(&self) -> String {
+        let shown: Vec<Vec<Cow<'_, str>>> = self
+            .rows
+            .iter()
+            .map(|r| r.iter().map(|c| printable(c)).collect())
+            .collect();
         let widths: Vec<usize> = (0..self.headers.len())
             .map(|i| {
-                self.rows
+                shown
                     .iter()
                     .map(|r| r[i].chars().count())
-                    .chain([self.headers[i].chars().count()])
+                    .chain([printable(&self.headers[i]).chars().count()])
                     .max()
                     .unwrap_or(0)
             })
             .collect();
-        let render = |cells: &[String]| {
+        let render = |cells: &[Cow<'_, str>]| {
             let parts: Vec<String> = cells
                 .iter()
                 .enumerate()
@@ -201,10 +371,11 @@ impl Table {
                 .collect();
             parts.join("  ").trim_end().to_string() + "\n"
         };
-        let mut out = render(&self.headers);
-        let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+        let headers: Vec<Cow<'_, str>> = self.headers.iter().map(|h| printable(h)).collect();
+        let mut out = render(&headers);
+        let rule: Vec<Cow<'_, str>> = widths.iter().map(|w| "-".repeat(*w).into()).collect();
         out.push_str(&render(&rule));
-        for row in &self.rows {
+        for row in &shown {
             out.push_str(&render(row));
         }
         out
@@ -220,7 +391,7 @@ mod tests {
         assert_eq!(code_span("v0.5.4"), "`v0.5.4`");
         assert_eq!(code_span("a``b"), "```a``b```");
         assert_eq!(code_span("`x"), "`` `x ``");
-        assert_eq!(code_span("a\nb"), "`a b`");
+        assert_eq!(code_span("a\nb"), "`a\\nb`");
     }
 
     #[test]
@@ -241,7 +412,7 @@ mod tests {
         let md = t.to_markdown();
         assert_eq!(md.lines().count(), 3);
         assert!(
-            md.contains("evil\\|\\[x\\]\\(http:\u{2060}//e\\)\\<img\\> next"),
+            md.contains("evil\\|\\[x\\]\\(http:\u{2060}//e\\)\\<img\\>\\nnext"),
             "{md}"
         );
         assert!(md.lines().nth(1).unwrap().contains("---:"));
@@ -255,6 +426,55 @@ mod tests {
             e.replace('\u{2060}', ""),
             "kernel@octocat https://evil.example/x"
         );
+    }
+
+    #[test]
+    fn control_characters_are_shown_escaped_in_every_output() {
+        let name = "evil\n::error::x\r\t\x1b[31m\x07\u{7f}\u{85}\u{202e}\u{2028}end";
+        let shown = r"evil\n::error::x\r\t\x1b[31m\x07\x7f\x85\u{202e}\u{2028}end";
+        assert_eq!(printable(name), shown);
+        assert!(matches!(printable("plain µs → name"), Cow::Borrowed(_)));
+        assert_eq!(code_span(name), format!("`{shown}`"));
+        assert!(!escape_markdown(name).chars().any(needs_escape));
+        let mut t = Table::new(&[("kernel", Align::Left)]);
+        t.row(vec![name.into()]);
+        let text = t.to_terminal();
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert_eq!(text.lines().nth(2), Some(shown));
+        assert_eq!(crate::taxonomy::short_name(name), shown);
+    }
+
+    #[test]
+    fn free_text_references_autolinks_and_html_are_inert() {
+        let text =
+            "see #12, GH-3, acme/infer#14, www.evil.example, https://x.example @octocat &sol;";
+        for out in [escape_markdown(text), escape_html(text)] {
+            for live in ["#1", "GH-3", "www.", "://", "@o", "&sol;"] {
+                assert!(!out.contains(live), "{live} in {out}");
+            }
+            assert_eq!(
+                out.replace(JOINER, "").replace('\\', ""),
+                if out.contains("&amp;") {
+                    text.replace('&', "&amp;")
+                } else {
+                    text.to_string()
+                }
+            );
+        }
+        let html = escape_html("mi355x<a href=https:&sol;&sol;evil.example.com>click</a>\"'");
+        assert!(!html.contains(['<', '>', '"', '\'']), "{html}");
+        assert!(
+            html.starts_with("mi355x&lt;a href=https:&amp;sol;"),
+            "{html}"
+        );
+        // Cut to FREE_TEXT_CHARS characters, the cut marked.
+        let long = "x".repeat(70_000);
+        assert_eq!(free_text(&long).chars().count(), FREE_TEXT_CHARS);
+        assert!(free_code(&long).chars().count() <= FREE_TEXT_CHARS + 2);
+        assert_eq!(escape_html(&long).chars().count(), FREE_TEXT_CHARS);
+        assert_eq!(free_text("short"), "short");
+        // Words that merely contain the letters stay as they are.
+        assert_eq!(escape_markdown("ghx-1 awww.b"), "ghx-1 awww.b");
     }
 
     #[test]

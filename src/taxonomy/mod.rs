@@ -797,7 +797,9 @@ pub fn short_name(name: &str) -> String {
 /// [`short_name`] without the cut to `NAME_WIDTH`.
 pub fn untruncated_short_name(name: &str) -> String {
     let readable = readable(name);
-    let name = readable.as_ref();
+    // Control characters shown escaped: a name cannot break a line of any report.
+    let readable = crate::report::table::printable(&readable).into_owned();
+    let name = readable.as_str();
     let mut shown = name.strip_prefix("void ").unwrap_or(name);
     // Only C++ signatures carry a parameter list; "Memcpy DtoH (Device -> Host)" keeps its words.
     if shown.ends_with(')') && (name.starts_with("void ") || shown.contains("::")) {

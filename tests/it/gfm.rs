@@ -37,7 +37,7 @@ fn without(html: &str, open: &str, close: &str) -> String {
 }
 
 /// The text of the HTML outside code, tags dropped.
-fn prose(html: &str) -> String {
+pub(crate) fn prose(html: &str) -> String {
     let html = without(&without(html, "<pre", "</pre>"), "<code>", "</code>");
     let mut out = String::new();
     let mut in_tag = false;

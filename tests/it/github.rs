@@ -10,10 +10,11 @@ use wiremock::matchers::{method, path, query_param, query_param_is_missing};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
-const MARKER: &str = "<!-- tracegate:baseline=baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml -->";
+pub(crate) const MARKER: &str =
+    "<!-- tracegate:baseline=baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml -->";
 /// Distinctive, so that any leak shows.
-const TOKEN: &str = "ghs_TRACEGATEtestTOKEN0123456789abcdef";
-const COMMENTS: &str = "/repos/acme/infer/issues/7/comments";
+pub(crate) const TOKEN: &str = "ghs_TRACEGATEtestTOKEN0123456789abcdef";
+pub(crate) const COMMENTS: &str = "/repos/acme/infer/issues/7/comments";
 
 /// A passing and a regressed (allreduce 1.5x slower) synthetic run, made once per test binary.
 fn runs() -> &'static (PathBuf, PathBuf) {
@@ -113,7 +114,7 @@ fn assert_no_token(out: &Out) {
     );
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -121,7 +122,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// A comment object shaped like GitHub's (`GET /repos/{o}/{r}/issues/{n}/comments`).
-fn comment(server: &MockServer, id: u64, body: &str) -> Value {
+pub(crate) fn comment(server: &MockServer, id: u64, body: &str) -> Value {
     json!({
         "id": id,
         "node_id": format!("IC_kwDO{id}"),
@@ -147,6 +148,21 @@ async fn mount_no_comments_then_post(server: &MockServer, created: ResponseTempl
         .and(path(COMMENTS))
         .respond_with(created)
         .expect(1)
+        .mount(server)
+        .await;
+}
+
+/// `GET /user` as GitHub answers it for the default Actions token (an installation token):
+/// 403. tracegate then takes its comments to be `github-actions[bot]`'s, as [`comment`] makes
+/// them.
+pub(crate) async fn mount_actions_token_user(server: &MockServer) {
+    Mock::given(method("GET"))
+        .and(path("/user"))
+        .respond_with(ResponseTemplate::new(403).set_body_json(json!({
+            "message": "Resource not accessible by integration",
+            "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user",
+            "status": "403"
+        })))
         .mount(server)
         .await;
 }
@@ -296,6 +312,7 @@ fn first_run_creates_the_comment_and_the_second_updates_it() {
     let other = comment(&server, 900, "LGTM");
     let sticky = comment(&server, 1001, &format!("{MARKER}\nold"));
     rt.block_on(async {
+        mount_actions_token_user(&server).await;
         // Before the first run: one unrelated comment.
         Mock::given(method("GET"))
             .and(path(COMMENTS))
@@ -382,6 +399,7 @@ fn the_comment_is_found_on_the_second_page() {
     page2.push(comment(&server, 2002, &format!("{MARKER}\nold")));
     let next = format!("{}{COMMENTS}?per_page=100&page=2", server.uri());
     rt.block_on(async {
+        mount_actions_token_user(&server).await;
         Mock::given(method("GET"))
             .and(path(COMMENTS))
             .and(query_param("per_page", "100"))

@@ -27,3 +27,4 @@ mod sweep;
 mod threads;
 mod unbounded;
 mod unclassified;
+mod untrusted;
