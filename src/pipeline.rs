@@ -50,8 +50,10 @@ pub enum PipelineError {
     Rules(#[from] TaxonomyError),
     #[error(transparent)]
     Baseline(#[from] BaselineError),
-    #[error("{paths}: {source}")]
-    Metrics { paths: String, source: MetricsError },
+    // The metrics error is part of the message, not a source: a chain of causes would print it
+    // twice ("PATH: no decode step ...: no decode step ...").
+    #[error("{paths}: {error}")]
+    Metrics { paths: String, error: MetricsError },
 }
 
 impl AnalysisConfig {
@@ -110,9 +112,9 @@ pub fn extract(
 ) -> Result<Extraction, PipelineError> {
     let (taxonomy, options) = config.taxonomy_and_options(baseline)?;
     let classes = taxonomy.classify_run(run);
-    crate::metrics::extract(run, &classes, &options).map_err(|source| PipelineError::Metrics {
+    crate::metrics::extract(run, &classes, &options).map_err(|error| PipelineError::Metrics {
         paths: describe_paths(paths),
-        source,
+        error,
     })
 }
 
