@@ -219,7 +219,8 @@ enum HardwareSource {
 
 /// The hardware the run is on, for the report: the device the trace names (even when
 /// `--hardware` contradicts it: the report must not show the asserted name for a run that says
-/// otherwise), else what `--hardware` asserts, else the baseline's asserted hardware.
+/// otherwise; asserted when `--hardware` says the same), else what `--hardware` asserts, else
+/// the baseline's asserted hardware.
 fn run_hardware(
     x: &Extraction,
     b: &Baseline,
@@ -233,6 +234,7 @@ fn run_hardware(
         .filter(|h| !h.is_empty())
         .map(str::to_string);
     match (traced, asserted) {
+        (Some(t), Some(a)) if t.trim() == a => (Some(a), HardwareSource::Asserted),
         (Some(t), _) => (Some(t), HardwareSource::Trace),
         (None, Some(a)) => (Some(a), HardwareSource::Asserted),
         (None, None) if baseline_asserts_hardware(b) => {
