@@ -256,16 +256,28 @@ mod framework_tests {
 
     #[test]
     fn the_trace_tells_the_framework_by_its_ops_and_annotations() {
-        assert_eq!(framework_of(&with_op("vllm::unified_attention_with_output")), Some("vllm"));
-        assert_eq!(framework_of(&with_op("sglang::store_cache")), Some("sglang"));
+        assert_eq!(
+            framework_of(&with_op("vllm::unified_attention_with_output")),
+            Some("vllm")
+        );
+        assert_eq!(
+            framework_of(&with_op("sglang::store_cache")),
+            Some("sglang")
+        );
         assert_eq!(framework_of(&with_op("aten::mm")), None);
         let mut b = TraceBuilder::new(0);
         b.annotation("step[DECODE bs=1]", 0, 1, TID);
         let (mut trace, classes) = b.build();
         trace.file = "rank-0.json".into();
-        assert_eq!(framework_of(&run_of(vec![(trace, classes)]).0), Some("sglang"));
+        assert_eq!(
+            framework_of(&run_of(vec![(trace, classes)]).0),
+            Some("sglang")
+        );
         // SGLang's per-rank file names.
         let (trace, classes) = TraceBuilder::new(0).build();
-        assert_eq!(framework_of(&run_of(vec![(trace, classes)]).0), Some("sglang"));
+        assert_eq!(
+            framework_of(&run_of(vec![(trace, classes)]).0),
+            Some("sglang")
+        );
     }
 }

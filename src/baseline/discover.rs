@@ -75,7 +75,11 @@ fn describe(b: &Baseline) -> String {
     let m = &b.meta;
     let mut parts = vec![format!("hardware {:?}", m.hardware)];
     let names = ["tp", "ep", "model", "precision", "framework", "concurrency"];
-    for name in names.iter().copied().chain(m.extra.keys().map(String::as_str)) {
+    for name in names
+        .iter()
+        .copied()
+        .chain(m.extra.keys().map(String::as_str))
+    {
         let v = meta_field(m, name);
         if !v.is_empty() {
             parts.push(format!("{name} {v:?}"));
@@ -198,7 +202,9 @@ mod tests {
             "{e}"
         );
         // Nor does a run whose trace does not tell its framework.
-        let e = discover(&root, &mi355x_tp4(None, &[])).unwrap_err().to_string();
+        let e = discover(&root, &mi355x_tp4(None, &[]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--key framework=NAME"), "{e}");
         let b = discover(&root, &mi355x_tp4(Some("sglang"), &[])).unwrap();
         assert!(b.path.ends_with("dsr1-fp4-mi355x-sglang-tp4-conc64.toml"));
@@ -216,7 +222,8 @@ mod tests {
         for mode in ["eager", "piecewise"] {
             let b = discover(&dir, &mi355x_tp4(Some("vllm"), &[("mode", mode)])).unwrap();
             assert!(
-                b.path.ends_with(format!("dsr1-fp4-mi355x-vllm-{mode}-tp4-conc64.toml")),
+                b.path
+                    .ends_with(format!("dsr1-fp4-mi355x-vllm-{mode}-tp4-conc64.toml")),
                 "{mode}: {}",
                 b.path.display()
             );

@@ -50,10 +50,7 @@ fn finish_baseline_write(args: &BaselineWriteArgs, old: &str, new: &str) -> Resu
     // at all (temporary file and rename), so a crash or a full disk cannot leave half of it.
     let parsed = crate::baseline::Baseline::parse(new, &args.baseline)?;
     let gated = parsed.metrics.values().filter(|m| m.gate).count();
-    let gated = format!(
-        "{gated} gated metric{}",
-        if gated == 1 { "" } else { "s" }
-    );
+    let gated = format!("{gated} gated metric{}", if gated == 1 { "" } else { "s" });
     if args.dry_run {
         eprintln!("would write {shown} ({gated}); nothing written (--dry-run)");
     } else {
@@ -86,10 +83,18 @@ fn check_run_identity(
     }
     let ranks = x.run.ranks.len();
     if let Some(tp) = tp.filter(|&tp| tp as usize != ranks) {
-        problems.push(format!("--tp {tp} contradicts the run, which has {ranks} ranks"));
+        problems.push(format!(
+            "--tp {tp} contradicts the run, which has {ranks} ranks"
+        ));
     }
-    if let Some(tp) = identity.meta.get("tp").filter(|v| v.parse::<usize>() != Ok(ranks)) {
-        problems.push(format!("--meta tp={tp} contradicts the run, which has {ranks} ranks"));
+    if let Some(tp) = identity
+        .meta
+        .get("tp")
+        .filter(|v| v.parse::<usize>() != Ok(ranks))
+    {
+        problems.push(format!(
+            "--meta tp={tp} contradicts the run, which has {ranks} ranks"
+        ));
     }
     match problems.first() {
         Some(_) if w.force => Ok(()),
@@ -144,10 +149,7 @@ pub(super) fn new(args: BaselineNewArgs) -> Result<i32> {
         // The trace's device where it names one (a forced --hardware that contradicts it
         // aside); else the asserted hardware, recorded as asserted.
         hardware_asserted: traced.is_none(),
-        hardware: asserted
-            .map(str::to_string)
-            .or(traced)
-            .unwrap_or_default(),
+        hardware: asserted.map(str::to_string).or(traced).unwrap_or_default(),
         model: args.model.clone(),
         precision: args.precision.clone(),
         framework,

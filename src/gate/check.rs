@@ -237,9 +237,10 @@ fn run_hardware(
         (Some(t), Some(a)) if t.trim() == a => (Some(a), HardwareSource::Asserted),
         (Some(t), _) => (Some(t), HardwareSource::Trace),
         (None, Some(a)) => (Some(a), HardwareSource::Asserted),
-        (None, None) if baseline_asserts_hardware(b) => {
-            (Some(b.meta.hardware.trim().to_string()), HardwareSource::Baseline)
-        }
+        (None, None) if baseline_asserts_hardware(b) => (
+            Some(b.meta.hardware.trim().to_string()),
+            HardwareSource::Baseline,
+        ),
         (None, None) => (None, HardwareSource::Unknown),
     }
 }

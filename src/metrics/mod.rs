@@ -421,7 +421,8 @@ fn check_decode_steps(ranks: &[RankSteps], warmup_steps: usize) -> Result<(), Me
 /// (the replay is what serves); otherwise see how the trace was cut, or cut it by hand.
 fn next_step(found: &Detection) -> String {
     if found.graph_captures > 0 {
-        "this trace records a CUDA-graph capture: profile the replay (the serving loop) instead".into()
+        "this trace records a CUDA-graph capture: profile the replay (the serving loop) instead"
+            .into()
     } else {
         "`tracegate report` shows how the trace was cut; --step-gap DURATION sets the cut".into()
     }
@@ -462,10 +463,16 @@ fn describe(found: &Detection, ranks: usize) -> String {
         count(forwards, "forward"),
     );
     if undecided > 0 {
-        line.push_str(&format!(" ({} neither prefill nor decode by any evidence)", thousands(undecided)));
+        line.push_str(&format!(
+            " ({} neither prefill nor decode by any evidence)",
+            thousands(undecided)
+        ));
     }
     if found.graph_captures > 0 {
-        line.push_str(&format!(", {}", count(found.graph_captures, "graph capture")));
+        line.push_str(&format!(
+            ", {}",
+            count(found.graph_captures, "graph capture")
+        ));
     }
     line
 }

@@ -503,7 +503,11 @@ fn a_prefill_only_run_has_its_prefill_metrics_and_no_decode_ones() {
     b.forward(c, 2 * US, 300 * US);
     let (run, classes) = run_of(vec![b.build()]);
     let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
-    assert!(x.metrics.contains_key(PREFILL_STEP_MS), "{:?}", x.metrics.keys());
+    assert!(
+        x.metrics.contains_key(PREFILL_STEP_MS),
+        "{:?}",
+        x.metrics.keys()
+    );
     assert!(!x.metrics.contains_key(DECODE_STEP_MS));
     assert_eq!(x.steps[&0].prefill, 1);
 }

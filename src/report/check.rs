@@ -104,7 +104,11 @@ fn headline(result: &CheckResult) -> String {
     // The run's hardware, not the baseline's: a run on other hardware must not look like one
     // on the baseline's.
     let run = &result.run;
-    let hardware = match (&run.device, run.hardware_asserted, run.hardware_from_baseline) {
+    let hardware = match (
+        &run.device,
+        run.hardware_asserted,
+        run.hardware_from_baseline,
+    ) {
         (Some(d), true, _) => format!("{} (asserted by --hardware)", escape_markdown(d)),
         (Some(d), _, true) => format!(
             "{} (the baseline's, asserted: the trace names no device)",

@@ -131,10 +131,12 @@ mod tests {
             p("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086)"),
             Some((Some(StepKind::Decode), Some(32)))
         );
-        assert_eq!(p("execute_0_context_0()_generation_0()"), Some((None, None)));
+        assert_eq!(
+            p("execute_0_context_0()_generation_0()"),
+            Some((None, None))
+        );
         assert_eq!(p("execute_diffusion_1_256x256"), None);
         assert_eq!(p("execute_1_context_x_generation_1"), None);
         assert_eq!(p("step[DECODE bs=1]"), None);
     }
-
 }

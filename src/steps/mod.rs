@@ -675,11 +675,14 @@ impl TraceSteps {
     }
 }
 
+/// A parser of annotation names: the step kind and batch size, `None` for another name.
+type ParseAnnotation = fn(&str) -> Option<(Option<StepKind>, Option<u32>)>;
+
 /// The `step[...]` annotations of a trace's host threads, with their thread; in a trace without
 /// any, the `execute_N_context_C(...)_generation_G(...)` annotations of TraceLens-instrumented
 /// serving loops (vLLM's among them), whose request counts tell the kind of the forward.
 fn step_annotations(trace: &RankTrace) -> Vec<(u64, StepAnnotation)> {
-    let of = |parse: fn(&str) -> Option<(Option<StepKind>, Option<u32>)>| -> Vec<_> {
+    let of = |parse: ParseAnnotation| -> Vec<_> {
         trace
             .annotations
             .iter()

@@ -51,9 +51,7 @@ fn shared_runs(dir: &Path) -> Vec<PathBuf> {
         .filter(|p| p.is_dir())
         .collect();
     runs.sort();
-    runs.extend(
-        ["eager", "graph", "stall"].map(|r| dir.join(format!("h200-torch/{r}.json.gz"))),
-    );
+    runs.extend(["eager", "graph", "stall"].map(|r| dir.join(format!("h200-torch/{r}.json.gz"))));
     runs
 }
 
@@ -84,10 +82,13 @@ fn every_shared_inference_trace_makes_a_baseline_its_own_run_passes() {
         // One line on stderr says what was written; no diff without --diff.
         let stderr = text(&out.stderr);
         assert!(
-            stderr.trim_end().lines().last().unwrap().starts_with(&format!(
-                "wrote {} (",
-                baseline.display()
-            )) && stderr.contains("gated metric"),
+            stderr
+                .trim_end()
+                .lines()
+                .last()
+                .unwrap()
+                .starts_with(&format!("wrote {} (", baseline.display()))
+                && stderr.contains("gated metric"),
             "{name}: {stderr}"
         );
         assert!(out.stdout.is_empty(), "{name}: {}", text(&out.stdout));
@@ -115,7 +116,11 @@ fn prefill_only_and_mixed_runs_gate_the_metrics_they_have() {
     };
     let work = tempfile::tempdir().unwrap();
     for (rel, metric, hardware) in [
-        ("tracelens/inference/sglang_prefilldecode", "prefill_step_ms", None),
+        (
+            "tracelens/inference/sglang_prefilldecode",
+            "prefill_step_ms",
+            None,
+        ),
         (
             "tracelens/inference/vllm_prefilldecode_piecewise",
             "mixed_step_ms",
@@ -259,7 +264,10 @@ fn identity_that_contradicts_the_run_is_refused_unless_forced() {
             &["--hardware", "NVIDIA B200"][..],
             "--hardware \"NVIDIA B200\" contradicts the trace, which names \"AMD Instinct MI355X\"",
         ),
-        (&["--tp", "8"][..], "--tp 8 contradicts the run, which has 2 ranks"),
+        (
+            &["--tp", "8"][..],
+            "--tp 8 contradicts the run, which has 2 ranks",
+        ),
         (
             &["--meta", "tp=8"][..],
             "--meta tp=8 contradicts the run, which has 2 ranks",
@@ -271,7 +279,11 @@ fn identity_that_contradicts_the_run_is_refused_unless_forced() {
         assert!(e.contains(says) && e.contains("--force"), "{extra:?}: {e}");
         assert!(!baseline.exists(), "{extra:?}");
     }
-    let out = baseline_new(run.path(), &baseline, &["--hardware", "NVIDIA B200", "--force"]);
+    let out = baseline_new(
+        run.path(),
+        &baseline,
+        &["--hardware", "NVIDIA B200", "--force"],
+    );
     common::assert_exit(&out, 0);
     // update: --meta tp=8 would rewrite tp.
     common::assert_exit(&baseline_new(run.path(), &baseline, &["--force"]), 0);
@@ -333,7 +345,11 @@ fn the_headline_names_the_traces_hardware_when_hardware_contradicts_it() {
     common::assert_exit(&baseline_new(run.path(), &baseline, &[]), 0);
     let out = check(run.path(), &baseline, &["--hardware", "NVIDIA B200"]);
     common::assert_exit(&out, 2);
-    let headline = text(&out.stdout).lines().next().unwrap_or_default().to_string();
+    let headline = text(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
     assert!(
         headline.contains("on AMD Instinct MI355X:") && !headline.contains("(asserted"),
         "{headline}"
@@ -422,8 +438,8 @@ fn discovery_never_judges_a_vllm_run_against_an_sglang_baseline() {
     common::assert_exit(&out, 2);
     assert!(text(&out.stderr).contains("2 baselines match"));
     let out = discover(&vllm, &["framework=vllm", "mode=eager"]);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|_| panic!("{}", text(&out.stderr)));
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out.stderr)));
     assert!(
         json["baseline"]["path"]
             .as_str()

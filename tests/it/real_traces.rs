@@ -150,7 +150,10 @@ fn extract_gives_figures_for_decode_traces_and_exit_2_for_the_rest() {
         let (code, stdout, stderr) = extract_status(&dir.join(rel));
         assert_eq!(code, Some(0), "{rel}: {stderr}");
         let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-        assert!(json["metrics"][metric]["value"].as_f64().unwrap() > 1.0, "{rel}");
+        assert!(
+            json["metrics"][metric]["value"].as_f64().unwrap() > 1.0,
+            "{rel}"
+        );
         assert!(json["metrics"].get("decode_step_ms").is_none(), "{rel}");
     }
     // Training steps, eager single forwards, DLRM: no step of any kind.
@@ -163,7 +166,11 @@ fn extract_gives_figures_for_decode_traces_and_exit_2_for_the_rest() {
         let (code, stdout, stderr) = extract_status(&dir.join(rel));
         assert_eq!(code, Some(2), "{rel}: {stdout}");
         // Said once, in one short line, with what to try.
-        assert_eq!(stderr.matches("no decode step").count(), 1, "{rel}: {stderr}");
+        assert_eq!(
+            stderr.matches("no decode step").count(),
+            1,
+            "{rel}: {stderr}"
+        );
         assert!(stderr.chars().count() < 400, "{rel}: {stderr}");
         assert!(stderr.contains("--step-gap"), "{rel}: {stderr}");
         assert!(stdout.is_empty(), "{rel}: no table of zeros");
