@@ -22,6 +22,9 @@ make_one h200-dsr1-fp8-tp8 dsr1-fp8-h200-sglang-tp8-conc64 sglang --precision fp
 make_one mi325x-dsr1-fp8-tp8 dsr1-fp8-mi325x-sglang-tp8-conc64 sglang --precision fp8 --tp 8 --ep 1 \
   --image lmsysorg/sglang:v0.5.9-rocm700-mi30x
 # Eager serving loops on the MI355X model: no annotations, forwards 0.1 to 4 ms apart. In their
-# own directory: `check --baselines baselines` tells the others apart by hardware and ranks alone.
-make_one vllm-eager vllm/dsr1-fp4-mi355x-vllm-eager-tp4-conc64 vllm --precision fp4 --tp 4 --ep 1
-make_one vllm-piecewise vllm/dsr1-fp4-mi355x-vllm-piecewise-tp4-conc64 vllm --precision fp4 --tp 4 --ep 1
+# own directory: their traces do not tell the framework, so `--key framework=vllm` chooses them.
+# `mode` (an extra key) tells the two apart: `check --baselines baselines/vllm --key mode=eager`.
+make_one vllm-eager vllm/dsr1-fp4-mi355x-vllm-eager-tp4-conc64 vllm --precision fp4 --tp 4 --ep 1 \
+  --meta mode=eager
+make_one vllm-piecewise vllm/dsr1-fp4-mi355x-vllm-piecewise-tp4-conc64 vllm --precision fp4 --tp 4 --ep 1 \
+  --meta mode=piecewise

@@ -103,6 +103,47 @@ pub fn transition(
     }
 }
 
+/// The serving framework a run's trace tells, where it tells: SGLang by its `step[...]`
+/// annotations, its `-TP-` file names, its process labels (`[TP00]` in a merged file) or its
+/// `sglang::`/`sgl_kernel::` ops; vLLM by its `vllm::` ops (custom ops and attention). SGLang's
+/// evidence wins: older SGLang calls vLLM's custom ops. `None` when nothing tells (then
+/// `--key framework=NAME` does).
+pub fn framework_of(run: &crate::reader::Run) -> Option<&'static str> {
+    use crate::reader::model::RankSource;
+    let mut vllm = false;
+    for t in &run.traces {
+        let file = t
+            .file
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if file.contains("-TP-") || t.rank.source == RankSource::ProcessLabel {
+            return Some("sglang");
+        }
+        if t.annotations
+            .iter()
+            .any(|a| t.name(a.name).starts_with("step["))
+        {
+            return Some("sglang");
+        }
+        let mut seen = std::collections::HashSet::new();
+        for op in &t.cpu_ops {
+            if !seen.insert(op.name) {
+                continue;
+            }
+            let name = t.name(op.name);
+            if ["sglang::", "sgl_kernel::", "sglang_profiler::"]
+                .iter()
+                .any(|p| name.starts_with(p))
+            {
+                return Some("sglang");
+            }
+            vllm |= name.starts_with("vllm::");
+        }
+    }
+    vllm.then_some("vllm")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +226,58 @@ mod tests {
             "v1 → —"
         );
         assert_eq!(transition(None, None, code), None);
+    }
+}
+
+#[cfg(test)]
+mod framework_tests {
+    use super::framework_of;
+    use crate::reader::model::CpuOp;
+    use crate::testing::{run_of, TraceBuilder, TID};
+
+    /// A one-rank run in a file whose name says nothing (`rank-0.json`) with one op.
+    fn with_op(name: &str) -> crate::reader::Run {
+        let mut b = TraceBuilder::new(0);
+        b.annotation("not a step", 0, 1, TID);
+        let (mut trace, classes) = b.build();
+        trace.file = "rank-0.json".into();
+        let id = trace.names.intern(name);
+        trace.cpu_ops.push(CpuOp {
+            name: id,
+            ts: 0,
+            dur: 1,
+            tid: TID,
+            external_id: None,
+            input_dims: None,
+            input_types: None,
+        });
+        run_of(vec![(trace, classes)]).0
+    }
+
+    #[test]
+    fn the_trace_tells_the_framework_by_its_ops_and_annotations() {
+        assert_eq!(
+            framework_of(&with_op("vllm::unified_attention_with_output")),
+            Some("vllm")
+        );
+        assert_eq!(
+            framework_of(&with_op("sglang::store_cache")),
+            Some("sglang")
+        );
+        assert_eq!(framework_of(&with_op("aten::mm")), None);
+        let mut b = TraceBuilder::new(0);
+        b.annotation("step[DECODE bs=1]", 0, 1, TID);
+        let (mut trace, classes) = b.build();
+        trace.file = "rank-0.json".into();
+        assert_eq!(
+            framework_of(&run_of(vec![(trace, classes)]).0),
+            Some("sglang")
+        );
+        // SGLang's per-rank file names.
+        let (trace, classes) = TraceBuilder::new(0).build();
+        assert_eq!(
+            framework_of(&run_of(vec![(trace, classes)]).0),
+            Some("sglang")
+        );
     }
 }

@@ -54,24 +54,26 @@ pub enum PipelineError {
     Rules(#[from] TaxonomyError),
     #[error(transparent)]
     Baseline(#[from] BaselineError),
-    #[error("{paths}: {source}")]
-    Metrics { paths: String, source: MetricsError },
-    /// `--max-memory` passed in a stage after reading.
-    #[error("{paths}: {source}")]
+    // The metrics error is part of the message, not a source: a chain of causes would print it
+    // twice ("PATH: no decode step ...: no decode step ...").
+    #[error("{paths}: {error}")]
+    Metrics { paths: String, error: MetricsError },
+    /// `--max-memory` passed in a stage after reading (part of the message, as above).
+    #[error("{paths}: {error}")]
     Memory {
         paths: String,
-        source: crate::reader::OverMemory,
+        error: crate::reader::OverMemory,
     },
 }
 
 /// The end of a stage: an error when the process has held more than `--max-memory` so far.
 fn stage_done(stage: &'static str, run: &Run) -> Result<(), PipelineError> {
-    crate::reader::check_stage(stage).map_err(|source| {
+    crate::reader::check_stage(stage).map_err(|error| {
         let mut files: Vec<PathBuf> = run.traces.iter().map(|t| t.file.clone()).collect();
         files.dedup();
         PipelineError::Memory {
             paths: describe_paths(&files),
-            source,
+            error,
         }
     })
 }
@@ -134,10 +136,10 @@ pub fn extract(
     let (taxonomy, options) = config.taxonomy_and_options(baseline)?;
     let classes = taxonomy.classify_run(run);
     stage_done("classifying kernels", run)?;
-    let extraction = crate::metrics::extract(run, &classes, &options).map_err(|source| {
+    let extraction = crate::metrics::extract(run, &classes, &options).map_err(|error| {
         PipelineError::Metrics {
             paths: describe_paths(paths),
-            source,
+            error,
         }
     })?;
     stage_done("computing the figures", run)?;

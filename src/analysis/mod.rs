@@ -106,9 +106,16 @@ pub struct RankPhases {
     /// Decode steps (kept or dropped) whose kernels came from a CUDA/HIP graph launch.
     pub decode_graph_launched: usize,
     pub prefill: usize,
+    /// Steps that mix prefill and decode tokens (chunked prefill).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mixed: usize,
     /// Kernel time in no step, ms.
     pub unassigned_ms: f64,
     pub found: Detection,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The gated decode figures (run values as `extract` defines them).
@@ -362,6 +369,7 @@ fn phases(ctx: &Context<'_>) -> Vec<RankPhases> {
                 dropped_outliers: rs.dropped_outliers,
                 decode_graph_launched,
                 prefill: rs.prefill.len(),
+                mixed: rs.mixed.len(),
                 unassigned_ms: ns_to_ms(rs.unassigned_ns),
                 found: rs.found.clone(),
             }

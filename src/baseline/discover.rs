@@ -1,8 +1,10 @@
 //! Picking the baseline of a run from a directory of them: `check <RUN> --baselines DIR`.
 //!
 //! A baseline matches when its `hardware` is the device the trace reports, its `tp` (when set)
-//! is the run's number of ranks, and every `--key name=value` equals its `[meta]` field. Exactly
-//! one must match: none, or several, cannot be judged.
+//! is the run's number of ranks, its `framework` (when set) is the one the trace tells (a run
+//! whose trace does not tell matches only with `--key framework=NAME`), and every
+//! `--key name=value` equals its `[meta]` field or `extra` pair. Exactly one must match: none, or
+//! several, cannot be judged.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +15,8 @@ use super::{Baseline, BaselineError, Meta};
 pub struct RunIdentity {
     pub hardware: Option<String>,
     pub ranks: usize,
+    /// The serving framework the trace tells ([`crate::identity::framework_of`]).
+    pub framework: Option<String>,
     /// `--key name=value` pairs for what the trace does not say (model, precision, concurrency...).
     pub keys: Vec<(String, String)>,
 }
@@ -30,7 +34,7 @@ pub enum DiscoveryError {
     /// baseline elsewhere): the message of the confinement check.
     #[error("{0}")]
     Confined(String),
-    #[error("--key {0:?}: expected name=value with name one of model, precision, framework, image, tp, ep, concurrency")]
+    #[error("--key {0:?}: expected name=value, the name a [meta] key (model, precision, framework, tp...) or an extra key (letters, digits, '_', '-', '.')")]
     BadKey(String),
     #[error("{}: no baseline matches the run ({run}); candidates:\n{candidates}", dir.display())]
     NoMatch {
@@ -47,11 +51,18 @@ pub enum DiscoveryError {
     },
 }
 
-/// Parses `name=value` keys, refusing names `[meta]` does not have.
+/// Parses `name=value` keys: any `[meta]` key or `extra` key (a name of letters, digits, `_`,
+/// `-` or `.`).
 pub fn parse_keys(keys: &[String]) -> Result<Vec<(String, String)>, DiscoveryError> {
+    let valid = |name: &str| {
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    };
     keys.iter()
         .map(|k| match k.split_once('=') {
-            Some((name, value)) if meta_field(&Meta::default(), name.trim()).is_some() => {
+            Some((name, value)) if valid(name.trim()) => {
                 Ok((name.trim().to_string(), value.trim().to_string()))
             }
             _ => Err(DiscoveryError::BadKey(k.clone())),
@@ -59,29 +70,23 @@ pub fn parse_keys(keys: &[String]) -> Result<Vec<(String, String)>, DiscoveryErr
         .collect()
 }
 
-/// A `[meta]` field as text ("" when unset); `None` for a name that is not a field.
-fn meta_field(m: &Meta, name: &str) -> Option<String> {
-    let num = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
-    let text = |v: &Option<String>| v.clone().unwrap_or_default();
-    Some(match name {
-        "model" => text(&m.model),
-        "precision" => text(&m.precision),
-        "framework" => text(&m.framework),
-        "image" => text(&m.image),
-        "tp" => num(m.tp),
-        "ep" => num(m.ep),
-        "concurrency" => num(m.concurrency),
-        _ => return None,
-    })
+/// A `[meta]` field or `extra` pair as text ("" when unset).
+fn meta_field(m: &Meta, name: &str) -> String {
+    m.get(name).unwrap_or_default()
 }
 
 fn describe(b: &Baseline) -> String {
     let m = &b.meta;
     let mut parts = vec![format!("hardware {:?}", m.hardware)];
-    for name in ["tp", "ep", "model", "precision", "framework", "concurrency"] {
-        let v = meta_field(m, name).unwrap_or_default();
+    let names = ["tp", "ep", "model", "precision", "framework", "concurrency"];
+    for name in names
+        .iter()
+        .copied()
+        .chain(m.extra.keys().map(String::as_str))
+    {
+        let v = meta_field(m, name);
         if !v.is_empty() {
-            parts.push(format!("{name} {v}"));
+            parts.push(format!("{name} {v:?}"));
         }
     }
     format!("  {}: {}", b.path.display(), parts.join(", "))
@@ -93,11 +98,19 @@ fn matches(b: &Baseline, run: &RunIdentity) -> bool {
         .as_deref()
         .is_some_and(|h| h == b.meta.hardware);
     let ranks = b.meta.tp.is_none_or(|tp| tp as usize == run.ranks);
+    // The framework the trace tells must be the baseline's; where the trace does not tell, a
+    // baseline of a named framework matches only through --key framework=NAME.
+    let keyed = run.keys.iter().any(|(k, _)| k == "framework");
+    let framework = match (b.meta.framework.as_deref(), run.framework.as_deref()) {
+        (None, _) => true,
+        (Some(b), Some(r)) => b.eq_ignore_ascii_case(r),
+        (Some(_), None) => keyed,
+    };
     let keys = run
         .keys
         .iter()
-        .all(|(k, v)| meta_field(&b.meta, k).is_some_and(|f| f.eq_ignore_ascii_case(v)));
-    hardware && ranks && keys
+        .all(|(k, v)| meta_field(&b.meta, k).eq_ignore_ascii_case(v));
+    hardware && ranks && framework && keys
 }
 
 /// Every `.toml` file of `dir`, each admitted by `admit` first (confinement), parsed; one invalid
@@ -152,6 +165,10 @@ fn discover_admitting(
     let mut said = vec![
         format!("hardware {:?}", run.hardware.clone().unwrap_or_default()),
         format!("{} ranks", run.ranks),
+        match &run.framework {
+            Some(f) => format!("framework {f} (from the trace)"),
+            None => "framework unknown (the trace does not tell: --key framework=NAME)".into(),
+        },
     ];
     said.extend(run.keys.iter().map(|(k, v)| format!("{k} {v}")));
     let run_text = said.join(", ");
@@ -179,13 +196,71 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_must_name_meta_fields() {
+    fn keys_are_name_value_pairs_of_any_meta_or_extra_key() {
         assert_eq!(
-            parse_keys(&["precision=fp4".into()]).unwrap(),
-            vec![("precision".into(), "fp4".into())]
+            parse_keys(&["precision=fp4".into(), "mode=eager".into()]).unwrap(),
+            vec![
+                ("precision".into(), "fp4".into()),
+                ("mode".into(), "eager".into())
+            ]
         );
-        assert!(parse_keys(&["colour=red".into()]).is_err());
         assert!(parse_keys(&["precision".into()]).is_err());
+        assert!(parse_keys(&["a b=1".into()]).is_err());
+        assert!(parse_keys(&["=1".into()]).is_err());
+    }
+
+    fn mi355x_tp4(framework: Option<&str>, keys: &[(&str, &str)]) -> RunIdentity {
+        RunIdentity {
+            hardware: Some("AMD Instinct MI355X".into()),
+            ranks: 4,
+            framework: framework.map(str::to_string),
+            keys: keys
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_framework_tells_sglang_and_vllm_baselines_apart() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("baselines");
+        // A vLLM run never matches the SGLang baseline of its hardware and ranks.
+        let e = discover(&root, &mi355x_tp4(Some("vllm"), &[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no baseline matches")
+                && e.contains("framework vllm")
+                && e.contains("dsr1-fp4-mi355x-sglang-tp4-conc64.toml"),
+            "{e}"
+        );
+        // Nor does a run whose trace does not tell its framework.
+        let e = discover(&root, &mi355x_tp4(None, &[]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--key framework=NAME"), "{e}");
+        let b = discover(&root, &mi355x_tp4(Some("sglang"), &[])).unwrap();
+        assert!(b.path.ends_with("dsr1-fp4-mi355x-sglang-tp4-conc64.toml"));
+        let b = discover(&root, &mi355x_tp4(None, &[("framework", "sglang")])).unwrap();
+        assert!(b.path.ends_with("dsr1-fp4-mi355x-sglang-tp4-conc64.toml"));
+    }
+
+    #[test]
+    fn the_vllm_baselines_are_told_apart_by_their_mode() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("baselines/vllm");
+        let e = discover(&dir, &mi355x_tp4(Some("vllm"), &[]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("2 baselines match"), "{e}");
+        for mode in ["eager", "piecewise"] {
+            let b = discover(&dir, &mi355x_tp4(Some("vllm"), &[("mode", mode)])).unwrap();
+            assert!(
+                b.path
+                    .ends_with(format!("dsr1-fp4-mi355x-vllm-{mode}-tp4-conc64.toml")),
+                "{mode}: {}",
+                b.path.display()
+            );
+        }
     }
 
     #[cfg(unix)]
@@ -203,6 +278,7 @@ mod tests {
         let run = RunIdentity {
             hardware: Some("NVIDIA H200".into()),
             ranks: 8,
+            framework: Some("sglang".into()),
             keys: vec![],
         };
         // A link inside the workspace to a baseline inside it is read.
@@ -228,6 +304,7 @@ mod tests {
         let run = RunIdentity {
             hardware: Some("NVIDIA H200".into()),
             ranks: 8,
+            framework: Some("sglang".into()),
             keys: vec![],
         };
         let b = discover(&dir, &run).unwrap();

@@ -24,6 +24,10 @@ pub use crate::metrics::Direction;
 pub struct Meta {
     /// Device name as the trace reports it, e.g. "AMD Instinct MI355X".
     pub hardware: String,
+    /// `hardware` was asserted with `--hardware` because the baseline's trace named no device:
+    /// `check` then takes a run whose trace names none as on this hardware (and says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hardware_asserted: bool,
     pub model: Option<String>,
     pub precision: Option<String>,
     pub framework: Option<String>,
@@ -51,6 +55,7 @@ impl Meta {
         let num = |v: Option<u32>| v.map(|v| v.to_string());
         match key {
             "hardware" => Some(self.hardware.clone()).filter(|h| !h.is_empty()),
+            "hardware_asserted" => Some(self.hardware_asserted.to_string()),
             "model" => text(&self.model),
             "precision" => text(&self.precision),
             "framework" => text(&self.framework),

@@ -269,6 +269,9 @@ pub fn new_baseline(x: &Extraction, meta: &Meta, stamp: &Stamp) -> String {
          # hand; `tracegate baseline update` rewrites values and keeps your edits.\n",
     );
     m.insert("hardware", value(meta.hardware.clone()));
+    if meta.hardware_asserted {
+        m.insert("hardware_asserted", value(true));
+    }
     let optional: [(&str, &Option<String>); 4] = [
         ("model", &meta.model),
         ("precision", &meta.precision),

@@ -177,6 +177,9 @@ pub struct BaselineWriteArgs {
     /// Print the change as a unified diff and write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Also print the change as a unified diff (otherwise one line on stderr says what was written).
+    #[arg(long)]
+    pub diff: bool,
     /// new: overwrite an existing file; update: accept a run on other hardware or of another
     /// rank count (tp).
     #[arg(long)]

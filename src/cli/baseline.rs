@@ -31,27 +31,83 @@ fn stamp_for(
     }
 }
 
-/// Prints the diff, and writes the new text unless this is a dry run.
+/// Writes the new text unless this is a dry run, and ends with one line on stderr: what was
+/// written and how many metrics it gates. The diff is printed with `--diff` or `--dry-run` only.
 fn finish_baseline_write(args: &BaselineWriteArgs, old: &str, new: &str) -> Result<i32> {
     let shown = args.baseline.display().to_string();
-    let diff = crate::baseline::write::diff(&shown, old, new);
-    write_output(
-        if diff.is_empty() {
-            "no change\n"
-        } else {
-            &diff
-        },
-        None,
-    )?;
-    if !args.dry_run {
-        // A baseline the gate cannot load is never written; the old one is replaced whole or not
-        // at all (temporary file and rename), so a crash or a full disk cannot leave half of it;
-        // through a symlink, keeping its mode, refusing a read-only one (baseline::file).
-        crate::baseline::Baseline::parse(new, &args.baseline)?;
+    if args.diff || args.dry_run {
+        let diff = crate::baseline::write::diff(&shown, old, new);
+        write_output(
+            if diff.is_empty() {
+                "no change\n"
+            } else {
+                &diff
+            },
+            None,
+        )?;
+    }
+    // A baseline the gate cannot load is never written; the old one is replaced whole or not
+    // at all (temporary file and rename), so a crash or a full disk cannot leave half of it;
+    // through a symlink, keeping its mode, refusing a read-only one (baseline::file).
+    let parsed = crate::baseline::Baseline::parse(new, &args.baseline)?;
+    let gated = parsed.metrics.values().filter(|m| m.gate).count();
+    let gated = format!("{gated} gated metric{}", if gated == 1 { "" } else { "s" });
+    if args.dry_run {
+        crate::output::note(&format!(
+            "would write {shown} ({gated}); nothing written (--dry-run)"
+        ));
+    } else {
         crate::baseline::file::write(&args.baseline, new.as_bytes())
             .with_context(|| format!("{shown}: cannot write baseline"))?;
+        crate::output::note(&format!("wrote {shown} ({gated})"));
     }
     Ok(exit::PASS)
+}
+
+/// What the run says that a baseline's identity must not contradict: the ranks' devices agree
+/// (no mixed hardware, no rank without a device beside ranks with one), `--hardware` is the
+/// device the trace names, and `tp` (`--tp`, `--meta tp=N`) is the number of ranks. Refused
+/// unless `--force`, naming the file and the fix.
+fn check_run_identity(
+    w: &BaselineWriteArgs,
+    x: &crate::metrics::Extraction,
+    hardware: Option<&str>,
+    tp: Option<u32>,
+    identity: &crate::identity::Identity,
+) -> Result<()> {
+    let mut problems = crate::gate::check::device_problems(x);
+    let traced = x.run.device.as_deref().filter(|d| !d.trim().is_empty());
+    if let (Some(h), Some(t)) = (hardware.map(str::trim), traced) {
+        if h != t.trim() {
+            problems.push(format!(
+                "--hardware {h:?} contradicts the trace, which names {t:?}"
+            ));
+        }
+    }
+    let ranks = x.run.ranks.len();
+    if let Some(tp) = tp.filter(|&tp| tp as usize != ranks) {
+        problems.push(format!(
+            "--tp {tp} contradicts the run, which has {ranks} ranks"
+        ));
+    }
+    if let Some(tp) = identity
+        .meta
+        .get("tp")
+        .filter(|v| v.parse::<usize>() != Ok(ranks))
+    {
+        problems.push(format!(
+            "--meta tp={tp} contradicts the run, which has {ranks} ranks"
+        ));
+    }
+    match problems.first() {
+        Some(_) if w.force => Ok(()),
+        Some(_) => anyhow::bail!(
+            "{}: {}; nothing written (--force to write it anyway)",
+            w.baseline.display(),
+            problems.join("; ")
+        ),
+        None => Ok(()),
+    }
 }
 
 /// The baseline is read and written, `--rules` read: confined in a workflow.
@@ -72,18 +128,34 @@ pub(super) fn new(args: BaselineNewArgs) -> Result<i32> {
         );
     }
     let identity = identity(w)?;
+    let asserted = args
+        .hardware
+        .as_deref()
+        .map(str::trim)
+        .filter(|h| !h.is_empty());
     let run = read_run(&w.paths)?;
     let x = pipeline::extract(&run, &w.paths, &w.analysis.config(), None)?;
+    let traced = x.run.device.clone().filter(|d| !d.trim().is_empty());
+    if traced.is_none() && asserted.is_none() {
+        anyhow::bail!(
+            "{}: the trace names no device, so the baseline would hold for any hardware; give the run's with --hardware NAME (e.g. --hardware \"AMD Instinct MI300X\")",
+            pipeline::describe_paths(&w.paths)
+        );
+    }
+    check_run_identity(w, &x, asserted, args.tp, &identity)?;
     let stamp = stamp_for(w, &x, identity);
+    let framework = args
+        .framework
+        .clone()
+        .or_else(|| crate::identity::framework_of(&run).map(str::to_string));
     let meta = crate::baseline::Meta {
-        hardware: args
-            .hardware
-            .clone()
-            .or_else(|| x.run.device.clone())
-            .unwrap_or_default(),
+        // The trace's device where it names one (a forced --hardware that contradicts it
+        // aside); else the asserted hardware, recorded as asserted.
+        hardware_asserted: traced.is_none(),
+        hardware: asserted.map(str::to_string).or(traced).unwrap_or_default(),
         model: args.model.clone(),
         precision: args.precision.clone(),
-        framework: args.framework.clone(),
+        framework,
         image: stamp.identity.image.clone(),
         tp: args.tp.or(Some(x.run.ranks.len() as u32)),
         ep: args.ep,
@@ -105,7 +177,18 @@ pub(super) fn update(args: BaselineUpdateArgs) -> Result<i32> {
     let baseline = crate::baseline::Baseline::load(&w.baseline)?;
     let run = read_run(&w.paths)?;
     let x = pipeline::extract(&run, &w.paths, &w.analysis.config(), Some(&baseline))?;
-    let device = x.run.device.clone().unwrap_or_default();
+    // A run whose trace names no device is on the baseline's hardware only when the baseline
+    // asserted it for such a run.
+    let device = x
+        .run
+        .device
+        .clone()
+        .filter(|d| !d.trim().is_empty())
+        .or_else(|| {
+            Some(baseline.meta.hardware.clone()).filter(|_| baseline.meta.hardware_asserted)
+        })
+        .unwrap_or_default();
+    check_run_identity(w, &x, None, None, &identity)?;
     if !w.force && !baseline.meta.hardware.is_empty() && device != baseline.meta.hardware {
         anyhow::bail!(
             "{}: the baseline is for {:?} but the run is on {:?}; refusing to overwrite (use --force)",

@@ -30,6 +30,7 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
                     .clone()
                     .or_else(|| crate::metrics::run_device(&run)),
                 ranks: run.rank_indices().len(),
+                framework: crate::identity::framework_of(&run).map(str::to_string),
                 keys: crate::baseline::discover::parse_keys(&args.key)?,
             };
             let env = |name: &str| std::env::var(name).ok();

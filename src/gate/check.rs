@@ -86,6 +86,10 @@ pub struct RunSummary {
     /// `device` was asserted with `--hardware`, not read from the trace.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub hardware_asserted: bool,
+    /// `device` is the baseline's asserted hardware: the trace names no device and the baseline
+    /// was made from a run that named none either (`hardware_asserted` in its `[meta]`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hardware_from_baseline: bool,
     pub warnings: Vec<String>,
     /// `image` and `meta`: what the run was made with (`--image`, `--meta`), as given.
     #[serde(flatten)]
@@ -162,9 +166,11 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
         Status::CannotJudge
     };
     let explanation = explain(x, b, &metrics);
+    let (device, source) = run_hardware(x, b, opts);
     let run = RunSummary {
-        device: run_hardware(x, opts),
-        hardware_asserted: opts.hardware.is_some(),
+        device,
+        hardware_asserted: source == HardwareSource::Asserted,
+        hardware_from_baseline: source == HardwareSource::Baseline,
         ranks: x.run.ranks.clone(),
         decode_steps_kept: x.steps.values().map(|s| s.decode_kept).min().unwrap_or(0),
         warnings: x.warnings.clone(),
@@ -203,14 +209,88 @@ fn decode_series(x: &Extraction, metrics: &[MetricCheck]) -> DecodeSeries {
     }
 }
 
-/// The hardware the run is judged as: what `--hardware` asserts, else the device the trace names.
-fn run_hardware(x: &Extraction, opts: &CheckOptions) -> Option<String> {
-    opts.hardware
+/// Where the hardware a run is judged as comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HardwareSource {
+    Trace,
+    Asserted,
+    Baseline,
+    Unknown,
+}
+
+/// The hardware the run is on, for the report: the device the trace names (even when
+/// `--hardware` contradicts it: the report must not show the asserted name for a run that says
+/// otherwise; asserted when `--hardware` says the same), else what `--hardware` asserts, else
+/// the baseline's asserted hardware.
+fn run_hardware(
+    x: &Extraction,
+    b: &Baseline,
+    opts: &CheckOptions,
+) -> (Option<String>, HardwareSource) {
+    let traced = x.run.device.clone().filter(|d| !d.trim().is_empty());
+    let asserted = opts
+        .hardware
         .as_deref()
         .map(str::trim)
         .filter(|h| !h.is_empty())
-        .map(str::to_string)
-        .or_else(|| x.run.device.clone().filter(|d| !d.is_empty()))
+        .map(str::to_string);
+    match (traced, asserted) {
+        (Some(t), Some(a)) if t.trim() == a => (Some(a), HardwareSource::Asserted),
+        (Some(t), _) => (Some(t), HardwareSource::Trace),
+        (None, Some(a)) => (Some(a), HardwareSource::Asserted),
+        (None, None) if baseline_asserts_hardware(b) => (
+            Some(b.meta.hardware.trim().to_string()),
+            HardwareSource::Baseline,
+        ),
+        (None, None) => (None, HardwareSource::Unknown),
+    }
+}
+
+/// The baseline names hardware that was asserted for a trace naming no device.
+fn baseline_asserts_hardware(b: &Baseline) -> bool {
+    b.meta.hardware_asserted && !b.meta.hardware.trim().is_empty()
+}
+
+/// Why the ranks' devices cannot be taken as one hardware: ranks that name different devices,
+/// or a rank that names none beside ranks that name one (it cannot be assumed to be on theirs).
+/// Each names the files.
+pub fn device_problems(x: &Extraction) -> Vec<String> {
+    let mut problems = Vec::new();
+    // Each device named with the files that name it.
+    let mut devices: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    let mut unnamed: Vec<String> = Vec::new();
+    for (file, device) in &x.run.trace_devices {
+        if device.is_empty() {
+            unnamed.push(file.display().to_string());
+        } else {
+            devices
+                .entry(device)
+                .or_default()
+                .push(file.display().to_string());
+        }
+    }
+    if devices.len() > 1 {
+        let list: Vec<String> = devices
+            .iter()
+            .map(|(d, files)| format!("{d} in {}", files.join(", ")))
+            .collect();
+        problems.push(format!(
+            "the ranks are on different hardware: {}",
+            list.join("; ")
+        ));
+    }
+    if !devices.is_empty() && !unnamed.is_empty() {
+        unnamed.sort();
+        unnamed.dedup();
+        let named: Vec<&str> = devices.keys().copied().collect();
+        problems.push(format!(
+            "{} name{} no device while the other ranks name {}: a rank's hardware is never assumed (record every rank's trace with its device properties)",
+            unnamed.join(", "),
+            if unnamed.len() == 1 { "s" } else { "" },
+            named.join(", ")
+        ));
+    }
+    problems
 }
 
 /// How far apart two figures may be before they cannot be of one configuration.
@@ -227,24 +307,7 @@ fn unjudgeable(x: &Extraction, metrics: &[MetricCheck]) -> Vec<String> {
                 .to_string(),
         );
     }
-    // Each device named with the files that name it (a file that names none takes no part).
-    let mut devices: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
-    for (file, device) in x.run.trace_devices.iter().filter(|(_, d)| !d.is_empty()) {
-        devices
-            .entry(device)
-            .or_default()
-            .push(file.display().to_string());
-    }
-    if devices.len() > 1 {
-        let list: Vec<String> = devices
-            .iter()
-            .map(|(d, files)| format!("{d} in {}", files.join(", ")))
-            .collect();
-        problems.push(format!(
-            "the ranks are on different hardware: {}",
-            list.join("; ")
-        ));
-    }
+    problems.extend(device_problems(x));
     // Figures both sides have, non-zero and finite: a ratio means something.
     let far: Vec<(bool, &MetricCheck)> = metrics
         .iter()
@@ -287,13 +350,18 @@ fn mismatches(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> Vec<String> 
         (Some(a), Some(t)) if a != t => problems.push(format!(
             "--hardware asserts {a:?} but the trace says the run is on {t:?}"
         )),
+        // A baseline made with --hardware from a run that named no device takes such a run as
+        // on its hardware; the report says so.
+        (None, None) if baseline_asserts_hardware(b) => {}
         (None, None) => problems.push(
             "the run's hardware is unknown: the trace names no device (--hardware NAME to assert it)"
                 .to_string(),
         ),
         _ => {}
     }
-    let run = asserted.or(traced);
+    let run = asserted
+        .or(traced)
+        .or(Some(baseline).filter(|_| baseline_asserts_hardware(b)));
     if baseline.is_empty() {
         if asserted.is_none() {
             problems.push(

@@ -282,6 +282,7 @@ mod tests {
                 ranks: vec![0],
                 decode_steps_kept: 1,
                 hardware_asserted: false,
+                hardware_from_baseline: false,
                 warnings: vec![],
                 identity: Default::default(),
             },

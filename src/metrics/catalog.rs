@@ -202,6 +202,14 @@ pub const METRICS: &[MetricDef] = &[
         },
         ..BASE
     },
+    MetricDef {
+        name: MIXED_STEP_MS,
+        phase: Phase::Mixed,
+        tolerance: StartTolerance::Fixed("10%"),
+        meaning: "wall of a mixed step (prefill and decode tokens in one forward, chunked \
+                  prefill): median per rank, slowest rank",
+        ..BASE
+    },
 ];
 
 /// The entry of a metric, by name.

@@ -15,6 +15,8 @@ use crate::units::Unit;
 pub enum Phase {
     Decode,
     Prefill,
+    /// Forward passes that mix prefill and decode tokens (chunked prefill).
+    Mixed,
 }
 
 /// How the per-rank values of a per-step metric make the run's value.
@@ -108,3 +110,4 @@ pub const OTHER_PCT: &str = "other_pct";
 pub const PREFILL_STEP_MS: &str = "prefill_step_ms";
 pub const PREFILL_GPU_UTIL_PCT: &str = "prefill_gpu_util_pct";
 pub const PREFILL_COMM_PCT: &str = "prefill_comm_pct";
+pub const MIXED_STEP_MS: &str = "mixed_step_ms";

@@ -16,6 +16,7 @@ pub(crate) struct RankFigures<'a> {
     pub rank: u32,
     pub decode: Vec<StepFigures>,
     pub prefill: Vec<StepFigures>,
+    pub mixed: Vec<StepFigures>,
     /// Allreduce-class call durations of the kept decode steps, ns, in step order.
     pub allreduce_ns: Vec<i64>,
     /// Per `moe_routing` kernel name, its calls in each kept decode step.
@@ -99,10 +100,19 @@ pub(crate) fn rank_figures<'a>(
             step_figures(trace, cls, step, &mut scratch, &mut ignored)
         })
         .collect();
+    let mixed = rs
+        .mixed
+        .iter()
+        .map(|step: &Step| {
+            let (trace, cls) = (&run.traces[step.trace], classes[step.trace].as_slice());
+            step_figures(trace, cls, step, &mut scratch, &mut ignored)
+        })
+        .collect();
     RankFigures {
         rank: rs.rank.index,
         decode,
         prefill,
+        mixed,
         allreduce_ns,
         routing_calls,
         totals,

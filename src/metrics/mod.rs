@@ -71,8 +71,9 @@ impl Default for ExtractOptions {
 pub enum MetricsError {
     #[error("classification given for {got} traces, but the run has {expected}")]
     ClassesMismatch { expected: usize, got: usize },
-    #[error("no decode step in any rank: {found}")]
-    NoDecodeStep { found: String },
+    /// One line: what was found, and what to try.
+    #[error("no decode step (nor prefill or mixed) in any rank: {found}; {next}")]
+    NoDecodeStep { found: String, next: String },
     #[error(
         "no steady decode step in any rank: {found} decode steps found, {warmup} dropped as warm-up \
          (warm-up steps: {warmup_steps}), {outliers} dropped as outliers"
@@ -178,6 +179,9 @@ pub struct RankStepSummary {
     pub decode_kept: usize,
     pub decode_dropped: usize,
     pub prefill: usize,
+    /// Steps that mix prefill and decode tokens.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mixed: usize,
     pub dropped_warmup: usize,
     pub dropped_outliers: usize,
     /// Kernel time in no step, ms.
@@ -356,6 +360,7 @@ fn step_summaries(rank_steps: &[RankSteps]) -> BTreeMap<u32, RankStepSummary> {
                     decode_kept: r.decode.len(),
                     decode_dropped: r.dropped.len(),
                     prefill: r.prefill.len(),
+                    mixed: r.mixed.len(),
                     dropped_warmup: r.dropped_warmup,
                     dropped_outliers: r.dropped_outliers,
                     unassigned_ms: r.unassigned_ns as f64 / 1e6,
@@ -396,8 +401,9 @@ fn rank_warnings(run: &Run, rank_steps: &[RankSteps]) -> Vec<String> {
     warnings
 }
 
-/// Fails when no rank holds a decode step, or none is left after warm-up and outlier removal,
-/// saying what was found instead.
+/// Fails when no rank holds a step of any kind, or decode steps were found and none is left after
+/// warm-up and outlier removal, saying what was found instead. A run of prefill or mixed steps
+/// alone is a run: it has the metrics of those.
 fn check_decode_steps(ranks: &[RankSteps], warmup_steps: usize) -> Result<(), MetricsError> {
     if ranks.iter().any(|r| !r.decode.is_empty()) {
         return Ok(());
@@ -415,8 +421,15 @@ fn check_decode_steps(ranks: &[RankSteps], warmup_steps: usize) -> Result<(), Me
             warmup_steps,
         });
     }
+    if ranks
+        .iter()
+        .any(|r| !r.prefill.is_empty() || !r.mixed.is_empty())
+    {
+        return Ok(());
+    }
     Err(MetricsError::NoDecodeStep {
         found: describe(&found, ranks.len()),
+        next: next_step(&found),
     })
 }
 
@@ -441,6 +454,17 @@ fn check_warmup(ranks: &[RankSteps], opts: &ExtractOptions) -> Result<(), Metric
     }
 }
 
+/// What to try when no step was found: a trace that records a graph capture runs almost nothing
+/// (the replay is what serves); otherwise see how the trace was cut, or cut it by hand.
+fn next_step(found: &Detection) -> String {
+    if found.graph_captures > 0 {
+        "this trace records a CUDA-graph capture: profile the replay (the serving loop) instead"
+            .into()
+    } else {
+        "`tracegate report` shows how the trace was cut; --step-gap DURATION sets the cut".into()
+    }
+}
+
 /// Every rank of a tensor-parallel run runs every forward pass: the decode steps found (before
 /// warm-up and outliers are dropped, which may differ per rank) must be as many on each rank.
 fn check_same_step_counts(ranks: &[RankSteps]) -> Result<(), MetricsError> {
@@ -459,32 +483,35 @@ fn check_same_step_counts(ranks: &[RankSteps]) -> Result<(), MetricsError> {
     Err(MetricsError::StepCountMismatch { counts })
 }
 
-/// "3 prefill steps (3 from annotations, 0 from graph launches, 0 from gaps); 12 step annotations
-/// (9 not forward passes); 0 graph launches outside step annotations; 1,204 GPU activities in 1
-/// rank, 1,204 left to gap segmentation in 7 segments, 7 without both an attention kernel and a GEMM".
+/// "1,204 GPU activities in 1 rank, 0 step annotations, 0 graph launches, 7 segments of which 0
+/// forwards": short, the details are `report`'s.
 fn describe(found: &Detection, ranks: usize) -> String {
-    let p = &found.prefill;
-    format!(
-        "{} ({} from annotations, {} from graph launches, {} from gaps); {} ({} not forward passes); \
-         {} outside step annotations ({} only pieces of a forward); {} in {}, {} left to gap segmentation in {}, \
-         {} without both an attention kernel and a GEMM",
-        count(p.total(), "prefill step"),
-        thousands(p.annotation),
-        thousands(p.graph_launch),
-        thousands(p.gap),
-        count(found.step_annotations, "step annotation"),
-        thousands(found.non_step_annotations),
-        count(found.graph_launches, "graph launch"),
-        thousands(found.graph_launches_partial),
+    let forwards = found
+        .gap_segments
+        .saturating_sub(found.gap_segments_rejected);
+    let undecided = found.labelled_by.undecided;
+    let mut line = format!(
+        "{} in {}, {}, {}, {} cut from the rest, {}",
         count(found.activities, "GPU activity"),
         count(ranks as u64, "rank"),
-        thousands(found.gap_activities),
+        count(found.step_annotations, "step annotation"),
+        count(found.graph_launches, "graph launch"),
         count(found.gap_segments, "segment"),
-        thousands(found.gap_segments_rejected),
-    ) + &found
-        .describe_segmentation()
-        .map(|s| format!("; {s}"))
-        .unwrap_or_default()
+        count(forwards, "forward"),
+    );
+    if undecided > 0 {
+        line.push_str(&format!(
+            " ({} neither prefill nor decode by any evidence)",
+            thousands(undecided)
+        ));
+    }
+    if found.graph_captures > 0 {
+        line.push_str(&format!(
+            ", {}",
+            count(found.graph_captures, "graph capture")
+        ));
+    }
+    line
 }
 
 /// "1 rank", "1,204 GPU activities", "0 graph launches".
@@ -499,6 +526,10 @@ fn count(n: u64, what: &str) -> String {
         format!("{what}s")
     };
     format!("{} {plural}", thousands(n))
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// 1204 → "1,204".

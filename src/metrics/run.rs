@@ -40,6 +40,7 @@ fn per_step_metric(
         let steps = match def.phase {
             Phase::Decode => &f.decode,
             Phase::Prefill => &f.prefill,
+            Phase::Mixed => &f.mixed,
         };
         let samples: Vec<f64> = steps
             .iter()

@@ -504,13 +504,50 @@ fn ranks_keeping_different_step_counts_is_a_warning_not_an_error() {
 }
 
 #[test]
-fn no_decode_step_says_what_was_found_instead() {
+fn a_prefill_only_run_has_its_prefill_metrics_and_no_decode_ones() {
     let mut b = TraceBuilder::new(0);
-    // One prefill step by annotation, then 1,204 comm kernels in one burst (not a step).
     b.annotation("step[EXTEND bs=1 toks=128]", 0, 10 * US, TID);
     let c = b.launch(US, false);
-    let i = b.kernel("fmha", Category::Attention, 20 * US, 10 * US, 0);
-    b.link(i, c);
+    b.forward(c, 2 * US, 300 * US);
+    let (run, classes) = run_of(vec![b.build()]);
+    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    assert!(
+        x.metrics.contains_key(PREFILL_STEP_MS),
+        "{:?}",
+        x.metrics.keys()
+    );
+    assert!(!x.metrics.contains_key(DECODE_STEP_MS));
+    assert_eq!(x.steps[&0].prefill, 1);
+}
+
+#[test]
+fn a_mixed_step_gives_mixed_step_ms_with_its_samples() {
+    let mut b = TraceBuilder::new(0);
+    for k in 0..3 {
+        let t0 = k * 10 * MS;
+        b.annotation(
+            "execute_8192_context_9(sq1)_generation_37(sq37)",
+            t0,
+            10 * US,
+            TID,
+        );
+        let c = b.launch(t0 + US, false);
+        b.forward(c, t0 + 2 * US, (k + 1) * 100 * US);
+    }
+    let (run, classes) = run_of(vec![b.build()]);
+    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let m = &x.metrics[crate::metrics::catalog::MIXED_STEP_MS];
+    assert_eq!(m.samples.len(), 3);
+    assert!(m.value > 0.0);
+    assert!(!x.metrics.contains_key(DECODE_STEP_MS));
+    assert!(!x.metrics.contains_key(PREFILL_STEP_MS));
+    assert_eq!(x.steps[&0].found.mixed.annotation, 3);
+}
+
+#[test]
+fn no_step_at_all_says_what_was_found_in_one_short_line_with_a_next_step() {
+    let mut b = TraceBuilder::new(0);
+    // 1,204 comm kernels in one burst: not a step.
     for k in 0..1204 {
         b.kernel(
             "rcclGenericKernel",
@@ -524,11 +561,9 @@ fn no_decode_step_says_what_was_found_instead() {
     let err = extract(&run, &classes, &ExtractOptions::default()).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "no decode step in any rank: 1 prefill step (1 from annotations, 0 from graph launches, \
-         0 from gaps); 1 step annotation (0 not forward passes); 0 graph launches outside step \
-         annotations (0 only pieces of a forward); 1,205 GPU activities in 1 rank, 1,204 left to gap segmentation in 1 segment, \
-         1 without both an attention kernel and a GEMM; not cut: no gap threshold (no gap above \
-         50 µs stands 4x above the one below); no host sync"
+        "no decode step (nor prefill or mixed) in any rank: 1,204 GPU activities in 1 rank, \
+         0 step annotations, 0 graph launches, 1 segment cut from the rest, 0 forwards; \
+         `tracegate report` shows how the trace was cut; --step-gap DURATION sets the cut"
     );
 }
 

@@ -243,16 +243,22 @@ fn phases(d: &mut Doc, a: &RunAnalysis) {
     let decode: usize = a.phases.iter().map(|p| p.decode_kept).sum();
     let prefill: usize = a.phases.iter().map(|p| p.prefill).sum();
     let graph: usize = a.phases.iter().map(|p| p.decode_graph_launched).sum();
+    let mixed: usize = a.phases.iter().map(|p| p.mixed).sum();
+    let mixed = match mixed {
+        0 => String::new(),
+        1 => "; 1 mixed step (prefill and decode tokens in one forward)".to_string(),
+        n => format!("; {n} mixed steps (prefill and decode tokens in one forward)"),
+    };
     if a.run.has_decode {
         d.para(&format!(
-            "{decode} steady decode step{} over all ranks; {graph} decode step{} (warm-up and outliers included) replayed from a graph launch; {prefill} prefill step{}.",
+            "{decode} steady decode step{} over all ranks; {graph} decode step{} (warm-up and outliers included) replayed from a graph launch; {prefill} prefill step{}{mixed}.",
             if decode == 1 { "" } else { "s" },
             if graph == 1 { "" } else { "s" },
             if prefill == 1 { "" } else { "s" },
         ));
     } else {
         let line = format!(
-            "No decode step found: {prefill} prefill step{} found; the breakdown, communication, overlap and shape figures below cover the whole trace, per rank.",
+            "No decode step found: {prefill} prefill step{} found{mixed}; the breakdown, communication, overlap and shape figures below cover the whole trace, per rank.",
             if prefill == 1 { "" } else { "s" }
         );
         d.para(&d.bold(&line));

@@ -105,10 +105,19 @@ fn headline(result: &CheckResult) -> String {
     };
     // The run's hardware, not the baseline's: a run on other hardware must not look like one
     // on the baseline's.
-    let hardware = match (&result.run.device, result.run.hardware_asserted) {
-        (Some(d), true) => format!("{} (asserted by --hardware)", free_text(d)),
-        (Some(d), false) => free_text(d),
-        (None, _) => "unknown hardware".to_string(),
+    let run = &result.run;
+    let hardware = match (
+        &run.device,
+        run.hardware_asserted,
+        run.hardware_from_baseline,
+    ) {
+        (Some(d), true, _) => format!("{} (asserted by --hardware)", free_text(d)),
+        (Some(d), _, true) => format!(
+            "{} (the baseline's, asserted: the trace names no device)",
+            free_text(d)
+        ),
+        (Some(d), false, false) => free_text(d),
+        (None, _, _) => "unknown hardware".to_string(),
     };
     format!(
         "{icon} **tracegate** on {hardware}: {}",

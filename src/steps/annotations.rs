@@ -20,13 +20,38 @@ pub(super) fn parse_step_annotation(name: &str) -> Option<(Option<StepKind>, Opt
     let mut words = body.split_whitespace();
     let kind = match words.next() {
         Some("DECODE") => Some(StepKind::Decode),
-        Some("EXTEND") | Some("MIXED") | Some("DRAFT_EXTEND") => Some(StepKind::Prefill),
+        Some("EXTEND") | Some("DRAFT_EXTEND") => Some(StepKind::Prefill),
+        Some("MIXED") => Some(StepKind::Mixed),
         _ => None,
     };
     let batch_size = words
         .filter_map(|w| w.strip_prefix("bs="))
         .find_map(|v| v.parse::<u32>().ok());
     Some((kind, batch_size))
+}
+
+/// Parses `execute_8192_context_9(...)_generation_37(...)`: the tokens of the forward, then the
+/// requests in prefill (context) and in decode (generation). Both: mixed; context alone:
+/// prefill; generation alone: decode. `None` when the name is not such an annotation; a forward
+/// of neither is not a step (`Some((None, _))`).
+pub(super) fn parse_execute_annotation(name: &str) -> Option<(Option<StepKind>, Option<u32>)> {
+    let rest = name.strip_prefix("execute_")?;
+    let (_tokens, rest) = rest.split_once("_context_")?;
+    let count = |s: &str| -> Option<u64> {
+        let digits: &str = &s[..s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len())];
+        digits.parse().ok()
+    };
+    let context = count(rest)?;
+    let (_, after) = rest.split_once("_generation_")?;
+    let generation = count(after)?;
+    let kind = match (context > 0, generation > 0) {
+        (true, true) => Some(StepKind::Mixed),
+        (true, false) => Some(StepKind::Prefill),
+        (false, true) => Some(StepKind::Decode),
+        (false, false) => None,
+    };
+    let requests = context.saturating_add(generation);
+    Some((kind, u32::try_from(requests).ok().filter(|&n| n > 0)))
 }
 
 /// Step annotations of one host thread, sorted by start, with the running maximum end so that a
@@ -84,5 +109,34 @@ impl AnnotationIndex {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn execute_annotations_tell_the_kind_by_their_request_counts() {
+        let p = parse_execute_annotation;
+        assert_eq!(
+            p("execute_8192_context_9(sq8155sk8430sqsq7475785sqsk7671310)_generation_37(sq37sk34489sqsq37sqsk34489)"),
+            Some((Some(StepKind::Mixed), Some(46)))
+        );
+        assert_eq!(
+            p("execute_15360_context_15(sq15360sk15360)_generation_0(sq0sk0sqsq0sqsk0)"),
+            Some((Some(StepKind::Prefill), Some(15)))
+        );
+        assert_eq!(
+            p("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086)"),
+            Some((Some(StepKind::Decode), Some(32)))
+        );
+        assert_eq!(
+            p("execute_0_context_0()_generation_0()"),
+            Some((None, None))
+        );
+        assert_eq!(p("execute_diffusion_1_256x256"), None);
+        assert_eq!(p("execute_1_context_x_generation_1"), None);
+        assert_eq!(p("step[DECODE bs=1]"), None);
     }
 }

@@ -24,7 +24,9 @@ use crate::links::Links;
 use crate::reader::model::{AnnotationSide, GpuActivity, GpuKind, RankId, RankTrace, Run, Stage};
 use crate::taxonomy::{Category, Class, Collective};
 
-use annotations::{parse_step_annotation, AnnotationIndex, StepAnnotation};
+use annotations::{
+    parse_execute_annotation, parse_step_annotation, AnnotationIndex, StepAnnotation,
+};
 pub use label::{Evidence, EvidenceCounts, StepLabel};
 pub use segment::Segmentation;
 
@@ -37,6 +39,8 @@ pub const DEFAULT_WARMUP_STEPS: usize = 2;
 pub enum StepKind {
     Decode,
     Prefill,
+    /// Prefill and decode tokens in one forward pass (vLLM's chunked prefill, SGLang's `MIXED`).
+    Mixed,
 }
 
 /// How a step was found.
@@ -113,6 +117,14 @@ impl SourceCounts {
     pub fn total(&self) -> u64 {
         self.annotation + self.graph_launch + self.gap
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.total() == 0
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What step detection saw, for reports and for saying why no step was found.
@@ -139,6 +151,12 @@ pub struct Detection {
     pub decode: SourceCounts,
     /// Prefill steps found, per method.
     pub prefill: SourceCounts,
+    /// Mixed (prefill and decode) steps found, per method.
+    #[serde(skip_serializing_if = "SourceCounts::is_empty")]
+    pub mixed: SourceCounts,
+    /// Graph captures the trace records (`cudaStreamBeginCapture`, `hipStreamBeginCapture`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub graph_captures: u64,
     /// How each trace's free activities were cut (traces that had any).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub segmentation: Vec<Segmentation>,
@@ -159,6 +177,8 @@ impl Detection {
         self.gap_segments_rejected += other.gap_segments_rejected;
         self.decode.merge(&other.decode);
         self.prefill.merge(&other.prefill);
+        self.mixed.merge(&other.mixed);
+        self.graph_captures += other.graph_captures;
         self.segmentation.extend(other.segmentation.iter().cloned());
         self.labelled_by.merge(&other.labelled_by);
     }
@@ -177,6 +197,23 @@ impl Detection {
             .filter(|(_, d, p)| d + p > 0)
             .map(|(what, d, p)| format!("{d} decode and {p} prefill from {what}"))
             .collect();
+        let m = &self.mixed;
+        if !m.is_empty() {
+            parts.push(format!(
+                "{} mixed (prefill and decode) from {}",
+                m.total(),
+                [
+                    ("step annotations", m.annotation),
+                    ("graph launches", m.graph_launch),
+                    ("segmentation", m.gap)
+                ]
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(what, _)| *what)
+                .collect::<Vec<_>>()
+                .join(" and ")
+            ));
+        }
         if parts.is_empty() {
             parts.push("no step".to_string());
         }
@@ -193,6 +230,7 @@ impl Detection {
     pub fn same_way(&self, other: &Detection) -> bool {
         self.decode == other.decode
             && self.prefill == other.prefill
+            && self.mixed == other.mixed
             && self.labelled_by == other.labelled_by
             && self.segmentation.len() == other.segmentation.len()
             && self
@@ -257,6 +295,8 @@ pub struct RankSteps {
     pub decode: Vec<Step>,
     /// All prefill steps, in start order.
     pub prefill: Vec<Step>,
+    /// All mixed (prefill and decode) steps, in start order.
+    pub mixed: Vec<Step>,
     /// Decode steps left out of the steady state, in start order.
     pub dropped: Vec<DroppedStep>,
     pub dropped_warmup: usize,
@@ -352,6 +392,7 @@ pub fn find_steps_with(run: &Run, classes: &[Vec<Class>], opts: &StepOptions) ->
             let traces = groups.remove(rank).unwrap_or_default();
             let mut decode = Vec::new();
             let mut prefill = Vec::new();
+            let mut mixed = Vec::new();
             let mut found = Detection::default();
             let mut unassigned_ns = 0;
             let mut labels = Vec::new();
@@ -364,6 +405,7 @@ pub fn find_steps_with(run: &Run, classes: &[Vec<Class>], opts: &StepOptions) ->
                         match step.kind {
                             StepKind::Decode => decode.push(step),
                             StepKind::Prefill => prefill.push(step),
+                            StepKind::Mixed => mixed.push(step),
                         }
                     }
                 }
@@ -372,6 +414,7 @@ pub fn find_steps_with(run: &Run, classes: &[Vec<Class>], opts: &StepOptions) ->
                 |a: &Step, b: &Step| (a.start, a.trace, a.end).cmp(&(b.start, b.trace, b.end));
             decode.sort_by(by_start);
             prefill.sort_by(by_start);
+            mixed.sort_by(by_start);
             labels.sort_by_key(|l: &StepLabel| (l.start, l.trace, l.end));
             let (kept, dropped) = steady_state(decode, warmup);
             let dropped_warmup = dropped
@@ -385,6 +428,7 @@ pub fn find_steps_with(run: &Run, classes: &[Vec<Class>], opts: &StepOptions) ->
                 traces,
                 decode: kept,
                 prefill,
+                mixed,
                 dropped,
                 unassigned_ns,
                 found,
@@ -593,6 +637,11 @@ fn trace_steps(
 ) -> TraceSteps {
     let mut found = Detection {
         activities: trace.gpu.len() as u64,
+        graph_captures: trace
+            .launches
+            .iter()
+            .filter(|l| trace.name(l.name).contains("BeginCapture"))
+            .count() as u64,
         ..Detection::default()
     };
     let annotations = step_annotations(trace);
@@ -643,6 +692,7 @@ fn trace_steps(
         match step.kind {
             StepKind::Decode => out.found.decode.add(step.source),
             StepKind::Prefill => out.found.prefill.add(step.source),
+            StepKind::Mixed => out.found.mixed.add(step.source),
         }
     }
     out
@@ -654,25 +704,38 @@ impl TraceSteps {
     }
 }
 
-/// The `step[...]` annotations of a trace's host threads, with their thread.
+/// A parser of annotation names: the step kind and batch size, `None` for another name.
+type ParseAnnotation = fn(&str) -> Option<(Option<StepKind>, Option<u32>)>;
+
+/// The `step[...]` annotations of a trace's host threads, with their thread; in a trace without
+/// any, the `execute_N_context_C(...)_generation_G(...)` annotations of TraceLens-instrumented
+/// serving loops (vLLM's among them), whose request counts tell the kind of the forward.
 fn step_annotations(trace: &RankTrace) -> Vec<(u64, StepAnnotation)> {
-    trace
-        .annotations
-        .iter()
-        .filter(|a| a.side == AnnotationSide::Cpu)
-        .filter_map(|a| {
-            let (kind, batch_size) = parse_step_annotation(trace.name(a.name))?;
-            Some((
-                a.track,
-                StepAnnotation {
-                    ts: a.ts,
-                    end: a.ts.saturating_add(a.dur.max(0)),
-                    kind,
-                    batch_size,
-                },
-            ))
-        })
-        .collect()
+    let of = |parse: ParseAnnotation| -> Vec<_> {
+        trace
+            .annotations
+            .iter()
+            .filter(|a| a.side == AnnotationSide::Cpu)
+            .filter_map(|a| {
+                let (kind, batch_size) = parse(trace.name(a.name))?;
+                Some((
+                    a.track,
+                    StepAnnotation {
+                        ts: a.ts,
+                        end: a.ts.saturating_add(a.dur.max(0)),
+                        kind,
+                        batch_size,
+                    },
+                ))
+            })
+            .collect()
+    };
+    let steps = of(parse_step_annotation);
+    if steps.is_empty() {
+        of(parse_execute_annotation)
+    } else {
+        steps
+    }
 }
 
 /// The activities of a trace by who claims them.

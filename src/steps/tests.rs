@@ -335,7 +335,7 @@ fn annotation_names_parse_mode_and_batch_size() {
     );
     assert_eq!(
         parse_step_annotation("step[MIXED bs=3]"),
-        Some((Some(StepKind::Prefill), Some(3)))
+        Some((Some(StepKind::Mixed), Some(3)))
     );
     assert_eq!(
         parse_step_annotation("step[DRAFT_EXTEND]"),

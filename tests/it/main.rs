@@ -18,6 +18,7 @@ mod identity;
 mod inspect;
 mod install;
 mod properties;
+mod real_baselines;
 mod real_traces;
 mod reference_tables;
 mod renamed;
