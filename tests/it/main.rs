@@ -3,6 +3,7 @@
 
 mod common;
 
+mod action;
 mod bad_input;
 mod check;
 mod check_output;
@@ -25,3 +26,4 @@ mod sweep;
 mod threads;
 mod unbounded;
 mod unclassified;
+mod verdict_log;
