@@ -27,3 +27,4 @@ mod threads;
 mod unbounded;
 mod unclassified;
 mod verdict_log;
+mod versions;
