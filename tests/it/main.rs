@@ -12,6 +12,7 @@ mod extract_truth;
 mod fuzz;
 mod gfm;
 mod github;
+mod guide;
 mod hostile;
 mod identity;
 mod inspect;
