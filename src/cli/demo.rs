@@ -75,8 +75,20 @@ fn demo_check(
 }
 
 pub(super) fn demo(args: DemoArgs) -> Result<i32> {
-    let temp = tempfile_dir()?;
-    let root = args.keep.clone().unwrap_or_else(|| temp.clone());
+    // Every argument is checked before anything is generated.
+    if crate::baseline::shipped::for_scenario(&args.scenario).is_none() {
+        anyhow::bail!(
+            "no built-in baseline for scenario {:?}; valid: {}",
+            args.scenario,
+            crate::synth::scenario_names().join(", ")
+        );
+    }
+    args.inject
+        .parse::<crate::synth::Injection>()
+        .with_context(|| format!("--inject {:?}", args.inject))?;
+    // Removed when the demo ends, however it ends (an error included).
+    let temp = TempDir(tempfile_dir()?);
+    let root = args.keep.clone().unwrap_or_else(|| temp.0.clone());
     eprintln!(
         "demo: synthetic {} runs in {}",
         args.scenario,
@@ -87,7 +99,6 @@ pub(super) fn demo(args: DemoArgs) -> Result<i32> {
     let regressed = demo_check(&args, &root.join("regressed"), Some(&args.inject))?;
     println!("2. The same run with `--inject {}`:\n", args.inject);
     write_output(&crate::report::check::render(&regressed, args.format), None)?;
-    let _ = std::fs::remove_dir_all(&temp);
     let expected = (crate::gate::Status::Pass, crate::gate::Status::Regression);
     if (clean.status, regressed.status) == expected {
         Ok(exit::PASS)
@@ -97,6 +108,15 @@ pub(super) fn demo(args: DemoArgs) -> Result<i32> {
             clean.status,
             regressed.status
         )
+    }
+}
+
+/// A directory removed with everything in it when dropped.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

@@ -8,6 +8,7 @@ mod bad_input;
 mod check;
 mod check_output;
 mod confinement;
+mod demo;
 mod extract_truth;
 mod fuzz;
 mod gfm;
