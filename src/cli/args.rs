@@ -31,6 +31,48 @@ pub struct Cli {
     pub threads: Option<u16>,
 }
 
+impl Cli {
+    /// Parses the process's arguments. A report whose format was left to its default
+    /// (markdown, made for GitHub) and that goes to standard output becomes a table when
+    /// standard output is a terminal: a person reads it there, not a markdown renderer.
+    pub fn parse_args() -> Cli {
+        use clap::{CommandFactory, FromArgMatches};
+        use std::io::IsTerminal;
+        let matches = Cli::command().get_matches();
+        let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        if !format_given(&matches) && std::io::stdout().is_terminal() {
+            cli.command.table_for_terminal();
+        }
+        cli
+    }
+}
+
+/// Whether the innermost subcommand's `--format` was given on the command line.
+fn format_given(matches: &clap::ArgMatches) -> bool {
+    let mut m = matches;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    m.ids().any(|id| id.as_str() == "format")
+        && m.value_source("format") == Some(clap::parser::ValueSource::CommandLine)
+}
+
+impl Command {
+    /// Markdown to standard output becomes a table (check, sweep, report, compare).
+    fn table_for_terminal(&mut self) {
+        let (format, output) = match self {
+            Command::Check(a) => (&mut a.format, &a.output),
+            Command::Sweep(a) => (&mut a.format, &a.output),
+            Command::Report(a) => (&mut a.format, &a.output),
+            Command::Compare(a) => (&mut a.format, &a.output),
+            _ => return,
+        };
+        if output.is_none() && *format == Format::Markdown {
+            *format = Format::Table;
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// What the reader finds in each rank: devices, streams, launches, graph replays, Input Dims.
@@ -546,6 +588,35 @@ mod help_tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_default_markdown_to_stdout_becomes_a_table_on_a_terminal_only() {
+        use clap::FromArgMatches;
+        let parse = |args: &[&str]| {
+            let m = super::Cli::command().try_get_matches_from(args).unwrap();
+            let mut cli = super::Cli::from_arg_matches(&m).unwrap();
+            if !super::format_given(&m) {
+                cli.command.table_for_terminal();
+            }
+            match cli.command {
+                super::Command::Check(a) => a.format,
+                super::Command::Report(a) => a.format,
+                _ => unreachable!(),
+            }
+        };
+        use crate::report::Format;
+        let check = ["tracegate", "check", "t", "--baseline", "b.toml"];
+        assert_eq!(parse(&check), Format::Table);
+        assert_eq!(
+            parse(&[&check[..], &["--format", "markdown"]].concat()),
+            Format::Markdown
+        );
+        assert_eq!(
+            parse(&[&check[..], &["--output", "f.md"]].concat()),
+            Format::Markdown
+        );
+        assert_eq!(parse(&["tracegate", "report", "t"]), Format::Table);
     }
 
     #[test]
