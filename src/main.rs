@@ -1,7 +1,5 @@
-use clap::Parser;
-
 fn main() {
-    let cli = tracegate::cli::Cli::parse();
+    let cli = tracegate::cli::Cli::parse_args();
     let status = match tracegate::cli::run(cli) {
         Ok(status) => status,
         Err(e) => {

@@ -31,6 +31,48 @@ pub struct Cli {
     pub threads: Option<u16>,
 }
 
+impl Cli {
+    /// Parses the process's arguments. A report whose format was left to its default
+    /// (markdown, made for GitHub) and that goes to standard output becomes a table when
+    /// standard output is a terminal: a person reads it there, not a markdown renderer.
+    pub fn parse_args() -> Cli {
+        use clap::{CommandFactory, FromArgMatches};
+        use std::io::IsTerminal;
+        let matches = Cli::command().get_matches();
+        let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        if !format_given(&matches) && std::io::stdout().is_terminal() {
+            cli.command.table_for_terminal();
+        }
+        cli
+    }
+}
+
+/// Whether the innermost subcommand's `--format` was given on the command line.
+fn format_given(matches: &clap::ArgMatches) -> bool {
+    let mut m = matches;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    m.ids().any(|id| id.as_str() == "format")
+        && m.value_source("format") == Some(clap::parser::ValueSource::CommandLine)
+}
+
+impl Command {
+    /// Markdown to standard output becomes a table (check, sweep, report, compare).
+    fn table_for_terminal(&mut self) {
+        let (format, output) = match self {
+            Command::Check(a) => (&mut a.format, &a.output),
+            Command::Sweep(a) => (&mut a.format, &a.output),
+            Command::Report(a) => (&mut a.format, &a.output),
+            Command::Compare(a) => (&mut a.format, &a.output),
+            _ => return,
+        };
+        if output.is_none() && *format == Format::Markdown {
+            *format = Format::Table;
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// What the reader finds in each rank: devices, streams, launches, graph replays, Input Dims.
@@ -56,10 +98,14 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tracegate inspect traces/                     # every rank of the run in traces/
+  tracegate inspect rank-0.json.gz --format json")]
 pub struct InspectArgs {
     /// Trace files (.json, .json.gz) or directories of them; one run.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+    /// The output's format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     /// Write the output to this file instead of standard output.
@@ -68,12 +114,17 @@ pub struct InspectArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tracegate extract traces/
+  tracegate extract traces/ --format json --output figures.json
+  tracegate extract traces/ --step-gap 500us    # when the steps found look wrong (see report)")]
 pub struct ExtractArgs {
     /// Trace files (.json, .json.gz) or directories of them; one run.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
+    /// The output's format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ExtractFormat,
     /// Write the output to this file instead of standard output.
@@ -82,6 +133,12 @@ pub struct ExtractArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tracegate check traces/ --baseline baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml
+  tracegate check traces/ --baselines baselines/ --key precision=fp4 --verdict-out verdict.json
+  tracegate check traces/ --baseline b.toml --hardware \"AMD Instinct MI300X\"  # trace names no device
+  tracegate check traces/ --baseline b.toml --output report.md   # the headline still on stderr
+Exit status: 0 pass, 1 regression, 2 could not judge.")]
 pub struct CheckArgs {
     /// Trace files (.json, .json.gz) or directories of them; one run.
     #[arg(required = true)]
@@ -106,6 +163,7 @@ pub struct CheckArgs {
     pub key: Vec<String>,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
+    /// The report's format (default: markdown; table when standard output is a terminal).
     #[arg(long, value_enum, default_value = "markdown")]
     pub format: Format,
     /// Write the report to this file instead of standard output.
@@ -117,8 +175,9 @@ pub struct CheckArgs {
     /// Fail (exit 1) on an improvement beyond tolerance too, so baselines cannot drift loose.
     #[arg(long)]
     pub fail_on_improvement: bool,
-    /// Judge a run on other hardware or another rank count than the baseline's (normally exit 2).
-    #[arg(long)]
+    /// Judge a run on other hardware or with another rank count (tp) than the baseline's, which
+    /// is otherwise exit 2.
+    #[arg(long, visible_alias = "allow-other-configuration")]
     pub allow_other_hardware: bool,
     /// The run's hardware, asserted where the trace names no device or the baseline names no
     /// hardware (otherwise exit 2); the report says it was asserted.
@@ -131,6 +190,10 @@ pub struct CheckArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tracegate sweep verdicts/ --expect mi355x-tp4,b200-tp4 --name profile-sweep
+  tracegate sweep verdicts/*.json --github --comment always
+Exit status: the worst of the configurations' (a configuration in --expect without a verdict fails).")]
 pub struct SweepArgs {
     /// Verdict files (`check --verdict-out`) or directories of them.
     #[arg(required = true)]
@@ -139,6 +202,7 @@ pub struct SweepArgs {
     /// repeated: one without a verdict fails the sweep instead of being left out.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub expect: Vec<String>,
+    /// The report's format (default: markdown; table when standard output is a terminal).
     #[arg(long, value_enum, default_value = "markdown")]
     pub format: Format,
     /// Write the report to this file instead of standard output.
@@ -154,6 +218,9 @@ pub struct SweepArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(after_help = "Examples:
+  tracegate baseline new traces/ --baseline baselines/my-config.toml --model Qwen3-8B --precision bf16
+  tracegate baseline update traces/ --baseline baselines/my-config.toml --image lmsysorg/sglang:v0.5.5")]
 pub enum BaselineCommand {
     /// Create a baseline from a run, with default tolerances.
     New(BaselineNewArgs),
@@ -191,27 +258,47 @@ pub struct BaselineWriteArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tracegate baseline new traces/ --baseline baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml \\
+      --model DeepSeek-R1-0528 --precision fp4 --framework sglang --concurrency 64
+  tracegate baseline new traces/ --baseline b.toml --hardware \"AMD Instinct MI300X\"  # no device in the trace
+  tracegate baseline new traces/ --baseline b.toml --dry-run    # print it, write nothing")]
 pub struct BaselineNewArgs {
     #[command(flatten)]
     pub write: BaselineWriteArgs,
     /// Hardware name (default: the device name the trace reports).
     #[arg(long)]
     pub hardware: Option<String>,
+    /// The model served (DeepSeek-R1-0528), written to [meta] and matched by check --key model=.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long)]
     pub model: Option<String>,
+    /// The weights' precision (fp4, fp8, bf16), written to [meta]; check --key precision=.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long)]
     pub precision: Option<String>,
+    /// The serving framework (sglang, vllm), written to [meta]; check --key framework=.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long)]
     pub framework: Option<String>,
+    /// Tensor-parallel size (default: the run's rank count); check refuses a run with another.
     #[arg(long)]
     pub tp: Option<u32>,
+    /// Expert-parallel size, written to [meta]; check --key ep=.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long)]
     pub ep: Option<u32>,
+    /// Requests in flight during the profile (64), written to [meta]; check --key concurrency=.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long)]
     pub concurrency: Option<u32>,
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tracegate baseline update traces/ --baseline baselines/my-config.toml
+  tracegate baseline update traces/ --baseline b.toml --image lmsysorg/sglang:v0.5.5  # after a merged bump
+  tracegate baseline update traces/ --baseline b.toml --add-new --dry-run")]
 pub struct BaselineUpdateArgs {
     #[command(flatten)]
     pub write: BaselineWriteArgs,
@@ -222,12 +309,17 @@ pub struct BaselineUpdateArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tracegate report traces/
+  tracegate report traces/ --format markdown --output report.md
+  tracegate report ../shared/traces/h200-torch/graph.json.gz --format json")]
 pub struct ReportArgs {
     /// Trace files (.json, .json.gz) or directories of them; one run.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
+    /// The report's format (default: markdown; table when standard output is a terminal).
     #[arg(long, value_enum, default_value = "markdown")]
     pub format: Format,
     /// Write the report to this file instead of standard output.
@@ -236,6 +328,9 @@ pub struct ReportArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tracegate compare runs/b200 runs/h200
+  tracegate compare runs/old runs/new --label before=runs/old --label after=runs/new")]
 pub struct CompareArgs {
     /// Runs: each a trace file or a directory of one run's traces. The first is the reference.
     pub runs: Vec<PathBuf>,
@@ -244,6 +339,7 @@ pub struct CompareArgs {
     pub label: Vec<String>,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
+    /// The comparison's format (default: markdown; table when standard output is a terminal).
     #[arg(long, value_enum, default_value = "markdown")]
     pub format: Format,
     /// Write the comparison to this file instead of standard output.
@@ -252,8 +348,20 @@ pub struct CompareArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Scenarios: mi355x-dsr1-fp4-tp4, b200-dsr1-fp4-tp4-ep4, h200-dsr1-fp8-tp8,
+  mi325x-dsr1-fp8-tp8 (SGLang-style, step annotations), vllm-eager, vllm-piecewise (eager serving
+  loops without annotations or whole-forward graphs).
+Injections (--inject): allreduce=F, moe=F, attention=F, protocol=F, straggler=F or straggler=R:F,
+  single-stream, stall=N:F, rename, unknown-moe, rename-moe.
+Examples:
+  tracegate synth --scenario mi355x-dsr1-fp4-tp4 --out runs/clean
+  tracegate synth --scenario mi355x-dsr1-fp4-tp4 --out runs/slow --inject allreduce=1.5
+  tracegate synth --scenario vllm-eager --out runs/stalls --inject stall=5:3.0 --seed 7"
+)]
 pub struct SynthArgs {
-    /// Scenario: mi355x-dsr1-fp4-tp4, b200-dsr1-fp4-tp4-ep4, h200-dsr1-fp8-tp8, mi325x-dsr1-fp8-tp8.
+    /// Scenario: mi355x-dsr1-fp4-tp4, b200-dsr1-fp4-tp4-ep4, h200-dsr1-fp8-tp8, mi325x-dsr1-fp8-tp8,
+    /// vllm-eager, vllm-piecewise.
     #[arg(long)]
     pub scenario: String,
     /// Directory to write the traces and truth.json into (created if missing).
@@ -265,6 +373,8 @@ pub struct SynthArgs {
     /// Steady decode steps after the warm-up steps.
     #[arg(long, default_value_t = 24)]
     pub decode_steps: u32,
+    /// Seed of the run's jitter: the same seed writes the same bytes (the shipped baselines are
+    /// from seed 1).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Multiplies the number of decode steps, to make multi-GB runs for benchmarks.
@@ -309,12 +419,18 @@ fn parse_gzip_level(text: &str) -> Result<GzipLevel, String> {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tracegate demo
+  tracegate demo --scenario b200-dsr1-fp4-tp4-ep4 --inject moe=1.3
+  tracegate demo --inject stall=5:3.0 --keep runs/demo   # keep the generated runs")]
 pub struct DemoArgs {
+    /// The synthetic scenario (one with a shipped baseline: see synth --help).
     #[arg(long, default_value = "mi355x-dsr1-fp4-tp4")]
     pub scenario: String,
-    /// The regression injected into the second run.
+    /// The regression injected into the second run (KIND=FACTOR, see synth --help).
     #[arg(long, default_value = "allreduce=1.5")]
     pub inject: String,
+    /// The second run's report format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     /// Keep the generated runs in this directory instead of a temporary one.
@@ -439,5 +555,95 @@ impl GithubArgs {
             report_path: report_path.cloned(),
             fail_on_improvement,
         }
+    }
+}
+
+#[cfg(test)]
+mod help_tests {
+    use clap::CommandFactory;
+
+    /// Every subcommand, by its path (`baseline new`).
+    fn commands() -> Vec<(String, clap::Command)> {
+        let mut out = Vec::new();
+        let mut stack = vec![(String::new(), super::Cli::command())];
+        while let Some((path, cmd)) = stack.pop() {
+            for sub in cmd.get_subcommands() {
+                let name = format!("{path} {}", sub.get_name()).trim().to_string();
+                stack.push((name.clone(), sub.clone()));
+                out.push((name, sub.clone()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_subcommand_has_an_example_and_every_option_a_description() {
+        for (name, mut cmd) in commands() {
+            if cmd.get_name() == "help" {
+                continue;
+            }
+            let help = cmd.render_long_help().to_string();
+            assert!(
+                help.contains(&format!("tracegate {name}")) || help.contains("Examples:"),
+                "{name}: no example in --help"
+            );
+            for arg in cmd.get_arguments() {
+                assert!(
+                    arg.get_help().is_some() || arg.get_long_help().is_some(),
+                    "{name}: --{} has no description",
+                    arg.get_id()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_default_markdown_to_stdout_becomes_a_table_on_a_terminal_only() {
+        use clap::FromArgMatches;
+        let parse = |args: &[&str]| {
+            let m = super::Cli::command().try_get_matches_from(args).unwrap();
+            let mut cli = super::Cli::from_arg_matches(&m).unwrap();
+            if !super::format_given(&m) {
+                cli.command.table_for_terminal();
+            }
+            match cli.command {
+                super::Command::Check(a) => a.format,
+                super::Command::Report(a) => a.format,
+                _ => unreachable!(),
+            }
+        };
+        use crate::report::Format;
+        let check = ["tracegate", "check", "t", "--baseline", "b.toml"];
+        assert_eq!(parse(&check), Format::Table);
+        assert_eq!(
+            parse(&[&check[..], &["--format", "markdown"]].concat()),
+            Format::Markdown
+        );
+        assert_eq!(
+            parse(&[&check[..], &["--output", "f.md"]].concat()),
+            Format::Markdown
+        );
+        assert_eq!(parse(&["tracegate", "report", "t"]), Format::Table);
+    }
+
+    #[test]
+    fn synth_help_lists_every_scenario_and_injection() {
+        let mut cmd = super::Cli::command();
+        let synth = cmd.find_subcommand_mut("synth").unwrap();
+        let help = synth.render_long_help().to_string();
+        for scenario in crate::synth::scenario_names() {
+            assert!(help.contains(scenario), "synth --help lacks {scenario}");
+        }
+        for kind in crate::synth::InjectionKind::ALL {
+            assert!(
+                help.contains(kind.as_str()),
+                "synth --help lacks {}",
+                kind.as_str()
+            );
+        }
+        let check = cmd.find_subcommand_mut("check").unwrap();
+        let help = check.render_long_help().to_string();
+        assert!(help.contains("--allow-other-configuration"), "{help}");
+        assert!(help.contains("rank count"), "{help}");
     }
 }

@@ -77,8 +77,20 @@ fn demo_check(
 }
 
 pub(super) fn demo(args: DemoArgs) -> Result<i32> {
-    let temp = tempfile_dir()?;
-    let root = args.keep.clone().unwrap_or_else(|| temp.clone());
+    // Every argument is checked before anything is generated.
+    if crate::baseline::shipped::for_scenario(&args.scenario).is_none() {
+        anyhow::bail!(
+            "no built-in baseline for scenario {:?}; valid: {}",
+            args.scenario,
+            crate::synth::scenario_names().join(", ")
+        );
+    }
+    args.inject
+        .parse::<crate::synth::Injection>()
+        .with_context(|| format!("--inject {:?}", args.inject))?;
+    // Removed when the demo ends, however it ends (an error included).
+    let temp = TempDir(tempfile_dir()?);
+    let root = args.keep.clone().unwrap_or_else(|| temp.0.clone());
     crate::output::note(&format!(
         "demo: synthetic {} runs in {}",
         args.scenario,
@@ -99,7 +111,6 @@ pub(super) fn demo(args: DemoArgs) -> Result<i32> {
         None,
         false,
     )?;
-    let _ = std::fs::remove_dir_all(&temp);
     let expected = (crate::gate::Status::Pass, crate::gate::Status::Regression);
     if (clean.status, regressed.status) == expected {
         Ok(exit::PASS)
@@ -109,6 +120,15 @@ pub(super) fn demo(args: DemoArgs) -> Result<i32> {
             clean.status,
             regressed.status
         )
+    }
+}
+
+/// A directory removed with everything in it when dropped.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

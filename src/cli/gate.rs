@@ -57,6 +57,11 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
         args.output.as_ref(),
         args.github.enabled(),
     )?;
+    // The verdict in every log, whatever --output and --format say.
+    eprintln!(
+        "{}",
+        plain_headline(&crate::report::check::markdown(&result))
+    );
     if args.github.enabled() {
         // Never changes the exit status: failures here are warnings.
         let options = args
@@ -83,6 +88,10 @@ pub(super) fn sweep(args: SweepArgs) -> Result<i32> {
         args.output.as_ref(),
         args.github.enabled(),
     )?;
+    eprintln!(
+        "{}",
+        plain_headline(&crate::report::sweep::markdown(&merged))
+    );
     if args.github.enabled() {
         // As for check: failures here are warnings, the exit status stays the sweep's.
         let options = args.github.options(args.output.as_ref(), false);
@@ -92,6 +101,30 @@ pub(super) fn sweep(args: SweepArgs) -> Result<i32> {
     Ok(merged.exit_code)
 }
 
+/// The first line of a markdown report as plain text, for standard error: the bold marks
+/// dropped, backslash escapes undone, and the word joiners and control characters that the
+/// markdown or a crafted device name could hold removed, so the line stays one line that no CI
+/// runner reads as a command (it starts with the verdict's mark).
+fn plain_headline(markdown: &str) -> String {
+    let line = markdown.lines().next().unwrap_or_default();
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek().is_some_and(char::is_ascii_punctuation) => {
+                out.extend(chars.next());
+            }
+            '*' if chars.peek() == Some(&'*') => {
+                chars.next();
+            }
+            '\u{2060}' => {}
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// With `--github`, an event payload no runner writes is refused before anything is read.
 fn check_event_file(github: &GithubArgs) -> Result<()> {
     if github.enabled() {
@@ -99,4 +132,19 @@ fn check_event_file(github: &GithubArgs) -> Result<()> {
         crate::github::context::check_event_file(&github.options(None, false), &env)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_headline;
+
+    #[test]
+    fn the_plain_headline_undoes_the_markdown_of_the_first_line_only() {
+        let md = "❌ **tracegate** on AMD\\_X \\*x\\*: REGRESSION; regressed: decode\\_step\\_ms\n\nrest";
+        assert_eq!(
+            plain_headline(md),
+            "❌ tracegate on AMD_X *x*: REGRESSION; regressed: decode_step_ms"
+        );
+        assert_eq!(plain_headline("✅ a@\u{2060}b \u{1b}[31m"), "✅ a@b  [31m");
+    }
 }

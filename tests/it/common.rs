@@ -139,21 +139,20 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// `../shared/traces` beside the checkout, or `TRACEGATE_SHARED_TRACES`; `None` (with a line on
-/// stderr saying the test skips) when neither exists.
-pub fn shared_traces(test: &str) -> Option<PathBuf> {
+/// `../shared/traces` beside the checkout, or `TRACEGATE_SHARED_TRACES`. Only the tests marked
+/// `#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]` call it, so it panics
+/// when neither exists: a test asked to run on the real traces never passes without them.
+pub fn shared_traces() -> PathBuf {
     let dir = std::env::var_os("TRACEGATE_SHARED_TRACES")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "{test}: SKIPPED: real traces not found at {} (set TRACEGATE_SHARED_TRACES)",
-            dir.display()
-        );
-        None
-    }
+    assert!(
+        dir.is_dir(),
+        "real traces not found at {} (set TRACEGATE_SHARED_TRACES); without them, run the \
+         suite without --include-ignored and these tests are listed as ignored",
+        dir.display()
+    );
+    dir
 }
 
 /// The whole JSON of a (possibly gzipped) trace, parsed the slow, independent way.

@@ -3,16 +3,19 @@
 
 mod common;
 
+mod action;
 mod bad_input;
 mod bounded;
 mod check;
 mod check_output;
 mod confinement;
+mod demo;
 mod extract_truth;
 mod fuzz;
 mod gate_integrity;
 mod gfm;
 mod github;
+mod guide;
 mod hostile;
 mod identity;
 mod inspect;
@@ -29,3 +32,5 @@ mod threads;
 mod unbounded;
 mod unclassified;
 mod untrusted;
+mod verdict_log;
+mod versions;

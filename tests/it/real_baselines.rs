@@ -8,10 +8,10 @@ use std::process::Output;
 
 use crate::common::{self, tracegate};
 
-/// `../shared/traces` when present. Every test here that needs the shared traces asks this one
-/// function, so that how they are skipped is decided in one place.
-fn shared(test: &str) -> Option<PathBuf> {
-    common::shared_traces(test)
+/// `../shared/traces`: the tests that read it are `#[ignore]`d with that reason (run with
+/// `--include-ignored`, as .ci/run does), and fail rather than pass without it.
+fn shared() -> PathBuf {
+    common::shared_traces()
 }
 
 /// The hardware of the shared vLLM traces, which name no device (TraceLens's MI300X runs).
@@ -56,11 +56,9 @@ fn shared_runs(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn every_shared_inference_trace_makes_a_baseline_its_own_run_passes() {
-    let Some(dir) = shared("every_shared_inference_trace_makes_a_baseline_its_own_run_passes")
-    else {
-        return;
-    };
+    let dir = shared();
     let work = tempfile::tempdir().unwrap();
     let runs = shared_runs(&dir);
     assert_eq!(runs.len(), 8, "{runs:?}");
@@ -110,10 +108,9 @@ fn every_shared_inference_trace_makes_a_baseline_its_own_run_passes() {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn prefill_only_and_mixed_runs_gate_the_metrics_they_have() {
-    let Some(dir) = shared("prefill_only_and_mixed_runs_gate_the_metrics_they_have") else {
-        return;
-    };
+    let dir = shared();
     let work = tempfile::tempdir().unwrap();
     for (rel, metric, hardware) in [
         (
@@ -204,9 +201,12 @@ fn the_no_decode_step_error_is_one_short_line_with_a_next_step() {
         e.contains("this trace records a CUDA-graph capture: profile the replay"),
         "{e}"
     );
-    let Some(dir) = shared("the_no_decode_step_error_is_one_short_line_with_a_next_step") else {
-        return;
-    };
+}
+
+#[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
+fn the_no_decode_step_error_on_real_traces_is_one_short_line_with_a_next_step() {
+    let dir = shared();
     // A real trace of eager single forwards that no evidence labels.
     let e = extract_error(&dir.join("tracelens/b200/eager_trace.json.gz"));
     assert_eq!(e.matches("no decode step").count(), 1, "{e}");

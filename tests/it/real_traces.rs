@@ -1,4 +1,6 @@
-//! The extra tier: every real trace in `../shared/traces` (skipped, saying so, when absent).
+//! The extra tier: every real trace in `../shared/traces`. Each test is `#[ignore]`d with the
+//! reason, so a clone without the traces lists them as ignored, not passed; `.ci/run` runs them
+//! with `-- --include-ignored` and fails when the traces are absent (docs/ARCHITECTURE.md, Tests).
 
 use std::path::{Path, PathBuf};
 
@@ -26,10 +28,9 @@ fn all_trace_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn inspect_reads_every_real_trace() {
-    let Some(dir) = shared_traces("inspect_reads_every_real_trace") else {
-        return;
-    };
+    let dir = shared_traces();
     let files = all_trace_files(&dir);
     assert!(
         files.len() >= 20,
@@ -48,10 +49,9 @@ fn inspect_reads_every_real_trace() {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn dlrm_set_is_one_run_of_eight_ranks() {
-    let Some(dir) = shared_traces("dlrm_set_is_one_run_of_eight_ranks") else {
-        return;
-    };
+    let dir = shared_traces();
     let json = inspect_json(&[&dir.join("param/dlrm_kineto")]);
     let ranks = json["ranks"].as_array().unwrap();
     assert_eq!(ranks.len(), 8);
@@ -63,10 +63,9 @@ fn dlrm_set_is_one_run_of_eight_ranks() {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn real_trace_counts_agree_with_an_independent_parse() {
-    let Some(dir) = shared_traces("real_trace_counts_agree_with_an_independent_parse") else {
-        return;
-    };
+    let dir = shared_traces();
     for rel in [
         "tracelens/b200/eager_trace.json.gz",
         "hta/trace_diff/control/control.json.gz",
@@ -84,10 +83,9 @@ fn real_trace_counts_agree_with_an_independent_parse() {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn python_function_events_are_counted_not_kept() {
-    let Some(dir) = shared_traces("python_function_events_are_counted_not_kept") else {
-        return;
-    };
+    let dir = shared_traces();
     let path = dir.join("tracelens/inference/xdit_flux.1_aiter_sage/profile_trace_rank_0.json.gz");
     let json = inspect_json(&[&path]);
     let expected = load_json(&path)["traceEvents"]
@@ -118,12 +116,9 @@ fn extract_status(path: &Path) -> (Option<i32>, String, String) {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn extract_gives_figures_for_decode_traces_and_exit_2_for_the_rest() {
-    let Some(dir) =
-        shared_traces("extract_gives_figures_for_decode_traces_and_exit_2_for_the_rest")
-    else {
-        return;
-    };
+    let dir = shared_traces();
     for rel in [
         "tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
         "tracelens/inference/vllm_decode_full/graph_execution.json.gz",
@@ -198,10 +193,9 @@ const RUNS: &[&str] = &[
 ];
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn the_coverage_tests_name_every_shared_trace() {
-    let Some(dir) = shared_traces("the_coverage_tests_name_every_shared_trace") else {
-        return;
-    };
+    let dir = shared_traces();
     for file in all_trace_files(&dir) {
         let rel = file
             .strip_prefix(&dir)
@@ -224,12 +218,9 @@ fn extract_json(path: &Path) -> serde_json::Value {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn h200_runs_give_30_decode_and_1_prefill_with_the_cuda_event_wall() {
-    let Some(dir) =
-        shared_traces("h200_runs_give_30_decode_and_1_prefill_with_the_cuda_event_wall")
-    else {
-        return;
-    };
+    let dir = shared_traces();
     let dir = dir.join("h200-torch");
     let facts: toml::Value =
         toml::from_str(&std::fs::read_to_string(dir.join("facts.toml")).unwrap()).unwrap();
@@ -255,10 +246,8 @@ fn h200_runs_give_30_decode_and_1_prefill_with_the_cuda_event_wall() {
 
 /// `report`'s share of kernel time in `other` (decode steps, or the whole trace without one)
 /// is at most 5%; the kernels in `other` are named when it is not.
-fn other_at_most_5_pct(test: &str, rel: &str) {
-    let Some(dir) = shared_traces(test) else {
-        return;
-    };
+fn other_at_most_5_pct(rel: &str) {
+    let dir = shared_traces();
     let out = tracegate()
         .arg("report")
         .arg(dir.join(rel))
@@ -298,8 +287,9 @@ fn other_at_most_5_pct(test: &str, rel: &str) {
 macro_rules! other_at_most_5_pct {
     ($($test:ident => $rel:expr,)*) => {$(
         #[test]
+        #[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
         fn $test() {
-            other_at_most_5_pct(stringify!($test), $rel);
+            other_at_most_5_pct($rel);
         }
     )*};
 }
@@ -324,12 +314,11 @@ other_at_most_5_pct! {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn cudnn_attention_gives_the_graph_run_its_decode_steps() {
     // PyTorch 2.11 runs F.scaled_dot_product_attention as cuDNN's fused attention; classified
     // as attention, each graph replay is a decode step (30 in the run, 2 dropped as warm-up).
-    let Some(dir) = shared_traces("cudnn_attention_gives_the_graph_run_its_decode_steps") else {
-        return;
-    };
+    let dir = shared_traces();
     let (code, stdout, stderr) = extract_status(&dir.join("h200-torch/graph.json.gz"));
     assert_eq!(code, Some(0), "{stderr}");
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
@@ -342,10 +331,9 @@ fn cudnn_attention_gives_the_graph_run_its_decode_steps() {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn launch_bound_eager_gaps_inside_a_forward_outgrow_those_between_so_host_syncs_decide() {
-    let Some(dir) = shared_traces("launch_bound_eager_host_syncs_decide") else {
-        return;
-    };
+    let dir = shared_traces();
     let x = extract_json(&dir.join("h200-torch/eager.json.gz"));
     let seg = &x["steps"]["0"]["found"]["segmentation"][0];
     // The gap threshold alone would cut forwards at cuDNN's per-step plan builds (40 ms gaps
@@ -357,10 +345,9 @@ fn launch_bound_eager_gaps_inside_a_forward_outgrow_those_between_so_host_syncs_
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn report_says_how_steps_were_found_on_every_real_trace_with_forward_passes() {
-    let Some(dir) = shared_traces("report_says_how_steps_were_found") else {
-        return;
-    };
+    let dir = shared_traces();
     let mut paths = all_trace_files(&dir);
     paths.retain(|p| !p.to_string_lossy().contains("dlrm_kineto"));
     paths.push(dir.join("param/dlrm_kineto"));

@@ -297,21 +297,17 @@ fn compare_b200_h200_reproduces_the_head_to_head() {
     insta::assert_snapshot!("compare_b200_h200_markdown", text);
 }
 
-/// The report of a real trace (JSON), or `None` when the shared traces are absent.
-fn real_report(test: &str, relative: &str) -> Option<(PathBuf, Value)> {
-    let path = shared_traces(test)?.join(relative);
+/// The report of a real trace (JSON).
+fn real_report(relative: &str) -> (PathBuf, Value) {
+    let path = shared_traces().join(relative);
     let json = report_json(&[&path]);
-    Some((path, json))
+    (path, json)
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn b200_eager_trace_lists_multimem_allreduce_and_nvjet_bmm_shapes() {
-    let Some((path, report)) = real_report(
-        "b200_eager_trace_lists_multimem_allreduce_and_nvjet_bmm_shapes",
-        "tracelens/b200/eager_trace.json.gz",
-    ) else {
-        return;
-    };
+    let (path, report) = real_report("tracelens/b200/eager_trace.json.gz");
     assert_eq!(report["run"]["has_decode"], false);
     assert_eq!(report["run"]["scope"], "whole_trace");
     // Independently: calls and mean duration of the multimem allreduce in the full JSON.
@@ -386,13 +382,10 @@ fn b200_eager_trace_lists_multimem_allreduce_and_nvjet_bmm_shapes() {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn sglang_decode_trace_finds_one_graph_launched_decode_step() {
-    let Some((_, report)) = real_report(
-        "sglang_decode_trace_finds_one_graph_launched_decode_step",
-        "tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
-    ) else {
-        return;
-    };
+    let (_, report) =
+        real_report("tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
     assert_eq!(report["run"]["has_decode"], true);
     let phases = report["phases"].as_array().unwrap();
     assert_eq!(phases.len(), 1);
@@ -401,13 +394,9 @@ fn sglang_decode_trace_finds_one_graph_launched_decode_step() {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn trace_without_input_dims_says_shapes_are_unavailable() {
-    let Some((path, report)) = real_report(
-        "trace_without_input_dims_says_shapes_are_unavailable",
-        "hta/df_index_resolver/df_index_resolver.json.gz",
-    ) else {
-        return;
-    };
+    let (path, report) = real_report("hta/df_index_resolver/df_index_resolver.json.gz");
     assert_eq!(report["shapes"]["recorded"], false);
     assert_eq!(report["coverage"]["with_dims"], 0);
     let text = run_tracegate(&["report", "--format", "markdown"], &[&path]);
@@ -587,11 +576,9 @@ fn assert_overlap_matches(files: &[PathBuf], report_paths: &[&Path]) {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn comm_on_its_own_stream_overlap_matches_an_independent_count() {
-    let Some(traces) = shared_traces("comm_on_its_own_stream_overlap_matches_an_independent_count")
-    else {
-        return;
-    };
+    let traces = shared_traces();
     let dlrm = traces.join("param/dlrm_kineto");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dlrm)
         .unwrap()

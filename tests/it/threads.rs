@@ -105,11 +105,9 @@ fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 #[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn real_traces_read_the_same_on_any_number_of_threads() {
-    let Some(shared) = common::shared_traces("real_traces_read_the_same_on_any_number_of_threads")
-    else {
-        return;
-    };
+    let shared = common::shared_traces();
     let mut files = Vec::new();
     trace_files(&shared, &mut files);
     files.sort();

@@ -1,0 +1,123 @@
+//! The README's "Gate your own run": the commands between its `<!-- guide:begin -->` and
+//! `<!-- guide:end -->` markers, run as written with bash on the real H200 trace they name, in a
+//! scratch directory with the built `tracegate` first on PATH. The doc and the test cannot
+//! drift: a command that stops working, or a flag renamed, fails here.
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::common;
+
+const README: &str = include_str!("../../README.md");
+
+/// The ```sh blocks between the guide's markers, in order, as one script.
+fn guide_script() -> String {
+    let mut script = String::new();
+    let mut rest = README;
+    let mut blocks = 0;
+    while let Some(start) = rest.find("<!-- guide:begin -->") {
+        let after = &rest[start..];
+        let end = after
+            .find("<!-- guide:end -->")
+            .expect("guide:end after guide:begin");
+        let region = &after[..end];
+        let code = region
+            .split_once("```sh\n")
+            .and_then(|(_, c)| c.split_once("```"))
+            .map(|(c, _)| c)
+            .expect("a ```sh block between the markers");
+        script.push_str(code);
+        blocks += 1;
+        rest = &after[end..];
+    }
+    assert!(blocks >= 2, "the README's guide has {blocks} marked blocks");
+    script
+}
+
+#[test]
+fn the_guide_names_the_real_trace_and_every_step() {
+    let script = guide_script();
+    for step in [
+        "../shared/traces/",
+        "tracegate report",
+        "tracegate baseline new",
+        "tracegate check",
+        "tracegate baseline update",
+    ] {
+        assert!(script.contains(step), "the guide's commands lack {step:?}");
+    }
+    let section = README
+        .split_once("## Gate your own run")
+        .expect("the README has \"Gate your own run\"")
+        .1;
+    for word in [
+        "SGLANG_TORCH_PROFILER_DIR",
+        "--profile",
+        "/start_profile",
+        "VLLM_TORCH_PROFILER_DIR",
+        "synth --seed 1",
+    ] {
+        assert!(section.contains(word), "the guide does not say {word:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
+fn the_guides_commands_run_on_the_shared_h200_trace() {
+    let shared = common::shared_traces();
+    // The guide's paths are relative to the checkout; the scratch directory is elsewhere.
+    let script = guide_script().replace("../shared/traces/", &format!("{}/", shared.display()));
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("tracegate");
+    let mut cmd = Command::new("bash");
+    for name in common::GITHUB_ENV {
+        cmd.env_remove(name);
+    }
+    let out = cmd
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(dir.path())
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.parent().unwrap().display(),
+                std::env::var("PATH").unwrap()
+            ),
+        )
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the guide's commands failed: {stderr}"
+    );
+    // 2: the report found the run's 30 graph-replayed decode steps.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("NVIDIA H200"), "{stdout}");
+    assert!(stdout.contains("Steps found"), "{stdout}");
+    // 3: the baseline holds the trace's hardware and what the command line said.
+    let baseline =
+        std::fs::read_to_string(dir.path().join("baselines/toy-moe-h200-tp1.toml")).unwrap();
+    let toml: toml::Value = toml::from_str(&baseline).unwrap();
+    let meta = &toml["meta"];
+    assert_eq!(meta["hardware"].as_str(), Some("NVIDIA H200"), "{baseline}");
+    assert_eq!(meta["model"].as_str(), Some("toy-moe"), "{baseline}");
+    assert_eq!(meta["tp"].as_integer(), Some(1), "{baseline}");
+    // 6: the update recorded the new image.
+    assert_eq!(
+        meta["image"].as_str(),
+        Some("lmsysorg/sglang:v0.5.5"),
+        "{baseline}"
+    );
+    // 4: check passed (bash -e), wrote its report, and said its verdict on stderr.
+    let report = std::fs::read_to_string(Path::new(dir.path()).join("check.md")).unwrap();
+    assert!(
+        report.starts_with("✅ **tracegate** on NVIDIA H200: PASS"),
+        "{report}"
+    );
+    assert!(
+        stderr.contains("✅ tracegate on NVIDIA H200: PASS"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,130 @@
+//! A verdict in every log: `check` and `sweep` print their headline on stderr whatever
+//! `--output` and `--format` say, so a CI step that fails says why in its log.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{self, tracegate};
+
+const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
+const OTHER_HARDWARE: &str = "baselines/dsr1-fp8-h200-sglang-tp8-conc64.toml";
+
+fn synth(inject: Option<&str>) -> PathBuf {
+    let mut args = vec![
+        "--scenario",
+        "mi355x-dsr1-fp4-tp4",
+        "--seed",
+        "3",
+        "--python-functions-per-step",
+        "0",
+    ];
+    if let Some(spec) = inject {
+        args.extend(["--inject", spec]);
+    }
+    common::synth_run(&args)
+}
+
+/// The markdown's first line as plain text, undone independently of tracegate's code: the
+/// headlines here hold no markup beyond bold and backslash escapes.
+fn plain(markdown: &str) -> String {
+    let line = markdown.lines().next().unwrap().replace("**", "");
+    regex::Regex::new(r"\\(.)")
+        .unwrap()
+        .replace_all(&line, "$1")
+        .into_owned()
+}
+
+fn check(run: &Path, baseline: &str, extra: &[&str]) -> (i32, String, String) {
+    let out = tracegate()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("GITHUB_ACTIONS")
+        .arg("check")
+        .arg(run)
+        .args(["--baseline", baseline])
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn check_with_output_prints_the_headline_on_stderr_for_every_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let pass = synth(None);
+    let fail = synth(Some("allreduce=1.5"));
+    for (run, baseline, code, word) in [
+        (&pass, BASELINE, 0, "PASS"),
+        (&fail, BASELINE, 1, "REGRESSION"),
+        (&pass, OTHER_HARDWARE, 2, "CANNOT JUDGE"),
+    ] {
+        let md = dir.path().join(format!("{code}.md"));
+        let (status, stdout, stderr) = check(run, baseline, &["--output", md.to_str().unwrap()]);
+        assert_eq!(status, code, "{stderr}");
+        assert!(stdout.is_empty(), "the report went to the file: {stdout}");
+        let report = std::fs::read_to_string(&md).unwrap();
+        let headline = plain(&report);
+        assert!(headline.contains(word), "{headline}");
+        assert!(
+            stderr.lines().any(|l| l == headline),
+            "exit {code}: the headline {headline:?} on stderr: {stderr}"
+        );
+        // The same line whatever the format, to a file or to stdout.
+        for format in ["json", "table", "markdown"] {
+            let (status, _, stderr) = check(run, baseline, &["--format", format]);
+            assert_eq!(status, code, "{format}: {stderr}");
+            assert!(
+                stderr.lines().any(|l| l == headline),
+                "{format}: {headline:?} on stderr: {stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn sweep_with_output_prints_the_headline_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let verdicts = dir.path().join("verdicts");
+    std::fs::create_dir(&verdicts).unwrap();
+    for (name, run) in [
+        ("clean", synth(None)),
+        ("slow", synth(Some("allreduce=1.5"))),
+    ] {
+        let verdict = verdicts.join(format!("{name}.json"));
+        let (status, _, stderr) = check(
+            &run,
+            BASELINE,
+            &[
+                "--format",
+                "json",
+                "--verdict-out",
+                verdict.to_str().unwrap(),
+            ],
+        );
+        assert!(status <= 1, "{stderr}");
+    }
+    let md = dir.path().join("sweep.md");
+    let out = tracegate()
+        .env_remove("GITHUB_ACTIONS")
+        .arg("sweep")
+        .arg(&verdicts)
+        .args(["--format", "json", "--output"])
+        .arg(&md)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    // --format json wrote JSON to the file: the headline is the markdown's, printed anyway.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&md).unwrap()).unwrap();
+    assert_eq!(json["status"], "regression");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("tracegate sweep"))
+        .unwrap_or_else(|| panic!("no headline on stderr: {stderr}"));
+    assert!(line.starts_with("❌ tracegate sweep: "), "{line}");
+    assert!(!line.contains("**"), "plain text: {line}");
+}
