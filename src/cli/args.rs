@@ -287,6 +287,11 @@ pub struct SynthArgs {
     /// the files' size and the time to write them change (tests use 1, or none for a run read once).
     #[arg(long, default_value = "5", value_name = "0-9|none", value_parser = parse_gzip_level)]
     pub gzip_level: GzipLevel,
+    /// Between-run variation in percent: one log-normal factor per kernel category and one
+    /// GPU-clock factor for the whole run, drawn from the seed (sd PCT%); 0 keeps every run as it
+    /// was. truth.json records the factors.
+    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
+    pub run_jitter: f64,
 }
 
 /// `--gzip-level`: 0 to 9, or `None` for `none` (plain JSON).
