@@ -900,7 +900,11 @@ fn run_jitter_scales_each_category_by_its_recorded_factor() {
         factor("moe_gemm") * clock,
         0.002,
     );
-    let cat = |t: &Value, c: &str| t["breakdown"]["categories"][c]["ms_per_step"].as_f64().unwrap();
+    let cat = |t: &Value, c: &str| {
+        t["breakdown"]["categories"][c]["ms_per_step"]
+            .as_f64()
+            .unwrap()
+    };
     close(
         "attention",
         cat(&t, "attention") / cat(&plain, "attention"),
