@@ -355,9 +355,10 @@ impl MetricCalibration {
 
     /// How the tolerance was obtained, for the comment above the metric.
     pub fn how(&self, runs: usize, z: f64) -> String {
-        let shown = |v: f64| match self.pct(v) {
-            Some(p) if self.unit != Unit::Pct => format!("{p:.2}%"),
-            _ => format!("{} {}", fmt_sig(v), self.unit.label()),
+        let shown = |v: f64| match (self.pct(v), self.unit) {
+            (_, Unit::Pct) => format!("{}pp", fmt_sig(v)),
+            (Some(p), _) => format!("{p:.2}%"),
+            (None, unit) => format!("{} {}", fmt_sig(v), unit.label()),
         };
         let mut text = format!(
             "calibrated from {runs} runs: between-run spread {} (Qn), within-run error {}; \
@@ -735,10 +736,12 @@ fn string_array<'a>(items: impl IntoIterator<Item = &'a str>) -> Item {
 /// Writes the calibration into a baseline document `baseline new` made from the representative
 /// run: each metric's value and tolerance, `gate = false` for one too noisy, a comment saying how
 /// it was obtained, and the `[calibration]` table.
+/// With `set_values` false (`--from-history`), the values stay as they are.
 pub fn write_calibration(
     doc: &mut DocumentMut,
     cal: &Calibration,
     runs: &[RunFigures],
+    set_values: bool,
 ) -> Result<(), String> {
     let n = cal.kept.len();
     let metrics = doc
@@ -749,7 +752,9 @@ pub fn write_calibration(
         let Some(t) = metrics.get_mut(&m.name).and_then(Item::as_table_mut) else {
             continue;
         };
-        t.insert("value", value(round6(m.value)));
+        if set_values {
+            t.insert("value", value(round6(m.value)));
+        }
         t.insert("tolerance", value(m.tolerance.to_string()));
         if m.gated {
             t.remove("gate");
@@ -809,7 +814,7 @@ pub fn write_calibration(
         t.insert("within", value(round6(m.within)));
         t.insert("tolerance", value(m.tolerance.to_string()));
         t.insert("mdc", value(round6(m.mdc)));
-        if let Some(p) = m.pct(m.mdc) {
+        if let Some(p) = m.pct(m.mdc).filter(|_| m.unit != Unit::Pct) {
             t.insert("mdc_pct", value(round6(p)));
         }
         t.insert("gated", value(m.gated));
@@ -822,9 +827,10 @@ pub fn write_calibration(
 
 /// The stderr table: metric, between-run spread, tolerance, minimum detectable change.
 pub fn table(cal: &Calibration) -> String {
-    let relative = |m: &MetricCalibration, v: f64| match m.pct(v) {
-        Some(p) if m.unit != Unit::Pct => format!("{} ({p:.2}%)", m.unit.figure(v)),
-        _ => m.unit.figure(v),
+    let relative = |m: &MetricCalibration, v: f64| match (m.pct(v), m.unit) {
+        (_, Unit::Pct) => format!("{} pp", m.unit.number(v)),
+        (Some(p), _) => format!("{} ({p:.2}%)", m.unit.figure(v)),
+        (None, _) => m.unit.figure(v),
     };
     let mut rows = vec![[
         "metric".to_string(),
