@@ -155,6 +155,32 @@ pub fn qn_spread(values: &[f64]) -> Option<f64> {
     Some(2.2219 * correction * q)
 }
 
+/// c4(n): the mean of the sample standard deviation of `n` normal draws over σ (the
+/// small-sample correction that makes it unbiased); 1 below 2.
+pub fn c4(n: usize) -> f64 {
+    if n < 2 {
+        return 1.0;
+    }
+    // r(k) = Γ(k/2) / Γ((k-1)/2): r(2) = 1/√π, r(k+1) = ((k-1)/2) / r(k).
+    let mut r = 1.0 / std::f64::consts::PI.sqrt();
+    for k in 2..n {
+        r = (k as f64 - 1.0) / 2.0 / r;
+    }
+    (2.0 / (n as f64 - 1.0)).sqrt() * r
+}
+
+/// The between-run spread of the runs kept (after [`OUTLIER_SPREADS`] left out the outliers,
+/// which makes it robust): their standard deviation over [`c4`]; 0 below 2 runs.
+pub fn between_run_spread(values: &[f64]) -> f64 {
+    let n = values.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
+    var.sqrt() / c4(n)
+}
+
 /// The standard normal quantile of `p` in (0, 1) (Acklam's rational approximation, relative
 /// error below 1.2e-9).
 pub fn normal_quantile(p: f64) -> f64 {
@@ -324,7 +350,7 @@ pub struct MetricCalibration {
     pub unit: Unit,
     /// The median of the runs' values.
     pub value: f64,
-    /// The robust between-run spread (Qn), in the metric's unit.
+    /// The between-run spread ([`between_run_spread`]), in the metric's unit.
     pub spread: f64,
     /// The runs' median within-run standard error, in the metric's unit.
     pub within: f64,
@@ -361,7 +387,7 @@ impl MetricCalibration {
             (None, unit) => format!("{} {}", fmt_sig(v), unit.label()),
         };
         let mut text = format!(
-            "calibrated from {runs} runs: between-run spread {} (Qn), within-run error {}; \
+            "calibrated from {runs} runs: between-run spread {} (sd / c4), within-run error {}; \
              tolerance = z {z:.2} x sqrt(spread^2 (1 + pi/2n) + within^2) = {}",
             shown(self.spread),
             shown(self.within),
@@ -603,7 +629,7 @@ pub fn calibrate(runs: &[RunFigures], opts: &Options) -> Result<Calibration, Cal
                 .map(|r| r.within.get(def.name).copied().unwrap_or(0.0))
                 .collect();
             let value = median(&values);
-            let spread = qn_spread(&values).unwrap_or(0.0);
+            let spread = between_run_spread(&values);
             let within = median(&withins);
             let sigma = allowance_at(1.0, spread, within, n as f64);
             let wanted = z * sigma;
@@ -886,6 +912,16 @@ mod tests {
         assert!((q2 - q).abs() < 0.15, "{q} {q2}");
         assert_eq!(qn_spread(&[1.0]), None);
         assert_eq!(qn_spread(&[2.0, 2.0, 2.0]), Some(0.0));
+    }
+
+    #[test]
+    fn c4_makes_the_standard_deviation_unbiased() {
+        assert!((c4(2) - 0.797_885).abs() < 1e-6);
+        assert!((c4(3) - 0.886_227).abs() < 1e-6);
+        assert!((c4(10) - 0.972_659).abs() < 1e-6);
+        let s = between_run_spread(&[1.0, 2.0, 3.0]);
+        assert!((s - 1.0 / 0.886_227).abs() < 1e-5, "{s}");
+        assert_eq!(between_run_spread(&[4.0]), 0.0);
     }
 
     #[test]
