@@ -3,8 +3,10 @@
 //! The schema is in `docs/BASELINES.md`. Unknown keys and bad values are errors that name the
 //! file, the line and the key, because a typo in a baseline must never silently turn a gate off.
 
+pub mod calibrate;
 pub mod discover;
 pub mod file;
+pub mod history;
 pub mod shipped;
 pub mod tolerance;
 pub mod write;
@@ -136,6 +138,12 @@ struct BaselineFile {
     /// or the older `[rules]` table holding `[[rules.rule]]`.
     #[serde(default)]
     rules: Option<toml::Value>,
+    /// Written by `baseline calibrate`.
+    #[serde(default)]
+    calibration: Option<calibrate::CalibrationTable>,
+    /// Appended by `baseline update`.
+    #[serde(default)]
+    history: Option<history::History>,
 }
 
 /// A parsed and validated baseline.
@@ -148,6 +156,10 @@ pub struct Baseline {
     /// The baseline's own taxonomy rules, as a rules-file table (`rule` = the array of rules),
     /// checked when the baseline was read; tried after `--rules`, before the built-in table.
     pub rules: Option<toml::Table>,
+    /// How the tolerances were calibrated (`baseline calibrate`), when they were.
+    pub calibration: Option<calibrate::CalibrationTable>,
+    /// The last runs' values (`baseline update`), when kept.
+    pub history: Option<history::History>,
 }
 
 /// How a baseline's rules are named in messages.
@@ -289,12 +301,28 @@ impl Baseline {
             .rules
             .map(|value| rules_table(value, text, path))
             .transpose()?;
+        let section_error = |section: &str, message: String| BaselineError::Invalid {
+            path: path.to_path_buf(),
+            line: text
+                .lines()
+                .position(|l| l.trim_start().starts_with(section))
+                .map_or(0, |i| i + 1),
+            message,
+        };
+        if let Some(c) = &file.calibration {
+            c.validate().map_err(|m| section_error("[calibration", m))?;
+        }
+        if let Some(h) = &file.history {
+            h.validate().map_err(|m| section_error("[history", m))?;
+        }
         Ok(Baseline {
             path: path.to_path_buf(),
             meta: file.meta,
             metrics: file.metrics,
             breakdown: file.breakdown,
             rules,
+            calibration: file.calibration,
+            history: file.history,
         })
     }
 

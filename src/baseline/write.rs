@@ -113,7 +113,7 @@ pub fn today() -> String {
 }
 
 /// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-fn civil_date(days: i64) -> String {
+pub(crate) fn civil_date(days: i64) -> String {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

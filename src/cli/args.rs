@@ -226,6 +226,62 @@ pub enum BaselineCommand {
     New(BaselineNewArgs),
     /// Rewrite a baseline's figures from a run, keeping tolerances, comments and key order.
     Update(BaselineUpdateArgs),
+    /// Write a baseline whose tolerances are measured from 3 or more clean runs (5+ recommended):
+    /// values are the runs' medians, tolerances hold the false-alarm budget, and [calibration]
+    /// says the smallest regression each metric catches.
+    Calibrate(BaselineCalibrateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineCalibrateArgs {
+    /// Clean runs of one configuration: each a directory of one run's traces, or one run's trace
+    /// files joined with commas.
+    #[arg(required_unless_present = "from_history")]
+    pub runs: Vec<PathBuf>,
+    /// The baseline TOML file to write (with --from-history: default that file).
+    #[arg(long, value_name = "FILE", required_unless_present = "from_history")]
+    pub baseline: Option<PathBuf>,
+    /// Re-derive the tolerances of this baseline from its [history] alone (values kept).
+    #[arg(long, value_name = "FILE", conflicts_with = "runs")]
+    pub from_history: Option<PathBuf>,
+    /// The chance that a clean run fails the whole check, split evenly over the gated metrics.
+    #[arg(long, value_name = "PCT", default_value = "1%")]
+    pub false_alarm: String,
+    /// The smallest tolerance to write: METRIC=TOL for one metric, TOL for every metric of its
+    /// unit (default: a quarter of the metric's starting tolerance). Repeatable.
+    #[arg(long, value_name = "[METRIC=]TOL")]
+    pub min_tolerance: Vec<String>,
+    /// The largest: a metric that needs more is written `gate = false`, too noisy to gate
+    /// (default: 5x the metric's starting tolerance). Repeatable.
+    #[arg(long, value_name = "[METRIC=]TOL")]
+    pub max_tolerance: Vec<String>,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    /// Where the figures came from, stamped into `[meta] source` (default: the runs).
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Print the baseline as a unified diff and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Overwrite an existing baseline.
+    #[arg(long)]
+    pub force: bool,
+    /// Hardware name (default: the device name the traces report).
+    #[arg(long)]
+    pub hardware: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long)]
+    pub precision: Option<String>,
+    /// The runs' framework (default: what the traces say: SGLang's files and annotations).
+    #[arg(long)]
+    pub framework: Option<String>,
+    #[arg(long)]
+    pub ep: Option<u32>,
+    #[arg(long)]
+    pub concurrency: Option<u32>,
+    #[command(flatten)]
+    pub identity: IdentityArgs,
 }
 
 #[derive(Debug, Args)]
@@ -306,6 +362,13 @@ pub struct BaselineUpdateArgs {
     /// write them); without it, the baseline keeps its own set of metrics.
     #[arg(long)]
     pub add_new: bool,
+    /// A baseline with [calibration] or [history] keeps its values and only appends the run to
+    /// [history]; --rebase rewrites the values from the run too.
+    #[arg(long)]
+    pub rebase: bool,
+    /// Keep the last N runs in [history] (default: the file's bound, else 20).
+    #[arg(long, value_name = "N")]
+    pub history_size: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -400,6 +463,11 @@ pub struct SynthArgs {
     /// the files' size and the time to write them change (tests use 1, or none for a run read once).
     #[arg(long, default_value = "5", value_name = "0-9|none", value_parser = parse_gzip_level)]
     pub gzip_level: GzipLevel,
+    /// Between-run variation in percent: one log-normal factor per kernel category and one
+    /// GPU-clock factor for the whole run, drawn from the seed (sd PCT%); 0 keeps every run as it
+    /// was. truth.json records the factors.
+    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
+    pub run_jitter: f64,
 }
 
 /// `--gzip-level`: 0 to 9, or `None` for `none` (plain JSON).

@@ -27,6 +27,7 @@ pub(super) fn synth(args: SynthArgs) -> Result<i32> {
         injections,
         layout: args.layout,
         gzip_level: args.gzip_level.0,
+        run_jitter: args.run_jitter,
     };
     let summary = crate::synth::generate_to_dir(&options, &args.out)?;
     crate::output::note(&format!(

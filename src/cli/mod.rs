@@ -51,6 +51,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Check(args) => gate::check(args),
         Command::Baseline(BaselineCommand::New(args)) => baseline::new(args),
         Command::Baseline(BaselineCommand::Update(args)) => baseline::update(args),
+        Command::Baseline(BaselineCommand::Calibrate(args)) => baseline::calibrate(args),
         Command::Synth(args) => demo::synth(args),
         Command::Demo(args) => demo::demo(args),
         Command::Report(args) => analyse::report(args),

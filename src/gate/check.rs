@@ -4,7 +4,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::explain::{explain, Explanation};
-use super::verdict::{judge, MetricCheck, Observation, Verdict};
+use super::verdict::{judge_widened, MetricCheck, Observation, Verdict};
 use crate::baseline::{Baseline, Meta};
 use crate::exit;
 use crate::metrics::catalog::{MetricDef, Samples, METRICS};
@@ -57,10 +57,65 @@ pub struct CheckResult {
     pub run: RunSummary,
     pub metrics: Vec<MetricCheck>,
     pub explanation: Explanation,
+    /// What the baseline's calibration and history say of each metric (calibrated tolerance,
+    /// minimum detectable change, between-run spread of the history); empty for a baseline
+    /// with neither.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub calibration: Vec<CalibrationNote>,
     /// The run's decode steps against the baseline, for the markdown chart; not in the JSON,
     /// whose `metrics` hold their statistics.
     #[serde(skip)]
     pub decode_series: DecodeSeries,
+}
+
+/// A metric's calibration as the baseline records it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CalibrationNote {
+    pub metric: String,
+    /// Clean runs the tolerance was calibrated from, while the tolerance is still the one
+    /// calibrated (a tolerance edited by hand is not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibrated_runs: Option<u32>,
+    /// Minimum detectable change (the smallest regression caught in 95% of runs), in the
+    /// metric's unit, and relative to the value, percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mdc: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mdc_pct: Option<f64>,
+    /// The history's between-run spread that widened the interval, in the metric's unit, and
+    /// the runs it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_spread: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_runs: Option<usize>,
+}
+
+/// The calibration notes of the metrics judged.
+fn calibration_notes(b: &Baseline, metrics: &[MetricCheck]) -> Vec<CalibrationNote> {
+    metrics
+        .iter()
+        .filter(|m| m.gated)
+        .filter_map(|m| {
+            let base = b.metrics.get(&m.name)?;
+            let calibrated = b.calibration.as_ref().and_then(|c| {
+                let cm = c.metrics.get(&m.name)?;
+                // A tolerance edited since the calibration is no longer the calibrated one.
+                (cm.tolerance == base.tolerance).then_some((c.runs, cm))
+            });
+            let history = b.history.as_ref().and_then(|h| h.spread(&m.name));
+            if calibrated.is_none() && history.is_none() {
+                return None;
+            }
+            Some(CalibrationNote {
+                metric: m.name.clone(),
+                calibrated_runs: calibrated.map(|(runs, _)| runs),
+                mdc: calibrated.map(|(_, cm)| cm.mdc),
+                mdc_pct: calibrated.and_then(|(_, cm)| cm.mdc_pct),
+                history_spread: history.map(|(s, _)| s),
+                history_runs: history.map(|(_, n)| n),
+            })
+        })
+        .collect()
 }
 
 /// Every kept decode step of the rank that decided `decode_step_ms` (ms, in order), with the
@@ -120,12 +175,18 @@ fn check_metric(spec: &MetricDef, x: &Extraction, b: &Baseline) -> Option<Metric
     // The metric's own direction: a baseline that says otherwise is refused when it is read.
     let direction = spec.direction;
     let observed = current.map(|m| observation(spec, m));
-    let j = judge(
+    let between_run = b
+        .history
+        .as_ref()
+        .and_then(|h| h.spread(spec.name))
+        .map_or(0.0, |(s, _)| s);
+    let j = judge_widened(
         base,
         direction,
         spec.unit,
         observed.as_ref(),
         seed_of(spec.name),
+        between_run,
     );
     Some(MetricCheck {
         name: spec.name.to_string(),
@@ -191,6 +252,7 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
         },
         run,
         decode_series: decode_series(x, &metrics),
+        calibration: calibration_notes(b, &metrics),
         metrics,
         explanation,
     }

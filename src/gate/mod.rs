@@ -7,5 +7,5 @@ pub mod check;
 pub mod explain;
 pub mod verdict;
 
-pub use check::{check, CheckOptions, CheckResult, DecodeSeries, Status};
-pub use verdict::{judge, Judgement, MetricCheck, Observation, Verdict};
+pub use check::{check, CalibrationNote, CheckOptions, CheckResult, DecodeSeries, Status};
+pub use verdict::{judge, judge_widened, Judgement, MetricCheck, Observation, Verdict};

@@ -104,6 +104,19 @@ pub fn judge(
     observed: Option<&Observation>,
     seed: u64,
 ) -> Judgement {
+    judge_widened(baseline, direction, unit, observed, seed, 0.0)
+}
+
+/// [`judge`], with the interval also widened in quadrature by `between_run` (a standard
+/// deviation in the metric's unit: the spread of the baseline's history between clean runs).
+pub fn judge_widened(
+    baseline: &MetricBaseline,
+    direction: Direction,
+    unit: Unit,
+    observed: Option<&Observation>,
+    seed: u64,
+    between_run: f64,
+) -> Judgement {
     let allowance = baseline
         .tolerance
         .allowance(baseline.value, unit)
@@ -119,11 +132,13 @@ pub fn judge(
     };
     let change = observed.value - baseline.value;
     let change_pct = (baseline.value != 0.0).then(|| change / baseline.value.abs() * 100.0);
-    let interval = interval(
-        observed,
-        baseline_standard_error(baseline, observed.statistic),
-        seed,
-    );
+    let baseline_se = baseline_standard_error(baseline, observed.statistic);
+    let between_run = if between_run.is_finite() {
+        between_run
+    } else {
+        0.0
+    };
+    let interval = interval(observed, baseline_se.hypot(between_run), seed);
     // Positive `worse` means the metric moved in its bad direction.
     let (worse, worse_bound, better_bound) = match direction {
         Direction::Lower => (

@@ -287,6 +287,7 @@ mod tests {
                 identity: Default::default(),
             },
             decode_series: Default::default(),
+            calibration: Vec::new(),
             metrics,
             explanation: Explanation {
                 decode_step_change_ms: None,

@@ -86,7 +86,7 @@ fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
             value(m.baseline, m.unit),
             value(m.current, m.unit),
             change(m),
-            m.tolerance.clone().unwrap_or_else(|| MISSING.into()),
+            tolerance_cell(result, m),
             verdict_word(m),
         ];
         if with_marks {
@@ -95,6 +95,74 @@ fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
         t.row(row);
     }
     t
+}
+
+/// The tolerance, and where it came from when it was calibrated: "3.1% (calibrated, 8 runs)".
+fn tolerance_cell(result: &CheckResult, m: &MetricCheck) -> String {
+    let tolerance = m.tolerance.clone().unwrap_or_else(|| MISSING.into());
+    let runs = result
+        .calibration
+        .iter()
+        .find(|c| c.metric == m.name)
+        .and_then(|c| c.calibrated_runs);
+    match runs {
+        Some(n) => format!("{tolerance} (calibrated, {n} runs)"),
+        None => tolerance,
+    }
+}
+
+/// A figure of a metric's unit with its share of the baseline value: `0.120 ms (0.60%)`.
+fn figure_with_share(m: &MetricCheck, v: f64) -> String {
+    match (m.unit, m.baseline.filter(|b| *b != 0.0)) {
+        (Unit::Pct, _) => format!("{} pp", m.unit.number(v)),
+        (_, Some(b)) => format!("{} ({:.2}%)", m.unit.figure(v), v / b.abs() * 100.0),
+        (_, None) => m.unit.figure(v),
+    }
+}
+
+/// What the calibration claims and what the history widened, one line each (empty when the
+/// baseline has neither): the smallest regression each calibrated metric is caught at, since a
+/// smaller one is not claimed, and the history's between-run spread.
+pub fn calibration_lines(result: &CheckResult) -> Vec<String> {
+    let find = |name: &str| result.metrics.iter().find(|m| m.name == name);
+    let mdc: Vec<String> = result
+        .calibration
+        .iter()
+        .filter_map(|c| {
+            Some(format!(
+                "{} {}",
+                c.metric,
+                figure_with_share(find(&c.metric)?, c.mdc?)
+            ))
+        })
+        .collect();
+    let mut lines = Vec::new();
+    if !mdc.is_empty() {
+        lines.push(format!(
+            "Calibrated: a regression is caught in 95% of runs from its minimum detectable change on; a smaller one is not claimed, and a pass says nothing of it: {}.",
+            mdc.join(", ")
+        ));
+    }
+    let history: Vec<String> = result
+        .calibration
+        .iter()
+        .filter_map(|c| {
+            let m = find(&c.metric)?;
+            Some(format!(
+                "{} between-run spread {} from {} runs",
+                c.metric,
+                figure_with_share(m, c.history_spread?),
+                c.history_runs?
+            ))
+        })
+        .collect();
+    if !history.is_empty() {
+        lines.push(format!(
+            "Intervals widened in quadrature by the baseline's history: {}.",
+            history.join("; ")
+        ));
+    }
+    lines
 }
 
 fn headline(result: &CheckResult) -> String {
@@ -332,6 +400,14 @@ pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
         ));
     }
     parts.push(metric_table(result, true).to_markdown() + "\n");
+    let calibration = calibration_lines(result);
+    if !calibration.is_empty() {
+        let text: String = calibration
+            .iter()
+            .map(|l| format!("{}\n\n", escape_markdown(l)))
+            .collect();
+        parts.push(text);
+    }
     let mut why = String::from("#### Why\n\n");
     why.push_str(&text_with_code(&e.lead));
     why.push_str("\n\n");
@@ -419,6 +495,10 @@ fn terminal(result: &CheckResult) -> String {
     }
     out.push_str(&metric_table(result, false).to_terminal());
     out.push('\n');
+    for line in calibration_lines(result) {
+        out.push_str(&line);
+        out.push_str("\n\n");
+    }
     out.push_str(&e.lead);
     out.push_str("\n\n");
     let top: Vec<Delta> = e.categories.iter().take(SHOWN_ROWS).cloned().collect();

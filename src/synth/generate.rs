@@ -41,8 +41,10 @@ pub(crate) struct Plan {
     kernel_args_tail: Vec<String>,
     name_id: Vec<u32>,
     pub names: Vec<NameInfo>,
-    /// Injection factor per spec (not the straggler's).
+    /// Injection factor per spec (not the straggler's), between-run jitter included.
     inj: Vec<f64>,
+    /// The run's between-run factors (`--run-jitter`), already in `inj`.
+    pub run_jitter: Option<super::jitter::RunJitter>,
     pub ranks: u32,
     decode_ops: Vec<Op>,
     prefill_ops: Vec<Op>,
@@ -136,6 +138,12 @@ impl Plan {
                 s.name = sc.protocol.1;
             }
         }
+        let run_jitter = super::jitter::RunJitter::draw(opts.seed, opts.run_jitter);
+        if let Some(j) = &run_jitter {
+            for (i, s) in specs.iter().enumerate() {
+                inj[i] *= j.factor(s);
+            }
+        }
         let written = super::rename::written_names(&specs, &opts.injections);
         let mut names: Vec<NameInfo> = Vec::new();
         let mut name_id = Vec::with_capacity(specs.len());
@@ -201,6 +209,7 @@ impl Plan {
             name_id,
             names,
             inj,
+            run_jitter,
             ranks,
             decode_ops,
             prefill_ops,

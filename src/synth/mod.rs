@@ -6,6 +6,7 @@
 //! same options (seed included) give byte-identical files.
 
 mod generate;
+mod jitter;
 mod rename;
 mod rng;
 mod scenario;
@@ -41,6 +42,10 @@ pub struct SynthOptions {
     /// Tests write level 1 (deflate is most of the generation time), or plain JSON for runs read
     /// once; the JSON is the same whatever the encoding.
     pub gzip_level: Option<u32>,
+    /// Between-run variation, in percent (`--run-jitter`): the log-normal sd of one factor per
+    /// kernel category and one GPU-clock factor for the whole run, drawn from the seed. 0 (the
+    /// default) draws nothing, so the run is the one it always was.
+    pub run_jitter: f64,
 }
 
 /// How a run's ranks are laid out in files.
@@ -76,6 +81,7 @@ impl Default for SynthOptions {
             injections: Vec::new(),
             layout: Layout::PerRank,
             gzip_level: Some(5),
+            run_jitter: 0.0,
         }
     }
 }
@@ -335,6 +341,12 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
             opts.scale
         )));
     }
+    if !opts.run_jitter.is_finite() || !(0.0..=50.0).contains(&opts.run_jitter) {
+        return Err(SynthError::InvalidOption(format!(
+            "--run-jitter must be a percentage from 0 to 50, got {}",
+            opts.run_jitter
+        )));
+    }
     if opts.ranks == Some(0) || opts.ranks.is_some_and(|r| r > 1024) {
         return Err(SynthError::InvalidOption(
             "--ranks must be between 1 and 1024".into(),
@@ -421,6 +433,10 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
         })
         .collect();
     t.insert("files".into(), json!(file_names));
+    // Only a jittered run says so: a run without jitter keeps its truth byte for byte.
+    if let Some(j) = &plan.run_jitter {
+        t.insert("run_jitter".into(), j.to_json());
+    }
     t.extend(truth::compute(
         &plan.names,
         &rank_steps,

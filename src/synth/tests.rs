@@ -774,6 +774,17 @@ fn bad_options_are_errors_not_panics() {
     )
     .expect_err("io");
     assert!(e.to_string().contains("plain-file"), "{e}");
+    for bad in [-1.0, f64::NAN, 80.0] {
+        let e = generate_to_dir(
+            &SynthOptions {
+                run_jitter: bad,
+                ..SynthOptions::default()
+            },
+            dir.path(),
+        )
+        .expect_err("run jitter");
+        assert!(e.to_string().contains("--run-jitter"), "{e}");
+    }
 }
 
 /// Rank 0 reproduces the published decode figures within 2% whatever the seed.
@@ -830,4 +841,88 @@ fn calibration_holds_across_seeds() {
             );
         }
     }
+}
+
+/// FNV-1a over the run's files, in name order.
+fn fnv_of_files(dir: &Path) -> u64 {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for f in files {
+        for b in std::fs::read(f).unwrap() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+#[test]
+fn no_run_jitter_keeps_every_run_byte_identical() {
+    // The digest of this run's files (traces and truth.json) as `synth` wrote them before
+    // `--run-jitter` existed: the default draws nothing and writes nothing new.
+    let o = SynthOptions {
+        scenario: "mi355x-dsr1-fp4-tp4".into(),
+        seed: 1,
+        decode_steps: 4,
+        python_functions_per_step: 2,
+        gzip_level: None,
+        ..SynthOptions::default()
+    };
+    assert_eq!(o.run_jitter, 0.0);
+    let (dir, _, truth) = run_opts(&o);
+    assert!(truth.get("run_jitter").is_none());
+    assert_eq!(fnv_of_files(dir.path()), 0xc91b_3fcc_3906_9c55);
+}
+
+#[test]
+fn run_jitter_scales_each_category_by_its_recorded_factor() {
+    let base = opts("mi355x-dsr1-fp4-tp4", 4, &[]);
+    let (_a, _, plain) = run_opts(&base);
+    let (_b, _, t) = run_opts(&SynthOptions {
+        run_jitter: 3.0,
+        ..base.clone()
+    });
+    let j = &t["run_jitter"];
+    assert_eq!(j["pct"], json!(3.0));
+    let clock = j["clock"].as_f64().unwrap();
+    let factor = |c: &str| j["categories"][c].as_f64().unwrap();
+    // Some factor moved the run, and each is one draw of a 3% log-normal (|log| < 5 sd).
+    assert!((clock - 1.0).abs() > 1e-6);
+    for (_, f) in j["categories"].as_object().unwrap() {
+        assert!(f.as_f64().unwrap().ln().abs() < 0.15, "{f}");
+    }
+    close(
+        "moe_us_per_layer",
+        m(&t, "moe_us_per_layer", "value") / m(&plain, "moe_us_per_layer", "value"),
+        factor("moe_gemm") * clock,
+        0.002,
+    );
+    let cat = |t: &Value, c: &str| {
+        t["breakdown"]["categories"][c]["ms_per_step"]
+            .as_f64()
+            .unwrap()
+    };
+    close(
+        "attention",
+        cat(&t, "attention") / cat(&plain, "attention"),
+        factor("attention") * clock,
+        0.002,
+    );
+    // Transfers follow their category alone, not the GPU clock.
+    close(
+        "allreduce_transfer_us",
+        m(&t, "allreduce_transfer_us", "value") / m(&plain, "allreduce_transfer_us", "value"),
+        factor("comm"),
+        0.01,
+    );
+    // Another seed draws other factors.
+    let (_c, _, other) = run_opts(&SynthOptions {
+        run_jitter: 3.0,
+        seed: 43,
+        ..base
+    });
+    assert_ne!(other["run_jitter"], t["run_jitter"]);
 }

@@ -1,0 +1,1071 @@
+//! `baseline calibrate`: tolerances measured from a few clean runs of one configuration instead
+//! of guessed.
+//!
+//! Each gated metric's value is the median of the runs' values. Its tolerance is the allowance
+//! that a clean run of this configuration exceeds with probability at most `--false-alarm / K`
+//! (one-sided, K the gated metrics: Bonferroni), from the runs' robust between-run spread with a
+//! small-sample correction, combined with the within-run standard error. The minimum detectable
+//! change is the smallest regression a run then fails on in at least 95% of runs. The model and
+//! a worked example are in `docs/BASELINES.md`, "How tolerances are chosen".
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml_edit::{value, Array, DocumentMut, Item, Table};
+
+use super::tolerance::{Tolerance, Unit};
+use crate::metrics::catalog::{self, MetricDef, Samples, StartTolerance, DECODE_STEP_MS, METRICS};
+use crate::metrics::Extraction;
+use crate::stats::{robust_spread, Statistic};
+
+/// Fewer clean runs than this cannot be calibrated.
+pub const MIN_RUNS: usize = 3;
+/// Fewer than this is calibrated with a warning.
+pub const RECOMMENDED_RUNS: usize = 5;
+/// The default chance that a clean run fails the whole check, percent.
+pub const DEFAULT_FALSE_ALARM_PCT: f64 = 1.0;
+/// A run further than this many between-run spreads from the median of a metric is an outlier.
+pub const OUTLIER_SPREADS: f64 = 6.0;
+/// The registry's floor: this share of the metric's starting tolerance (a count-based metric,
+/// which moves in whole steps, keeps its whole starting tolerance).
+pub const FLOOR_SHARE: f64 = 0.25;
+/// The default maximum: this many times the metric's starting tolerance.
+pub const MAX_TIMES_START: f64 = 5.0;
+/// One-sided normal quantile of 95% power.
+pub const Z_POWER: f64 = 1.644_854;
+const Z95: f64 = 1.959_964;
+
+/// A calibration that cannot be made: exit 2 with the reason.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrateError {
+    #[error("calibrate needs at least {MIN_RUNS} clean runs of the configuration, got {0} (5 or more is recommended)")]
+    TooFewRuns(usize),
+    #[error("the runs are not of one configuration: {0}")]
+    Mixed(String),
+    #[error("{0}")]
+    Option(String),
+}
+
+/// One clean run's figures.
+#[derive(Debug, Clone, Default)]
+pub struct RunFigures {
+    /// How the run is named in messages (its path).
+    pub label: String,
+    pub hardware: Option<String>,
+    pub ranks: usize,
+    pub framework: Option<String>,
+    pub image: Option<String>,
+    pub date: Option<String>,
+    pub values: BTreeMap<String, f64>,
+    /// Standard error of each value within its run (per-step samples), in the metric's unit.
+    pub within: BTreeMap<String, f64>,
+}
+
+/// How much noisier than its mean the run's statistic is, for its standard error.
+fn statistic_factor(statistic: Statistic) -> f64 {
+    match statistic {
+        Statistic::Mean => 1.0,
+        Statistic::Median => 1.2533,
+        // sqrt(0.9 × 0.1) / φ(1.2816) for normal data.
+        _ => 1.7094,
+    }
+}
+
+/// The framework a run's traces say they come from: SGLang's `-TP-<rank>` files and
+/// `step[...]` annotations; `None` when they do not say.
+pub fn framework_of(x: &Extraction) -> Option<String> {
+    let sglang_files = x.run.trace_devices.iter().any(|(path, _)| {
+        path.file_name()
+            .is_some_and(|f| f.to_string_lossy().contains("-TP-"))
+    });
+    let annotations = x.steps.values().any(|s| s.found.step_annotations > 0);
+    (sglang_files || annotations).then(|| "sglang".to_string())
+}
+
+impl RunFigures {
+    /// The figures of one run's extraction.
+    pub fn from_extraction(
+        x: &Extraction,
+        label: String,
+        framework: Option<String>,
+        image: Option<String>,
+        date: Option<String>,
+    ) -> RunFigures {
+        let mut values = BTreeMap::new();
+        let mut within = BTreeMap::new();
+        for def in METRICS {
+            let Some(m) = x.metrics.get(def.name) else {
+                continue;
+            };
+            if !m.value.is_finite() {
+                continue;
+            }
+            values.insert(def.name.to_string(), m.value);
+            let per_step = matches!(def.samples, Samples::PerStep | Samples::PerCall);
+            let se = robust_spread(&m.samples)
+                .filter(|_| per_step && m.samples.len() > 1)
+                .map_or(0.0, |s| {
+                    statistic_factor(def.statistic) * s / (m.samples.len() as f64).sqrt()
+                });
+            within.insert(def.name.to_string(), se);
+        }
+        RunFigures {
+            label,
+            hardware: x.run.device.clone(),
+            ranks: x.run.ranks.len(),
+            framework,
+            image,
+            date,
+            values,
+            within,
+        }
+    }
+}
+
+/// Qn, Rousseeuw and Croux's robust scale (the first quartile of the pairwise distances, × 2.2219
+/// for normal data), with its small-sample correction factor; `None` below 2 values.
+pub fn qn_spread(values: &[f64]) -> Option<f64> {
+    let n = values.len();
+    if n < 2 {
+        return None;
+    }
+    let mut d: Vec<f64> = Vec::with_capacity(n * (n - 1) / 2);
+    for i in 0..n {
+        for j in i + 1..n {
+            d.push((values[i] - values[j]).abs());
+        }
+    }
+    d.sort_by(f64::total_cmp);
+    let h = n / 2 + 1;
+    let k = h * (h - 1) / 2;
+    let q = d[k.clamp(1, d.len()) - 1];
+    let nf = n as f64;
+    let correction = match n {
+        2 => 0.399,
+        3 => 0.994,
+        4 => 0.512,
+        5 => 0.844,
+        6 => 0.611,
+        7 => 0.857,
+        8 => 0.669,
+        9 => 0.872,
+        _ if n % 2 == 1 => nf / (nf + 1.4),
+        _ => nf / (nf + 3.8),
+    };
+    Some(2.2219 * correction * q)
+}
+
+/// c4(n): the mean of the sample standard deviation of `n` normal draws over σ (the
+/// small-sample correction that makes it unbiased); 1 below 2.
+pub fn c4(n: usize) -> f64 {
+    if n < 2 {
+        return 1.0;
+    }
+    // r(k) = Γ(k/2) / Γ((k-1)/2): r(2) = 1/√π, r(k+1) = ((k-1)/2) / r(k).
+    let mut r = 1.0 / std::f64::consts::PI.sqrt();
+    for k in 2..n {
+        r = (k as f64 - 1.0) / 2.0 / r;
+    }
+    (2.0 / (n as f64 - 1.0)).sqrt() * r
+}
+
+/// The between-run spread of the runs kept (after [`OUTLIER_SPREADS`] left out the outliers,
+/// which makes it robust): their standard deviation over [`c4`]; 0 below 2 runs.
+pub fn between_run_spread(values: &[f64]) -> f64 {
+    let n = values.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
+    var.sqrt() / c4(n)
+}
+
+/// The standard normal quantile of `p` in (0, 1) (Acklam's rational approximation, relative
+/// error below 1.2e-9).
+pub fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969_683_028_665_376e1,
+        2.209_460_984_245_205e2,
+        -2.759_285_104_469_687e2,
+        1.383_577_518_672_69e2,
+        -3.066_479_806_614_716e1,
+        2.506_628_277_459_239,
+    ];
+    const B: [f64; 5] = [
+        -5.447_609_879_822_406e1,
+        1.615_858_368_580_409e2,
+        -1.556_989_798_598_866e2,
+        6.680_131_188_771_972e1,
+        -1.328_068_155_288_572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784_894_002_430_293e-3,
+        -3.223_964_580_411_365e-1,
+        -2.400_758_277_161_838,
+        -2.549_732_539_343_734,
+        4.374_664_141_464_968,
+        2.938_163_982_698_783,
+    ];
+    const D: [f64; 4] = [
+        7.784_695_709_041_462e-3,
+        3.224_671_290_700_398e-1,
+        2.445_134_137_142_996,
+        3.754_408_661_907_416,
+    ];
+    let p = p.clamp(1e-300, 1.0 - 1e-16);
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    if p < 0.024_25 {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p > 1.0 - 0.024_25 {
+        -tail((-2.0 * (1.0 - p).ln()).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
+
+/// How a metric's tolerance is written: a share of the value, or an amount in a unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Form {
+    Relative,
+    Absolute(Unit),
+}
+
+/// The metric's starting tolerance (the registry's), at `value`, and the form it is written in.
+fn starting(def: &MetricDef, value: f64, decode_step: Option<f64>) -> (f64, Form) {
+    match def.tolerance {
+        StartTolerance::Fixed(text) => {
+            let t: Tolerance = text.parse().unwrap_or(Tolerance::Relative(5.0));
+            let allowance = t.allowance(value, def.unit).unwrap_or(0.0);
+            match t {
+                Tolerance::Relative(_) if value != 0.0 => (allowance, Form::Relative),
+                _ => (allowance, Form::Absolute(def.unit)),
+            }
+        }
+        StartTolerance::ShareOfDecodeStep { pct, floor_ms } => {
+            let ms = decode_step.map_or(floor_ms, |s| (s * pct / 100.0).max(floor_ms));
+            let allowance = Tolerance::Absolute {
+                amount: ms,
+                unit: Unit::Ms,
+            }
+            .allowance(value, def.unit)
+            .unwrap_or(ms);
+            (allowance, Form::Absolute(def.unit))
+        }
+    }
+}
+
+/// A `--min-tolerance` / `--max-tolerance`: for one metric (`METRIC=TOL`) or every metric whose
+/// unit it fits (`TOL`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bound {
+    pub metric: Option<String>,
+    pub tolerance: Tolerance,
+}
+
+impl std::str::FromStr for Bound {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (metric, tol) = match text.split_once('=') {
+            Some((m, t)) => (Some(m.trim().to_string()), t),
+            None => (None, text),
+        };
+        if let Some(m) = &metric {
+            let def = catalog::def(m).ok_or_else(|| format!("{text}: unknown metric `{m}`"))?;
+            let t: Tolerance = tol.parse().map_err(|e| format!("{text}: {e}"))?;
+            t.allowance(1.0, def.unit)
+                .map_err(|e| format!("{text}: {e}"))?;
+            return Ok(Bound {
+                metric,
+                tolerance: t,
+            });
+        }
+        let t: Tolerance = tol.parse().map_err(|e| format!("{text}: {e}"))?;
+        Ok(Bound {
+            metric: None,
+            tolerance: t,
+        })
+    }
+}
+
+/// The allowance a list of bounds sets for a metric: the one naming it, else the first that fits
+/// its unit.
+fn bound_for(bounds: &[Bound], def: &MetricDef, value: f64) -> Option<f64> {
+    let named = bounds
+        .iter()
+        .find(|b| b.metric.as_deref() == Some(def.name));
+    let any = || {
+        bounds
+            .iter()
+            .filter(|b| b.metric.is_none())
+            .find(|b| b.tolerance.allowance(value, def.unit).is_ok())
+    };
+    named
+        .or_else(any)
+        .and_then(|b| b.tolerance.allowance(value, def.unit).ok())
+}
+
+/// What `calibrate` is asked for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The chance a clean run fails the whole check, percent (0 < x < 50).
+    pub false_alarm_pct: f64,
+    pub min: Vec<Bound>,
+    pub max: Vec<Bound>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            false_alarm_pct: DEFAULT_FALSE_ALARM_PCT,
+            min: Vec::new(),
+            max: Vec::new(),
+        }
+    }
+}
+
+/// `--false-alarm`: `1%`, `0.5%` or `1` (percent).
+pub fn parse_false_alarm(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let number = t.strip_suffix('%').unwrap_or(t).trim();
+    match number.parse::<f64>() {
+        Ok(p) if p.is_finite() && p > 0.0 && p < 50.0 => Ok(p),
+        _ => Err(format!(
+            "--false-alarm {text:?}: give a percentage above 0 and below 50, e.g. 1%"
+        )),
+    }
+}
+
+/// One gated metric, calibrated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricCalibration {
+    pub name: String,
+    pub unit: Unit,
+    /// The median of the runs' values.
+    pub value: f64,
+    /// The between-run spread ([`between_run_spread`]), in the metric's unit.
+    pub spread: f64,
+    /// The runs' median within-run standard error, in the metric's unit.
+    pub within: f64,
+    /// The sd of a clean run's value about the baseline's: the spread with its small-sample
+    /// correction and the within-run error, in quadrature.
+    pub sigma: f64,
+    /// The allowance the budget asks for, before the floor and the maximum.
+    pub wanted: f64,
+    pub floor: f64,
+    pub max: f64,
+    /// The allowance written, in the metric's unit (`wanted`, raised to the floor).
+    pub allowance: f64,
+    /// The tolerance as written.
+    pub tolerance: Tolerance,
+    /// The smallest regression caught in 95% of runs, in the metric's unit.
+    pub mdc: f64,
+    /// `false`: above the maximum, written `gate = false`.
+    pub gated: bool,
+    /// Why it is not gated: "too noisy to gate at this size: N more runs or a longer profile".
+    pub too_noisy: Option<String>,
+}
+
+impl MetricCalibration {
+    /// A figure relative to the value, percent, where that means something.
+    pub fn pct(&self, amount: f64) -> Option<f64> {
+        (self.value != 0.0).then(|| amount / self.value.abs() * 100.0)
+    }
+
+    /// How the tolerance was obtained, for the comment above the metric.
+    pub fn how(&self, runs: usize, z: f64) -> String {
+        let shown = |v: f64| match (self.pct(v), self.unit) {
+            (_, Unit::Pct) => format!("{}pp", fmt_sig(v)),
+            (Some(p), _) => format!("{p:.2}%"),
+            (None, unit) => format!("{} {}", fmt_sig(v), unit.label()),
+        };
+        let mut text = format!(
+            "calibrated from {runs} runs: between-run spread {} (sd / c4), within-run error {}; \
+             tolerance = z {z:.2} x sqrt(spread^2 (1 + pi/2n) + within^2) = {}",
+            shown(self.spread),
+            shown(self.within),
+            shown(self.wanted)
+        );
+        if self.allowance > self.wanted {
+            text.push_str(&format!(", raised to the floor {}", shown(self.floor)));
+        }
+        text.push_str(&format!(
+            "; catches a regression of {} or more in 95% of runs",
+            shown(self.mdc)
+        ));
+        if let Some(why) = &self.too_noisy {
+            text.push_str(&format!("; above the maximum {}: {why}", shown(self.max)));
+        }
+        text
+    }
+}
+
+/// A run left out of the calibration, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outlier {
+    pub label: String,
+    pub reasons: Vec<String>,
+}
+
+/// The whole calibration.
+#[derive(Debug, Clone)]
+pub struct Calibration {
+    /// The runs kept, in the order given.
+    pub kept: Vec<usize>,
+    pub outliers: Vec<Outlier>,
+    pub false_alarm_pct: f64,
+    /// The one-sided normal quantile of each metric's share of the budget.
+    pub z: f64,
+    pub metrics: Vec<MetricCalibration>,
+    /// The kept run nearest the median decode step: its breakdown and samples go in the file.
+    pub representative: usize,
+}
+
+/// Significant digits for comments and tables.
+fn fmt_sig(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return "0".into();
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{v:.digits$}")
+}
+
+/// `v` rounded *up* to three significant digits, so a written tolerance is never below the
+/// computed one.
+fn round_up3(v: f64) -> f64 {
+    if v <= 0.0 || !v.is_finite() {
+        return v.max(0.0);
+    }
+    let e = 2 - v.log10().floor() as i32;
+    let f = 10f64.powi(e);
+    let up = (v * f - 1e-9).ceil() / f;
+    // Printing at the same precision keeps it exact in the text.
+    let digits = e.max(0) as usize;
+    format!("{up:.digits$}").parse().unwrap_or(up)
+}
+
+fn tolerance_of(allowance: f64, form: Form, value: f64) -> Tolerance {
+    match form {
+        Form::Relative if value != 0.0 => {
+            Tolerance::Relative(round_up3(allowance / value.abs() * 100.0))
+        }
+        Form::Relative => Tolerance::Absolute {
+            amount: round_up3(allowance),
+            unit: Unit::Ratio,
+        },
+        Form::Absolute(unit) => Tolerance::Absolute {
+            amount: round_up3(allowance),
+            unit,
+        },
+    }
+}
+
+fn median(values: &[f64]) -> f64 {
+    Statistic::Median.of(values)
+}
+
+/// Refuses runs that are not of one configuration: other hardware, rank count or framework.
+fn check_same_configuration(runs: &[RunFigures]) -> Result<(), CalibrateError> {
+    let fields: [(&str, fn(&RunFigures) -> String); 3] = [
+        ("hardware", |r| {
+            r.hardware.clone().unwrap_or_else(|| "unknown".into())
+        }),
+        ("rank count", |r| r.ranks.to_string()),
+        ("framework", |r| {
+            r.framework.clone().unwrap_or_else(|| "unknown".into())
+        }),
+    ];
+    for (what, get) in fields {
+        let mut seen: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        for r in runs {
+            seen.entry(get(r)).or_default().push(&r.label);
+        }
+        if seen.len() > 1 {
+            let list: Vec<String> = seen
+                .iter()
+                .map(|(v, labels)| format!("{v} ({})", labels.join(", ")))
+                .collect();
+            return Err(CalibrateError::Mixed(format!(
+                "different {what}: {}",
+                list.join(" vs ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The gated metrics every run has, with their registry entry.
+fn gated_metrics(runs: &[&RunFigures]) -> Vec<&'static MetricDef> {
+    METRICS
+        .iter()
+        .filter(|d| d.gated && runs.iter().all(|r| r.values.contains_key(d.name)))
+        .collect()
+}
+
+/// Runs further than [`OUTLIER_SPREADS`] between-run spreads (and twice the floor) from the
+/// median of a gated metric.
+fn find_outliers(runs: &[RunFigures], decode_step: Option<f64>, opts: &Options) -> Vec<Outlier> {
+    let all: Vec<&RunFigures> = runs.iter().collect();
+    let mut reasons: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for def in gated_metrics(&all) {
+        let values: Vec<f64> = runs.iter().map(|r| r.values[def.name]).collect();
+        let med = median(&values);
+        let spread = qn_spread(&values).unwrap_or(0.0);
+        let floor = floor_of(def, med, decode_step, opts);
+        let limit = (OUTLIER_SPREADS * spread).max(2.0 * floor);
+        for (i, v) in values.iter().enumerate() {
+            if (v - med).abs() > limit {
+                let how = if med != 0.0 {
+                    format!("{:.2}x the median", v / med)
+                } else {
+                    format!("{} against a median of 0", fmt_sig(*v))
+                };
+                reasons
+                    .entry(i)
+                    .or_default()
+                    .push(format!("{} {how}", def.name));
+            }
+        }
+    }
+    reasons
+        .into_iter()
+        .map(|(i, reasons)| Outlier {
+            label: runs[i].label.clone(),
+            reasons,
+        })
+        .collect()
+}
+
+fn floor_of(def: &MetricDef, value: f64, decode_step: Option<f64>, opts: &Options) -> f64 {
+    bound_for(&opts.min, def, value).unwrap_or_else(|| {
+        let (start, _) = starting(def, value, decode_step);
+        if def.samples == Samples::Count {
+            start
+        } else {
+            FLOOR_SHARE * start
+        }
+    })
+}
+
+fn max_of(def: &MetricDef, value: f64, decode_step: Option<f64>, opts: &Options) -> f64 {
+    bound_for(&opts.max, def, value)
+        .unwrap_or_else(|| MAX_TIMES_START * starting(def, value, decode_step).0)
+}
+
+/// The allowance at `n` runs.
+fn allowance_at(z: f64, spread: f64, within: f64, n: f64) -> f64 {
+    z * (spread * spread * (1.0 + std::f64::consts::PI / (2.0 * n)) + within * within).sqrt()
+}
+
+/// "N more runs or a longer profile", or only the profile when no number of runs would do.
+fn more_runs(z: f64, spread: f64, within: f64, n: usize, max: f64) -> String {
+    let more = (n + 1..=n + 1000).find(|&m| allowance_at(z, spread, within, m as f64) <= max);
+    match more {
+        Some(m) => format!(
+            "too noisy to gate at this size: {} more runs or a longer profile",
+            m - n
+        ),
+        None => "too noisy to gate at this size: more runs will not do; a longer profile, or a \
+                 wider --max-tolerance"
+            .to_string(),
+    }
+}
+
+/// Calibrates the gated metrics from clean runs; fewer than [`MIN_RUNS`] runs (before or after
+/// leaving out outliers), or runs of different hardware, rank count or framework, are an error.
+pub fn calibrate(runs: &[RunFigures], opts: &Options) -> Result<Calibration, CalibrateError> {
+    if runs.len() < MIN_RUNS {
+        return Err(CalibrateError::TooFewRuns(runs.len()));
+    }
+    check_same_configuration(runs)?;
+    let decode_step = |rs: &[&RunFigures]| {
+        let v: Vec<f64> = rs
+            .iter()
+            .filter_map(|r| r.values.get(DECODE_STEP_MS).copied())
+            .collect();
+        (!v.is_empty()).then(|| median(&v))
+    };
+    let all: Vec<&RunFigures> = runs.iter().collect();
+    let outliers = find_outliers(runs, decode_step(&all), opts);
+    let kept: Vec<usize> = (0..runs.len())
+        .filter(|&i| !outliers.iter().any(|o| o.label == runs[i].label))
+        .collect();
+    if kept.len() < MIN_RUNS {
+        return Err(CalibrateError::Mixed(format!(
+            "only {} of the {} runs agree; left out as outliers: {}",
+            kept.len(),
+            runs.len(),
+            outliers
+                .iter()
+                .map(|o| format!("{} ({})", o.label, o.reasons.join(", ")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
+    }
+    let kept_runs: Vec<&RunFigures> = kept.iter().map(|&i| &runs[i]).collect();
+    let step = decode_step(&kept_runs);
+    let defs = gated_metrics(&kept_runs);
+    if defs.is_empty() {
+        return Err(CalibrateError::Mixed(
+            "the runs have no gated metric in common".into(),
+        ));
+    }
+    let budget = opts.false_alarm_pct / 100.0 / defs.len() as f64;
+    let z = normal_quantile(1.0 - budget);
+    let n = kept_runs.len();
+    let metrics = defs
+        .iter()
+        .map(|def| {
+            let values: Vec<f64> = kept_runs.iter().map(|r| r.values[def.name]).collect();
+            let withins: Vec<f64> = kept_runs
+                .iter()
+                .map(|r| r.within.get(def.name).copied().unwrap_or(0.0))
+                .collect();
+            let value = median(&values);
+            let spread = between_run_spread(&values);
+            let within = median(&withins);
+            let sigma = allowance_at(1.0, spread, within, n as f64);
+            let wanted = z * sigma;
+            let floor = floor_of(def, value, step, opts);
+            let max = max_of(def, value, step, opts).max(floor);
+            let allowance = wanted.max(floor);
+            let (_, form) = starting(def, value, step);
+            let tolerance = tolerance_of(allowance, form, value);
+            let written = tolerance.allowance(value, def.unit).unwrap_or(allowance);
+            let mdc = written + Z95 * std::f64::consts::SQRT_2 * within + Z_POWER * sigma;
+            let too_noisy = (written > max).then(|| more_runs(z, spread, within, n, max));
+            MetricCalibration {
+                name: def.name.to_string(),
+                unit: def.unit,
+                value,
+                spread,
+                within,
+                sigma,
+                wanted,
+                floor,
+                max,
+                allowance: written,
+                tolerance,
+                mdc,
+                gated: too_noisy.is_none(),
+                too_noisy,
+            }
+        })
+        .collect();
+    let representative = kept
+        .iter()
+        .copied()
+        .min_by(|&a, &b| {
+            let d = |i: usize| {
+                runs[i]
+                    .values
+                    .get(DECODE_STEP_MS)
+                    .map_or(f64::INFINITY, |v| (v - step.unwrap_or(0.0)).abs())
+            };
+            d(a).total_cmp(&d(b))
+        })
+        .unwrap_or(kept[0]);
+    Ok(Calibration {
+        kept,
+        outliers,
+        false_alarm_pct: opts.false_alarm_pct,
+        z,
+        metrics,
+        representative,
+    })
+}
+
+/// Six significant digits, as the writer keeps figures.
+fn round6(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let digits = 6 - 1 - v.abs().log10().floor() as i32;
+    let factor = 10f64.powi(digits.clamp(-10, 12));
+    (v * factor).round() / factor
+}
+
+/// The `[calibration]` table as read back from a baseline.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationTable {
+    pub runs: u32,
+    pub false_alarm_pct: f64,
+    pub gated_metrics: u32,
+    pub z: f64,
+    #[serde(default)]
+    pub sources: Vec<String>,
+    #[serde(default)]
+    pub images: Vec<String>,
+    #[serde(default)]
+    pub dates: Vec<String>,
+    #[serde(default)]
+    pub left_out: Vec<String>,
+    #[serde(default)]
+    pub metrics: BTreeMap<String, CalibratedMetric>,
+}
+
+/// One metric of `[calibration.metrics]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibratedMetric {
+    /// Between-run spread, in the metric's unit.
+    pub spread: f64,
+    /// Within-run standard error, in the metric's unit.
+    pub within: f64,
+    pub tolerance: Tolerance,
+    /// Minimum detectable change, in the metric's unit.
+    pub mdc: f64,
+    /// The same relative to the value, percent (absent for a value of 0).
+    pub mdc_pct: Option<f64>,
+    pub gated: bool,
+}
+
+impl CalibrationTable {
+    /// Checks what a file can get wrong: figures not finite or negative, unknown metrics.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.false_alarm_pct.is_finite() && self.z.is_finite()) {
+            return Err("[calibration]: false_alarm_pct and z must be finite numbers".into());
+        }
+        for (name, m) in &self.metrics {
+            if catalog::def(name).is_none() {
+                return Err(format!("[calibration.metrics.{name}]: unknown metric"));
+            }
+            let figures = [("spread", m.spread), ("within", m.within), ("mdc", m.mdc)];
+            for (key, v) in figures {
+                if !v.is_finite() || v < 0.0 {
+                    return Err(format!(
+                        "[calibration.metrics.{name}]: {key} {v} is not a finite number >= 0"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn string_array<'a>(items: impl IntoIterator<Item = &'a str>) -> Item {
+    let mut a = Array::new();
+    for s in items {
+        a.push(s);
+    }
+    value(a)
+}
+
+/// Writes the calibration into a baseline document `baseline new` made from the representative
+/// run: each metric's value and tolerance, `gate = false` for one too noisy, a comment saying how
+/// it was obtained, and the `[calibration]` table.
+/// With `set_values` false (`--from-history`), the values stay as they are.
+pub fn write_calibration(
+    doc: &mut DocumentMut,
+    cal: &Calibration,
+    runs: &[RunFigures],
+    set_values: bool,
+) -> Result<(), String> {
+    let n = cal.kept.len();
+    let metrics = doc
+        .get_mut("metrics")
+        .and_then(Item::as_table_mut)
+        .ok_or("the baseline has no [metrics] table")?;
+    for m in &cal.metrics {
+        let Some(t) = metrics.get_mut(&m.name).and_then(Item::as_table_mut) else {
+            continue;
+        };
+        if set_values {
+            t.insert("value", value(round6(m.value)));
+        }
+        t.insert("tolerance", value(m.tolerance.to_string()));
+        if m.gated {
+            t.remove("gate");
+        } else {
+            t.insert("gate", value(false));
+        }
+        let mut comment = format!("\n# {}\n", m.how(n, cal.z));
+        if let Some(why) = &m.too_noisy {
+            comment.push_str(&format!("# gate = false: {why}\n"));
+        }
+        t.decor_mut().set_prefix(comment);
+    }
+    let mut c = Table::new();
+    c.decor_mut().set_prefix(format!(
+        "\n# Written by `tracegate baseline calibrate`: {n} clean runs; a clean run of this \
+         configuration fails the check with a chance of at most {}% in all, split evenly over \
+         the {} gated metrics (z {:.2} each). `mdc` is the minimum detectable change: the \
+         smallest regression the check catches in 95% of runs. See docs/BASELINES.md, \"How \
+         tolerances are chosen\".\n",
+        cal.false_alarm_pct,
+        cal.metrics.len(),
+        cal.z
+    ));
+    c.insert("runs", value(n as i64));
+    c.insert("false_alarm_pct", value(cal.false_alarm_pct));
+    c.insert("gated_metrics", value(cal.metrics.len() as i64));
+    c.insert("z", value(round6(cal.z)));
+    let kept: Vec<&RunFigures> = cal.kept.iter().map(|&i| &runs[i]).collect();
+    c.insert(
+        "sources",
+        string_array(kept.iter().map(|r| r.label.as_str())),
+    );
+    c.insert(
+        "images",
+        string_array(kept.iter().map(|r| r.image.as_deref().unwrap_or(""))),
+    );
+    c.insert(
+        "dates",
+        string_array(kept.iter().map(|r| r.date.as_deref().unwrap_or(""))),
+    );
+    let left_out: Vec<String> = cal
+        .outliers
+        .iter()
+        .map(|o| format!("{}: {}", o.label, o.reasons.join(", ")))
+        .collect();
+    if !left_out.is_empty() {
+        c.insert(
+            "left_out",
+            string_array(left_out.iter().map(String::as_str)),
+        );
+    }
+    let mut per_metric = Table::new();
+    per_metric.set_implicit(true);
+    for m in &cal.metrics {
+        let mut t = Table::new();
+        t.insert("spread", value(round6(m.spread)));
+        t.insert("within", value(round6(m.within)));
+        t.insert("tolerance", value(m.tolerance.to_string()));
+        t.insert("mdc", value(round6(m.mdc)));
+        if let Some(p) = m.pct(m.mdc).filter(|_| m.unit != Unit::Pct) {
+            t.insert("mdc_pct", value(round6(p)));
+        }
+        t.insert("gated", value(m.gated));
+        per_metric.insert(&m.name, Item::Table(t));
+    }
+    c.insert("metrics", Item::Table(per_metric));
+    doc.insert("calibration", Item::Table(c));
+    Ok(())
+}
+
+/// The stderr table: metric, between-run spread, tolerance, minimum detectable change.
+pub fn table(cal: &Calibration) -> String {
+    let relative = |m: &MetricCalibration, v: f64| match (m.pct(v), m.unit) {
+        (_, Unit::Pct) => format!("{} pp", m.unit.number(v)),
+        (Some(p), _) => format!("{} ({p:.2}%)", m.unit.figure(v)),
+        (None, _) => m.unit.figure(v),
+    };
+    let mut rows = vec![[
+        "metric".to_string(),
+        "between-run spread".to_string(),
+        "tolerance".to_string(),
+        "min detectable change".to_string(),
+    ]];
+    for m in &cal.metrics {
+        let tolerance = if m.gated {
+            m.tolerance.to_string()
+        } else {
+            format!("{} (not gated: too noisy)", m.tolerance)
+        };
+        rows.push([
+            m.name.clone(),
+            relative(m, m.spread),
+            tolerance,
+            relative(m, m.mdc),
+        ]);
+    }
+    let widths: Vec<usize> = (0..4)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in &rows {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qn_estimates_sigma_and_resists_one_outlier() {
+        // Normal quantiles at (i - 0.5) / n: a sample with sd ~1.
+        let n = 41;
+        let xs: Vec<f64> = (1..=n)
+            .map(|i| normal_quantile((i as f64 - 0.5) / n as f64))
+            .collect();
+        let q = qn_spread(&xs).unwrap();
+        assert!((q - 1.0).abs() < 0.1, "{q}");
+        let mut with_outlier = xs.clone();
+        with_outlier[0] = 1000.0;
+        let q2 = qn_spread(&with_outlier).unwrap();
+        assert!((q2 - q).abs() < 0.15, "{q} {q2}");
+        assert_eq!(qn_spread(&[1.0]), None);
+        assert_eq!(qn_spread(&[2.0, 2.0, 2.0]), Some(0.0));
+    }
+
+    #[test]
+    fn c4_makes_the_standard_deviation_unbiased() {
+        assert!((c4(2) - 0.797_885).abs() < 1e-6);
+        assert!((c4(3) - 0.886_227).abs() < 1e-6);
+        assert!((c4(10) - 0.972_659).abs() < 1e-6);
+        let s = between_run_spread(&[1.0, 2.0, 3.0]);
+        assert!((s - 1.0 / 0.886_227).abs() < 1e-5, "{s}");
+        assert_eq!(between_run_spread(&[4.0]), 0.0);
+    }
+
+    #[test]
+    fn normal_quantiles_are_right() {
+        assert!((normal_quantile(0.975) - 1.959_964).abs() < 1e-6);
+        assert!((normal_quantile(0.95) - 1.644_854).abs() < 1e-6);
+        assert!((normal_quantile(1.0 - 0.01 / 15.0) - 3.2087).abs() < 1e-3);
+        assert!((normal_quantile(0.5)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn tolerances_round_up() {
+        assert_eq!(round_up3(2.3412), 2.35);
+        assert_eq!(round_up3(2.34), 2.34);
+        assert_eq!(round_up3(0.012_341), 0.0124);
+        assert_eq!(round_up3(14.61), 14.7);
+    }
+
+    fn run(label: &str, values: &[(&str, f64)]) -> RunFigures {
+        RunFigures {
+            label: label.into(),
+            hardware: Some("AMD Instinct MI355X".into()),
+            ranks: 4,
+            framework: Some("sglang".into()),
+            values: values.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Runs whose decode step and MoE move by `sd` relative (deterministic normal quantiles).
+    fn runs(n: usize, sd: f64) -> Vec<RunFigures> {
+        (0..n)
+            .map(|i| {
+                let z = normal_quantile((i as f64 + 0.5) / n as f64);
+                // Interleave, so the order says nothing.
+                let z2 = normal_quantile(((i * 3 % n) as f64 + 0.5) / n as f64);
+                run(
+                    &format!("run{i}"),
+                    &[
+                        ("decode_step_ms", 20.0 * (1.0 + sd * z)),
+                        ("moe_us_per_layer", 120.0 * (1.0 + sd * z2)),
+                    ],
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_tolerance_follows_the_spread_and_the_budget() {
+        let cal = calibrate(&runs(10, 0.01), &Options::default()).unwrap();
+        let moe = cal
+            .metrics
+            .iter()
+            .find(|m| m.name == "moe_us_per_layer")
+            .unwrap();
+        // Two gated metrics share 1%: z of 0.5% one-sided.
+        assert!((cal.z - normal_quantile(0.995)).abs() < 1e-9);
+        let spread_pct = moe.pct(moe.spread).unwrap();
+        assert!((spread_pct - 1.0).abs() < 0.25, "{spread_pct}");
+        let expected = cal.z * moe.sigma / 120.0 * 100.0;
+        match moe.tolerance {
+            Tolerance::Relative(p) => {
+                assert!(p >= expected && p < expected + 0.01, "{p} {expected}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(moe.mdc > moe.allowance + 1.6 * moe.sigma);
+        // A tighter budget widens the tolerance; more spread too.
+        let tight = calibrate(
+            &runs(10, 0.01),
+            &Options {
+                false_alarm_pct: 0.1,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert!(tight.metrics[0].allowance > cal.metrics[0].allowance);
+        let wide = calibrate(&runs(10, 0.02), &Options::default()).unwrap();
+        assert!(wide.metrics[1].allowance > 1.8 * cal.metrics[1].allowance);
+    }
+
+    #[test]
+    fn the_floor_and_the_maximum_bound_the_tolerance() {
+        // No spread at all: the registry's floor (a quarter of 3% on the decode step).
+        let flat = calibrate(&runs(5, 0.0), &Options::default()).unwrap();
+        assert_eq!(flat.metrics[0].tolerance, Tolerance::Relative(0.75));
+        let opts = Options {
+            min: vec!["decode_step_ms=1%".parse().unwrap()],
+            max: vec!["2%".parse().unwrap()],
+            ..Options::default()
+        };
+        let c = calibrate(&runs(5, 0.0), &opts).unwrap();
+        assert_eq!(c.metrics[0].tolerance, Tolerance::Relative(1.0));
+        // Too noisy for a 2% maximum: not gated, and the message says how many more runs.
+        let noisy = calibrate(&runs(5, 0.01), &opts).unwrap();
+        let m = &noisy.metrics[0];
+        assert!(!m.gated);
+        let why = m.too_noisy.as_deref().unwrap();
+        assert!(why.starts_with("too noisy to gate at this size: "), "{why}");
+        assert!(why.contains("a longer profile"), "{why}");
+    }
+
+    #[test]
+    fn too_few_runs_and_mixed_configurations_are_refused() {
+        let e = calibrate(&runs(2, 0.01), &Options::default()).unwrap_err();
+        assert!(e.to_string().contains("at least 3"), "{e}");
+        for change in 0..3 {
+            let mut rs = runs(4, 0.01);
+            match change {
+                0 => rs[1].hardware = Some("NVIDIA B200".into()),
+                1 => rs[1].ranks = 8,
+                _ => rs[1].framework = None,
+            }
+            let e = calibrate(&rs, &Options::default()).unwrap_err().to_string();
+            let what = ["hardware", "rank count", "framework"][change];
+            assert!(e.contains(what) && e.contains("run1"), "{e}");
+        }
+    }
+
+    #[test]
+    fn an_outlier_run_is_named_and_left_out() {
+        let mut rs = runs(6, 0.005);
+        rs[2].values.insert("moe_us_per_layer".into(), 120.0 * 1.3);
+        let cal = calibrate(&rs, &Options::default()).unwrap();
+        assert_eq!(cal.outliers.len(), 1);
+        assert_eq!(cal.outliers[0].label, "run2");
+        assert!(cal.outliers[0].reasons[0].contains("moe_us_per_layer 1.30x"));
+        assert!(!cal.kept.contains(&2));
+        // Its MoE does not widen the tolerance.
+        let clean = calibrate(&runs(6, 0.005), &Options::default()).unwrap();
+        assert!(cal.metrics[1].allowance < 1.5 * clean.metrics[1].allowance);
+    }
+
+    #[test]
+    fn bounds_and_budgets_parse_or_say_why() {
+        assert!("moe_us_per_layer=2%".parse::<Bound>().is_ok());
+        assert!("furlongs=2%"
+            .parse::<Bound>()
+            .unwrap_err()
+            .contains("unknown metric"));
+        assert!("comm_pct=1ms".parse::<Bound>().is_err());
+        assert_eq!(parse_false_alarm("1%"), Ok(1.0));
+        assert_eq!(parse_false_alarm("0.5"), Ok(0.5));
+        assert!(parse_false_alarm("0").is_err());
+        assert!(parse_false_alarm("abc").is_err());
+    }
+}

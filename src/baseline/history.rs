@@ -1,0 +1,227 @@
+//! `[history]`: the values of the last runs `baseline update` saw (bounded, 20 by default), so
+//! that the gate keeps learning how much each figure moves between clean runs. Once it holds
+//! [`MIN_RUNS_TO_WIDEN`] runs, `check` widens each metric's interval by the history's
+//! between-run spread, in quadrature; `baseline calibrate --from-history` re-derives the
+//! tolerances from it.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml_edit::{value, ArrayOfTables, DocumentMut, InlineTable, Item, Table};
+
+use super::calibrate::{qn_spread, RunFigures};
+use crate::metrics::catalog::{self, METRICS};
+use crate::metrics::Extraction;
+
+/// Runs kept when the file does not say.
+pub const DEFAULT_MAX_RUNS: usize = 20;
+/// The most a history may be asked to keep.
+pub const MAX_MAX_RUNS: usize = 1000;
+/// Runs the history needs before `check` widens by its spread.
+pub const MIN_RUNS_TO_WIDEN: usize = 5;
+
+/// The `[history]` table as read back from a baseline.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct History {
+    #[serde(default = "default_max_runs")]
+    pub max_runs: usize,
+    #[serde(default)]
+    pub runs: Vec<HistoryRun>,
+}
+
+fn default_max_runs() -> usize {
+    DEFAULT_MAX_RUNS
+}
+
+/// One run of the history.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryRun {
+    pub date: String,
+    pub image: Option<String>,
+    pub source: Option<String>,
+    #[serde(default)]
+    pub values: BTreeMap<String, f64>,
+}
+
+impl History {
+    /// Checks what a file can get wrong: a bound out of range, unknown metrics, values that are
+    /// not finite.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=MAX_MAX_RUNS).contains(&self.max_runs) {
+            return Err(format!(
+                "[history]: max_runs {} is not between 1 and {MAX_MAX_RUNS}",
+                self.max_runs
+            ));
+        }
+        for (i, run) in self.runs.iter().enumerate() {
+            for (name, v) in &run.values {
+                if catalog::def(name).is_none() {
+                    return Err(format!(
+                        "[[history.runs]] {}: unknown metric `{name}`",
+                        i + 1
+                    ));
+                }
+                if !v.is_finite() {
+                    return Err(format!(
+                        "[[history.runs]] {}: {name} = {v} is not a finite number",
+                        i + 1
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The between-run spread (Qn) of a metric and the runs behind it, once the history holds
+    /// [`MIN_RUNS_TO_WIDEN`] runs with the metric.
+    pub fn spread(&self, metric: &str) -> Option<(f64, usize)> {
+        let values: Vec<f64> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.values.get(metric).copied())
+            .collect();
+        if values.len() < MIN_RUNS_TO_WIDEN {
+            return None;
+        }
+        qn_spread(&values).map(|s| (s, values.len()))
+    }
+
+    /// The history's runs as calibration runs (values only: no within-run error), named by
+    /// their position, date and image.
+    pub fn as_runs(
+        &self,
+        hardware: &str,
+        ranks: usize,
+        framework: Option<&str>,
+    ) -> Vec<RunFigures> {
+        self.runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| RunFigures {
+                label: format!("history run {} ({})", i + 1, r.date),
+                hardware: Some(hardware.to_string()),
+                ranks,
+                framework: framework.map(str::to_string),
+                image: r.image.clone(),
+                date: Some(r.date.clone()),
+                values: r.values.clone(),
+                within: BTreeMap::new(),
+            })
+            .collect()
+    }
+}
+
+/// Six significant digits, as the writer keeps figures.
+fn round6(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let digits = 6 - 1 - v.abs().log10().floor() as i32;
+    let factor = 10f64.powi(digits.clamp(-10, 12));
+    (v * factor).round() / factor
+}
+
+/// Appends the run's values of the metrics to the document's `[history]` (created with `max_runs`
+/// when absent, else its own bound kept unless `max_runs` is given), dropping the oldest runs
+/// beyond the bound. Everything else in the document is left as it is.
+pub fn append(
+    doc: &mut DocumentMut,
+    x: &Extraction,
+    date: &str,
+    image: Option<&str>,
+    source: &str,
+    max_runs: Option<usize>,
+) -> Result<(), String> {
+    let entry = doc.entry("history").or_insert_with(|| {
+        let mut t = Table::new();
+        t.decor_mut().set_prefix(
+            "\n# Written by `tracegate baseline update`: the values of the last runs, oldest first. \
+             From 5 runs on, `check` widens each metric's interval by their between-run spread.\n",
+        );
+        Item::Table(t)
+    });
+    let history = entry.as_table_mut().ok_or("`history` is not a table")?;
+    let bound = match max_runs {
+        Some(b) => b,
+        None => history
+            .get("max_runs")
+            .and_then(Item::as_integer)
+            .map_or(DEFAULT_MAX_RUNS, |b| b.max(1) as usize),
+    };
+    if !(1..=MAX_MAX_RUNS).contains(&bound) {
+        return Err(format!(
+            "a history of {bound} runs: give 1 to {MAX_MAX_RUNS}"
+        ));
+    }
+    history.insert("max_runs", value(bound as i64));
+    let runs = history
+        .entry("runs")
+        .or_insert(Item::ArrayOfTables(ArrayOfTables::new()))
+        .as_array_of_tables_mut()
+        .ok_or("`history.runs` is not an array of tables")?;
+    let mut t = Table::new();
+    t.insert("date", value(date));
+    if let Some(image) = image {
+        t.insert("image", value(image));
+    }
+    t.insert("source", value(source));
+    let mut values = InlineTable::new();
+    for def in METRICS {
+        if let Some(m) = x.metrics.get(def.name).filter(|m| m.value.is_finite()) {
+            values.insert(def.name, round6(m.value).into());
+        }
+    }
+    t.insert("values", value(values));
+    runs.push(t);
+    while runs.len() > bound {
+        runs.remove(0);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn history(values: &[f64]) -> History {
+        History {
+            max_runs: 20,
+            runs: values
+                .iter()
+                .map(|v| HistoryRun {
+                    date: "2026-12-05".into(),
+                    image: None,
+                    source: None,
+                    values: [("decode_step_ms".to_string(), *v)].into(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_spread_needs_five_runs() {
+        assert_eq!(
+            history(&[20.0, 20.1, 19.9, 20.2]).spread("decode_step_ms"),
+            None
+        );
+        let (s, n) = history(&[20.0, 20.1, 19.9, 20.2, 19.8])
+            .spread("decode_step_ms")
+            .unwrap();
+        assert_eq!(n, 5);
+        assert!(s > 0.05 && s < 0.4, "{s}");
+        assert_eq!(history(&[20.0; 6]).spread("moe_us_per_layer"), None);
+    }
+
+    #[test]
+    fn bad_histories_say_why() {
+        let mut h = history(&[20.0]);
+        h.max_runs = 0;
+        assert!(h.validate().unwrap_err().contains("max_runs"));
+        let mut h = history(&[f64::NAN]);
+        assert!(h.validate().unwrap_err().contains("finite"));
+        h.runs[0].values = [("furlongs".to_string(), 1.0)].into();
+        assert!(h.validate().unwrap_err().contains("furlongs"));
+    }
+}
