@@ -99,6 +99,15 @@ pub fn stdout(text: &str) {
     }
 }
 
+/// `text` on stderr as it is (no `tracegate:` prefix: a headline, a table), [`runner_safe`]. A
+/// failed write is ignored, as in [`note`].
+pub fn stderr(text: &str) {
+    let mut text = runner_safe(text.trim_end_matches('\n'));
+    text.push('\n');
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+}
+
 /// `tracegate: MESSAGE` on stderr, [`runner_safe`]. A failed write is ignored: nothing is
 /// left to tell, and the exit status must not change.
 pub fn note(message: &str) {

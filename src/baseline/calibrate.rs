@@ -471,9 +471,12 @@ fn median(values: &[f64]) -> f64 {
     Statistic::Median.of(values)
 }
 
+/// One field of a run's configuration: its name and how to read it.
+type ConfigurationField = (&'static str, fn(&RunFigures) -> String);
+
 /// Refuses runs that are not of one configuration: other hardware, rank count or framework.
 fn check_same_configuration(runs: &[RunFigures]) -> Result<(), CalibrateError> {
-    let fields: [(&str, fn(&RunFigures) -> String); 3] = [
+    let fields: [ConfigurationField; 3] = [
         ("hardware", |r| {
             r.hardware.clone().unwrap_or_else(|| "unknown".into())
         }),

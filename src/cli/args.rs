@@ -233,6 +233,9 @@ pub enum BaselineCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tracegate baseline calibrate run1/ run2/ run3/ run4/ run5/ --baseline baselines/my-config.toml
+  tracegate baseline calibrate --from-history baselines/my-config.toml")]
 pub struct BaselineCalibrateArgs {
     /// Clean runs of one configuration: each a directory of one run's traces, or one run's trace
     /// files joined with commas.
@@ -269,15 +272,19 @@ pub struct BaselineCalibrateArgs {
     /// Hardware name (default: the device name the traces report).
     #[arg(long)]
     pub hardware: Option<String>,
+    /// The model served, written to `[meta] model` (DeepSeek-R1...).
     #[arg(long)]
     pub model: Option<String>,
+    /// The model's precision, written to `[meta] precision` (fp8, fp4...).
     #[arg(long)]
     pub precision: Option<String>,
     /// The runs' framework (default: what the traces say: SGLang's files and annotations).
     #[arg(long)]
     pub framework: Option<String>,
+    /// The expert-parallel size, written to `[meta] ep`.
     #[arg(long)]
     pub ep: Option<u32>,
+    /// The serving concurrency, written to `[meta] concurrency`.
     #[arg(long)]
     pub concurrency: Option<u32>,
     #[command(flatten)]

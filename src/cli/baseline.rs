@@ -313,31 +313,34 @@ fn calibrate_options(args: &BaselineCalibrateArgs) -> Result<crate::baseline::ca
 /// Says what was left out and prints the table, on stderr.
 fn report_calibration(cal: &crate::baseline::calibrate::Calibration, total: usize) {
     for o in &cal.outliers {
-        eprintln!(
+        crate::output::note(&format!(
             "warning: {} left out as an outlier among the runs: {}",
             o.label,
             o.reasons.join(", ")
-        );
+        ));
     }
     let n = cal.kept.len();
     if n < crate::baseline::calibrate::RECOMMENDED_RUNS {
-        eprintln!(
+        crate::output::note(&format!(
             "warning: calibrated from {n} runs; {} or more give tolerances that are not mostly small-sample margin",
             crate::baseline::calibrate::RECOMMENDED_RUNS
-        );
+        ));
     }
     for m in cal.metrics.iter().filter(|m| !m.gated) {
         if let Some(why) = &m.too_noisy {
-            eprintln!("warning: {}: {why}; written with gate = false", m.name);
+            crate::output::note(&format!(
+                "warning: {}: {why}; written with gate = false",
+                m.name
+            ));
         }
     }
-    eprintln!(
-        "calibrated from {n} of {total} runs, false-alarm budget {}% over {} gated metrics (z {:.2} each):",
+    crate::output::stderr(&format!(
+        "calibrated from {n} of {total} runs, false-alarm budget {}% over {} gated metrics (z {:.2} each):\n{}",
         cal.false_alarm_pct,
         cal.metrics.len(),
-        cal.z
-    );
-    eprint!("{}", crate::baseline::calibrate::table(cal));
+        cal.z,
+        crate::baseline::calibrate::table(cal)
+    ));
 }
 
 /// Writes `text` to `path` (or prints the diff of a dry run).
@@ -354,9 +357,9 @@ fn finish_calibrate(
         write_output(&crate::baseline::write::diff(&shown, old, text), None)?;
         return Ok(exit::PASS);
     }
-    super::write_atomically(path, text.as_bytes())
+    crate::baseline::file::write(path, text.as_bytes())
         .with_context(|| format!("{shown}: cannot write baseline"))?;
-    eprintln!("wrote {shown} ({gated} gated metrics)");
+    crate::output::note(&format!("wrote {shown} ({gated} gated metrics)"));
     Ok(exit::PASS)
 }
 

@@ -58,10 +58,7 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
         args.github.enabled(),
     )?;
     // The verdict in every log, whatever --output and --format say.
-    eprintln!(
-        "{}",
-        plain_headline(&crate::report::check::markdown(&result))
-    );
+    crate::output::stderr(&plain_headline(&crate::report::check::markdown(&result)));
     if args.github.enabled() {
         // Never changes the exit status: failures here are warnings.
         let options = args
@@ -88,10 +85,7 @@ pub(super) fn sweep(args: SweepArgs) -> Result<i32> {
         args.output.as_ref(),
         args.github.enabled(),
     )?;
-    eprintln!(
-        "{}",
-        plain_headline(&crate::report::sweep::markdown(&merged))
-    );
+    crate::output::stderr(&plain_headline(&crate::report::sweep::markdown(&merged)));
     if args.github.enabled() {
         // As for check: failures here are warnings, the exit status stays the sweep's.
         let options = args.github.options(args.output.as_ref(), false);

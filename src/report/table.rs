@@ -449,8 +449,10 @@ mod tests {
         let text =
             "see #12, GH-3, acme/infer#14, www.evil.example, https://x.example @octocat &sol;";
         for out in [escape_markdown(text), escape_html(text)] {
+            // Markdown keeps `&` as the escaped `\&`, which GFM shows as a plain `&`.
+            let unescaped = out.replace("\\&", "");
             for live in ["#1", "GH-3", "www.", "://", "@o", "&sol;"] {
-                assert!(!out.contains(live), "{live} in {out}");
+                assert!(!unescaped.contains(live), "{live} in {out}");
             }
             assert_eq!(
                 out.replace(JOINER, "").replace('\\', ""),

@@ -582,7 +582,8 @@ fn image_and_meta_cannot_link_mention_or_reference() {
 /// `check` does.
 #[test]
 fn compare_escapes_labels_and_shows_kernels_as_code() {
-    let label = "x</details><img src=x>@octocat https://evil.example #3";
+    // No `=` in it: `--label` takes NAME=PATH.
+    let label = "x</details><img src/onerror>@octocat https://evil.example #3";
     let out = tracegate()
         .arg("compare")
         .arg(hostile_run())

@@ -88,14 +88,22 @@ fn sweep_with_output_prints_the_headline_on_stderr() {
     let dir = tempfile::tempdir().unwrap();
     let verdicts = dir.path().join("verdicts");
     std::fs::create_dir(&verdicts).unwrap();
-    for (name, run) in [
-        ("clean", synth(None)),
-        ("slow", synth(Some("allreduce=1.5"))),
+    // Two configurations (a sweep refuses two verdicts of one): the second judged against a copy
+    // of the baseline under another name.
+    let other = dir.path().join("mi355x-other.toml");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE), &other).unwrap();
+    for (name, run, baseline) in [
+        ("clean", synth(None), BASELINE),
+        (
+            "slow",
+            synth(Some("allreduce=1.5")),
+            other.to_str().unwrap(),
+        ),
     ] {
         let verdict = verdicts.join(format!("{name}.json"));
         let (status, _, stderr) = check(
             &run,
-            BASELINE,
+            baseline,
             &[
                 "--format",
                 "json",
