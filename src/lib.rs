@@ -19,6 +19,7 @@
 pub(crate) mod analysis;
 pub mod baseline;
 pub mod cli;
+pub(crate) mod confine;
 pub mod exit;
 pub(crate) mod files;
 pub mod gate;
@@ -36,6 +37,7 @@ pub(crate) mod steps;
 pub(crate) mod sweep;
 pub mod synth;
 pub mod taxonomy;
+pub(crate) mod text;
 pub(crate) mod units;
 
 #[cfg(test)]

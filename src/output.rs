@@ -5,7 +5,7 @@
 //! The runner reads every line a step prints, on stdout and on stderr, and runs it as a workflow
 //! command when, after its leading white space, it starts with `::` (or holds `##[` anywhere,
 //! the older syntax). So in `--github` mode every line tracegate prints is either one of its own
-//! commands ([`crate::github::actions::command`]) or text that cannot start one:
+//! commands (the `github` module's `actions::command`) or text that cannot start one:
 //! - a report on stdout is wrapped in `::stop-commands::TOKEN` … `::TOKEN::`, with a token from
 //!   the OS's random source that no trace can guess ([`wrap_for_runner`]);
 //! - every line on stderr is [`runner_safe`]: control characters escaped, and a `::` at the start
@@ -13,7 +13,7 @@
 
 use std::io::Write;
 
-use crate::report::table::printable;
+use crate::text::printable;
 
 /// A word joiner: invisible, not white space, so the runner does not trim it away.
 const JOINER: char = '\u{2060}';

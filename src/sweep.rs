@@ -219,7 +219,7 @@ fn read_verdict(path: &Path) -> Configuration {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let env = |name: &str| std::env::var(name).ok();
-    if let Err(e) = crate::github::confine("sweep", path, &env) {
+    if let Err(e) = crate::confine::confine("sweep", path, &env) {
         return failed(fallback, e.to_string(), Some(path.into()));
     }
     let parsed = crate::files::read_text_capped(path, crate::files::TEXT_CAP)

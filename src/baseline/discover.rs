@@ -152,7 +152,7 @@ pub fn discover_confined(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Baseline, DiscoveryError> {
     discover_admitting(dir, run, &|file| {
-        crate::github::confine("--baselines", file, env).map_err(|e| e.to_string())
+        crate::confine::confine("--baselines", file, env).map_err(|e| e.to_string())
     })
 }
 

@@ -100,12 +100,12 @@ pub(super) fn demo(args: DemoArgs) -> Result<i32> {
     let clean = demo_check(&args, &root.join("clean"), None)?;
     crate::output::stdout(&format!(
         "1. A clean run against its baseline: {}\n\n",
-        crate::report::table::printable(&clean.summary)
+        crate::text::printable(&clean.summary)
     ));
     let regressed = demo_check(&args, &root.join("regressed"), Some(&args.inject))?;
     crate::output::stdout(&format!(
         "2. The same run with `--inject {}`:\n\n",
-        crate::report::table::printable(&args.inject)
+        crate::text::printable(&args.inject)
     ));
     write_verdict_output(
         &crate::report::check::render(&regressed, args.format),

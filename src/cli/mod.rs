@@ -126,12 +126,12 @@ pub(crate) fn confine_paths(
             // Everywhere, not only in a workflow: a device or a FIFO is refused before any work.
             crate::files::check_not_special(path)
                 .with_context(|| format!("{flag} {}", path.display()))?;
-            crate::github::confine(flag, path, &env)?;
+            crate::confine::confine(flag, path, &env)?;
         }
     }
     for (flag, path) in outputs {
         if let Some(path) = path {
-            crate::github::confine_output(flag, path, &env)?;
+            crate::confine::confine_output(flag, path, &env)?;
         }
     }
     Ok(())

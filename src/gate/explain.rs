@@ -837,7 +837,7 @@ fn name_diff(base: &BTreeSet<&str>, cur: &BTreeSet<&str>) -> String {
         // Control characters escaped: a newline in a name cannot forge a `+`/`-` line.
         let mut shown: Vec<String> = s
             .par_iter()
-            .map(|n| crate::report::table::printable(&readable(n)).into_owned())
+            .map(|n| crate::text::printable(&readable(n)).into_owned())
             .collect();
         shown.par_sort_unstable();
         shown.into_iter().collect()

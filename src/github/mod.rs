@@ -7,7 +7,6 @@
 
 pub mod actions;
 pub mod comment;
-pub mod confine;
 pub mod context;
 
 use std::path::PathBuf;
@@ -16,7 +15,6 @@ use std::time::Duration;
 use crate::gate::{CheckResult, Status};
 
 pub use comment::{marker, CommentRequest};
-pub use confine::{confine, confine_output};
 pub use context::Context;
 
 /// Errors of the GitHub integration. API errors carry the HTTP status; no message holds the token.

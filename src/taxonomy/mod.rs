@@ -798,7 +798,7 @@ pub fn short_name(name: &str) -> String {
 pub fn untruncated_short_name(name: &str) -> String {
     let readable = readable(name);
     // Control characters shown escaped: a name cannot break a line of any report.
-    let readable = crate::report::table::printable(&readable).into_owned();
+    let readable = crate::text::printable(&readable).into_owned();
     let name = readable.as_str();
     let mut shown = name.strip_prefix("void ").unwrap_or(name);
     // Only C++ signatures carry a parameter list; "Memcpy DtoH (Device -> Host)" keeps its words.
