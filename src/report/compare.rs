@@ -156,7 +156,9 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
         row.extend(f.values.iter().map(|v| match v {
             None => MISSING.into(),
             // Kernel names in code spans, as `check` shows them.
-            Some(k) if f.key.ends_with("_kernel") => names_cell(&[k.clone()], None, markdown),
+            Some(k) if f.key.ends_with("_kernel") => {
+                names_cell(std::slice::from_ref(k), None, markdown)
+            }
             Some(text) if markdown => free_text(text),
             Some(text) => text.clone(),
         }));
