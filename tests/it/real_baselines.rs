@@ -388,7 +388,10 @@ fn baseline_writes_print_the_diff_only_when_asked() {
         .count();
     assert_eq!(
         text(&out.stderr).trim_end(),
-        format!("tracegate: wrote {} ({gated} gated metrics)", baseline.display())
+        format!(
+            "tracegate: wrote {} ({gated} gated metrics)",
+            baseline.display()
+        )
     );
     let out = update(&["--dry-run"]);
     common::assert_exit(&out, 0);
