@@ -8,7 +8,8 @@ tolerances, which is what a team without calibration has. Prints a markdown repo
 of bench/RESULTS.md) and exits 1 when a "Done when" criterion of issue 31 does not hold.
 
   bench/calibrate.sh                # the full measurement: 10 + 50 + 20 seeds x 2 jitter levels
-  bench/calibrate.sh --quick        # a few seeds (CI): the pipeline runs, criteria reported only
+  bench/calibrate.sh --quick        # CI: the same 10 calibration seeds, 5 clean and 4 injected
+                                    # seeds a level; the same criteria, exit 1 when one fails
   TRACEGATE=path/to/tracegate bench/calibrate.sh   # the binary (default target/release/tracegate)
 """
 
@@ -122,7 +123,10 @@ def main():
     args = ap.parse_args()
     tg = tracegate()
     if args.quick:
-        cal_seeds, clean_seeds, inj_seeds = range(1, 6), range(101, 104), range(201, 203)
+        # Calibration from fewer seeds is a different measurement: with seeds 1-5 at jitter 3,
+        # seed 5 (a clean run, 0.96x the median decode step) is left out as an outlier, the
+        # decode-step spread of the other four is 0.69%, and 2 of 3 clean seeds fail.
+        cal_seeds, clean_seeds, inj_seeds = range(1, 11), range(101, 106), range(201, 205)
     else:
         cal_seeds, clean_seeds, inj_seeds = range(1, 11), range(101, 151), range(201, 221)
     injections = ["moe=1.25", "moe=1.04"]
@@ -151,7 +155,8 @@ def main():
             codes, metrics, n = s["clean"][name]
             failing = ", ".join(f"{m} ×{c}" for m, c in metrics.most_common()) or "none"
             inj = [s["inject"][(name, i)] for i in injections]
-            label = "calibrated (10 runs)" if name == "calibrated" else "`baseline new` of seed 1, default tolerances"
+            label = (f"calibrated ({len(cal_seeds)} runs)" if name == "calibrated"
+                     else "`baseline new` of seed 1, default tolerances")
             print(f"| {label} | {n} | {codes[0]} | {codes[1]} | {codes[2]} | {failing} | "
                   f"{inj[0][0]}/{inj[0][1]} | {inj[1][0]}/{inj[1][1]} |")
         mdc = moe.get("mdc_pct")
@@ -180,7 +185,7 @@ def main():
     print(f"Total {time.time() - start:.0f} s, {args.jobs} jobs, binary {tg}.")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
-    if not args.quick and not ok:
+    if not ok:
         sys.exit(1)
 
 

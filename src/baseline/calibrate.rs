@@ -393,7 +393,8 @@ impl MetricCalibration {
             shown(self.within),
             shown(self.wanted)
         );
-        if self.allowance > self.wanted {
+        // Only when the floor did it: rounding the tolerance up also leaves it above `wanted`.
+        if self.floor > self.wanted {
             text.push_str(&format!(", raised to the floor {}", shown(self.floor)));
         }
         text.push_str(&format!(
@@ -1056,6 +1057,20 @@ mod tests {
         // Its MoE does not widen the tolerance.
         let clean = calibrate(&runs(6, 0.005), &Options::default()).unwrap();
         assert!(cal.metrics[1].allowance < 1.5 * clean.metrics[1].allowance);
+    }
+
+    #[test]
+    fn the_comment_says_raised_to_the_floor_only_when_the_floor_did_it() {
+        // Spread well above the floor: the tolerance is `wanted`, rounded up, and not raised.
+        let cal = calibrate(&runs(10, 0.01), &Options::default()).unwrap();
+        let step = &cal.metrics[0];
+        assert!(step.wanted > step.floor && step.allowance > step.wanted);
+        let how = step.how(10, cal.z);
+        assert!(!how.contains("raised to the floor"), "{how}");
+        // No spread: the floor sets it, and the comment says so.
+        let flat = calibrate(&runs(5, 0.0), &Options::default()).unwrap();
+        let how = flat.metrics[0].how(5, flat.z);
+        assert!(how.contains("raised to the floor 0.75%"), "{how}");
     }
 
     #[test]

@@ -57,6 +57,8 @@ fn the_guide_names_the_real_trace_and_every_step() {
         "/start_profile",
         "VLLM_TORCH_PROFILER_DIR",
         "synth --seed 1",
+        "tracegate baseline calibrate",
+        "docs/BASELINES.md#how-tolerances-are-chosen",
     ] {
         assert!(section.contains(word), "the guide does not say {word:?}");
     }

@@ -6,6 +6,7 @@ mod common;
 mod action;
 mod bad_input;
 mod bounded;
+mod calibrate;
 mod check;
 mod check_output;
 mod confinement;

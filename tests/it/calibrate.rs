@@ -1,0 +1,317 @@
+//! `baseline calibrate` end to end: small synth runs with between-run variation
+//! (`--run-jitter`), calibrated, checked, refused, and learned from by `baseline update`.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{self, assert_exit, tracegate};
+
+/// A small jittered run of 2 ranks and 8 decode steps (shared across the tests of a process).
+fn run_of(seed: u64, extra: &[&str]) -> PathBuf {
+    let seed = seed.to_string();
+    let mut args = vec![
+        "--scenario",
+        "mi355x-dsr1-fp4-tp4",
+        "--seed",
+        &seed,
+        "--run-jitter",
+        "1",
+        "--ranks",
+        "2",
+        "--decode-steps",
+        "8",
+        "--python-functions-per-step",
+        "2",
+    ];
+    args.extend_from_slice(extra);
+    common::synth_run(&args)
+}
+
+fn clean(seed: u64) -> PathBuf {
+    run_of(seed, &[])
+}
+
+fn calibrate(runs: &[PathBuf], baseline: &Path) -> std::process::Output {
+    tracegate()
+        .args(["baseline", "calibrate"])
+        .args(runs)
+        .arg("--baseline")
+        .arg(baseline)
+        .output()
+        .unwrap()
+}
+
+fn load(path: &Path) -> toml::Table {
+    std::fs::read_to_string(path).unwrap().parse().unwrap()
+}
+
+fn check(run: &Path, baseline: &Path) -> std::process::Output {
+    tracegate()
+        .arg("check")
+        .arg(run)
+        .arg("--baseline")
+        .arg(baseline)
+        .args(["--no-github", "--format", "table"])
+        .output()
+        .unwrap()
+}
+
+/// A calibrated baseline of clean seeds 1-5, written into `dir`.
+fn calibrated(dir: &Path) -> PathBuf {
+    let baseline = dir.join("calibrated.toml");
+    let runs: Vec<PathBuf> = (1..=5).map(clean).collect();
+    let out = calibrate(&runs, &baseline);
+    assert_exit(&out, 0);
+    baseline
+}
+
+#[test]
+fn calibrate_writes_a_minimum_detectable_change_per_gated_metric_and_a_clean_seed_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("calibrated.toml");
+    let runs: Vec<PathBuf> = (1..=5).map(clean).collect();
+    let out = calibrate(&runs, &baseline);
+    assert_exit(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The one table on stderr: a row per gated metric.
+    assert!(
+        stderr.contains("calibrated from 5 of 5 runs")
+            && stderr.contains("between-run spread")
+            && stderr.contains("min detectable change"),
+        "{stderr}"
+    );
+    let doc = load(&baseline);
+    let cal = doc["calibration"].as_table().expect("[calibration]");
+    assert_eq!(cal["runs"].as_integer(), Some(5));
+    assert_eq!(cal["sources"].as_array().unwrap().len(), 5);
+    let cal_metrics = cal["metrics"].as_table().unwrap();
+    let metrics = doc["metrics"].as_table().unwrap();
+    let gated: Vec<&String> = metrics
+        .iter()
+        .filter(|(_, m)| m.get("gate").and_then(|g| g.as_bool()) != Some(false))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(gated.len() >= 10, "{gated:?}");
+    for name in &gated {
+        let c = &cal_metrics[name.as_str()];
+        let mdc = c["mdc"].as_float().unwrap();
+        assert!(mdc > 0.0, "{name}: mdc {mdc}");
+        // The tolerance written is the one the calibration chose, and the row is on stderr.
+        assert_eq!(
+            c["tolerance"],
+            metrics[name.as_str()]["tolerance"],
+            "{name}"
+        );
+        assert!(
+            stderr.lines().any(|l| l.starts_with(name.as_str())),
+            "{name}: {stderr}"
+        );
+    }
+    // Each metric's value is the median of the five runs' values.
+    let moe: Vec<f64> = runs
+        .iter()
+        .map(|r| {
+            let out = tracegate()
+                .arg("extract")
+                .arg(r)
+                .args(["--format", "json"])
+                .output()
+                .unwrap();
+            assert_exit(&out, 0);
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            v["metrics"]["moe_us_per_layer"]["value"].as_f64().unwrap()
+        })
+        .collect();
+    let mut sorted = moe.clone();
+    sorted.sort_by(f64::total_cmp);
+    let written = metrics["moe_us_per_layer"]["value"].as_float().unwrap();
+    assert!(
+        (written - sorted[2]).abs() <= 1e-4 * sorted[2],
+        "{written} vs {sorted:?}"
+    );
+    // A further clean seed passes, and the report says the tolerances were calibrated.
+    let out = check(&clean(6), &baseline);
+    assert_exit(&out, 0);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("(calibrated, 5 runs)"), "{report}");
+}
+
+#[test]
+fn calibrate_refuses_too_few_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("b.toml");
+    let out = calibrate(&[clean(1), clean(2)], &baseline);
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("at least 3") && stderr.contains("got 2"),
+        "{stderr}"
+    );
+    assert!(!baseline.exists());
+}
+
+#[test]
+fn calibrate_refuses_runs_of_different_rank_count_or_hardware() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("b.toml");
+    let four_ranks = common::synth_run(&[
+        "--scenario",
+        "mi355x-dsr1-fp4-tp4",
+        "--seed",
+        "7",
+        "--run-jitter",
+        "1",
+        "--ranks",
+        "4",
+        "--decode-steps",
+        "8",
+        "--python-functions-per-step",
+        "2",
+    ]);
+    let out = calibrate(
+        &[clean(1), clean(2), clean(3), four_ranks.clone()],
+        &baseline,
+    );
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("different rank count")
+            && stderr.contains(&four_ranks.display().to_string()),
+        "{stderr}"
+    );
+    let b200 = common::synth_run(&[
+        "--scenario",
+        "b200-dsr1-fp4-tp4-ep4",
+        "--seed",
+        "7",
+        "--run-jitter",
+        "1",
+        "--ranks",
+        "2",
+        "--decode-steps",
+        "8",
+        "--python-functions-per-step",
+        "2",
+    ]);
+    let out = calibrate(&[clean(1), clean(2), clean(3), b200], &baseline);
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("different hardware") && stderr.contains("NVIDIA B200"),
+        "{stderr}"
+    );
+    assert!(!baseline.exists());
+}
+
+#[test]
+fn an_outlier_run_is_named_on_stderr_and_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("b.toml");
+    let slow_moe = run_of(7, &["--inject", "moe=1.3"]);
+    let mut runs: Vec<PathBuf> = (1..=5).map(clean).collect();
+    runs.insert(2, slow_moe.clone());
+    let out = calibrate(&runs, &baseline);
+    assert_exit(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warning = stderr
+        .lines()
+        .find(|l| l.contains("left out as an outlier"))
+        .unwrap_or_else(|| panic!("no outlier named: {stderr}"));
+    assert!(
+        warning.contains(&slow_moe.display().to_string()) && warning.contains("moe_us_per_layer"),
+        "{warning}"
+    );
+    assert_eq!(
+        stderr.matches("left out as an outlier").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("calibrated from 5 of 6 runs"), "{stderr}");
+    let doc = load(&baseline);
+    let cal = doc["calibration"].as_table().unwrap();
+    assert_eq!(cal["runs"].as_integer(), Some(5));
+    let sources: Vec<&str> = cal["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(
+        !sources.contains(&slow_moe.display().to_string().as_str()),
+        "{sources:?}"
+    );
+    // Left out, it does not widen MoE's tolerance: the same as calibrating from the clean five.
+    let clean_only = dir.path().join("clean.toml");
+    let runs: Vec<PathBuf> = (1..=5).map(clean).collect();
+    assert_exit(&calibrate(&runs, &clean_only), 0);
+    assert_eq!(
+        doc["metrics"]["moe_us_per_layer"]["tolerance"],
+        load(&clean_only)["metrics"]["moe_us_per_layer"]["tolerance"]
+    );
+}
+
+#[test]
+fn update_appends_to_a_bounded_history_keeps_comments_and_calibration_and_check_names_its_spread() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = calibrated(dir.path());
+    // A comment of the team's own, above a metric.
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    let text = text.replacen(
+        "[metrics.moe_us_per_layer]",
+        "# team note: MoE is the one to watch\n[metrics.moe_us_per_layer]",
+        1,
+    );
+    std::fs::write(&baseline, &text).unwrap();
+    let before = load(&baseline);
+    let how_comments = text.matches("\n# calibrated from 5 runs:").count();
+    assert!(how_comments >= 10, "{text}");
+    // Five updates fill a history bounded at 5; a sixth keeps it at 5, dropping the oldest.
+    let seeds = [6, 8, 9, 10, 11, 12];
+    for (i, seed) in seeds.iter().enumerate() {
+        let run = clean(*seed);
+        let out = tracegate()
+            .args(["baseline", "update"])
+            .arg(&run)
+            .arg("--baseline")
+            .arg(&baseline)
+            .args(["--history-size", "5"])
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+        let text = std::fs::read_to_string(&baseline).unwrap();
+        assert!(
+            text.contains("# team note: MoE is the one to watch\n[metrics.moe_us_per_layer]"),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("\n# calibrated from 5 runs:").count(),
+            how_comments
+        );
+        let doc = load(&baseline);
+        assert_eq!(doc["calibration"], before["calibration"]);
+        // The values stay as they are (no --rebase).
+        assert_eq!(doc["metrics"], before["metrics"]);
+        let history = doc["history"].as_table().expect("[history]");
+        assert_eq!(history["max_runs"].as_integer(), Some(5));
+        let runs = history["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), (i + 1).min(5), "after update {}", i + 1);
+        let newest = runs.last().unwrap()["source"].as_str().unwrap();
+        assert!(newest.contains(&format!("seed_{seed}_")), "{newest}");
+        let report = String::from_utf8_lossy(&check(&clean(7), &baseline).stdout).to_string();
+        match i + 1 {
+            1..=4 => assert!(!report.contains("between-run spread"), "{report}"),
+            n => assert!(
+                report.contains("Intervals widened in quadrature by the baseline's history")
+                    && report.contains("moe_us_per_layer between-run spread")
+                    && report.contains("from 5 runs")
+                    && n >= 5,
+                "{report}"
+            ),
+        }
+    }
+    let doc = load(&baseline);
+    let oldest = doc["history"]["runs"][0]["source"].as_str().unwrap();
+    assert!(
+        oldest.contains("seed_8_"),
+        "the oldest run (seed 6) dropped: {oldest}"
+    );
+}
