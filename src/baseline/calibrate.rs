@@ -14,6 +14,7 @@ use serde::Deserialize;
 use toml_edit::{value, Array, DocumentMut, Item, Table};
 
 use super::tolerance::{Tolerance, Unit};
+use super::write::round6;
 use crate::metrics::catalog::{self, MetricDef, Samples, StartTolerance, DECODE_STEP_MS, METRICS};
 use crate::metrics::Extraction;
 use crate::stats::{robust_spread, Statistic};
@@ -684,16 +685,6 @@ pub fn calibrate(runs: &[RunFigures], opts: &Options) -> Result<Calibration, Cal
         metrics,
         representative,
     })
-}
-
-/// Six significant digits, as the writer keeps figures.
-fn round6(v: f64) -> f64 {
-    if v == 0.0 || !v.is_finite() {
-        return v;
-    }
-    let digits = 6 - 1 - v.abs().log10().floor() as i32;
-    let factor = 10f64.powi(digits.clamp(-10, 12));
-    (v * factor).round() / factor
 }
 
 /// The `[calibration]` table as read back from a baseline.

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use toml_edit::{value, ArrayOfTables, DocumentMut, InlineTable, Item, Table};
 
 use super::calibrate::{qn_spread, RunFigures};
+use super::write::round6;
 use crate::metrics::catalog::{self, METRICS};
 use crate::metrics::Extraction;
 
@@ -111,16 +112,6 @@ impl History {
             })
             .collect()
     }
-}
-
-/// Six significant digits, as the writer keeps figures.
-fn round6(v: f64) -> f64 {
-    if v == 0.0 || !v.is_finite() {
-        return v;
-    }
-    let digits = 6 - 1 - v.abs().log10().floor() as i32;
-    let factor = 10f64.powi(digits.clamp(-10, 12));
-    (v * factor).round() / factor
 }
 
 /// Appends the run's values of the metrics to the document's `[history]` (created with `max_runs`

@@ -23,7 +23,7 @@ fn starting_tolerance(def: &MetricDef, x: &Extraction) -> String {
 }
 
 /// Six significant digits: figures stay readable and diffs stay small.
-fn round6(v: f64) -> f64 {
+pub(crate) fn round6(v: f64) -> f64 {
     if v == 0.0 || !v.is_finite() {
         return v;
     }

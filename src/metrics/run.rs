@@ -8,6 +8,7 @@ use super::def::{Across, Compute, MetricDef, Phase};
 use super::figures::{Context, RankFigures, RunFigures};
 use super::{Metric, MetricMap, MoeLayers};
 use crate::stats::{self, Statistic};
+use crate::steps::Stalls;
 
 /// Computes every metric of the registry, in its order; metrics without inputs are absent.
 pub(crate) fn all_metrics(figures: &RunFigures<'_>, defs: &[MetricDef]) -> MetricMap {
@@ -222,24 +223,7 @@ pub(crate) fn decode_stall_pct(
     figures: &RunFigures<'_>,
     _: &MetricMap,
 ) -> Option<Metric> {
-    let mut per_rank = BTreeMap::new();
-    let mut best: Option<(u32, f64, &crate::steps::Stalls)> = None;
-    for f in figures.ranks {
-        let Some(pct) = f.stalls.pct() else {
-            continue;
-        };
-        per_rank.insert(f.rank, pct);
-        if best.is_none_or(|(_, v, _)| pct > v) {
-            best = Some((f.rank, pct, &f.stalls));
-        }
-    }
-    let (rank, value, stalls) = best?;
-    Some(Metric {
-        per_rank,
-        samples: stalls.samples(),
-        decided_by: Some(rank),
-        ..Metric::new(def, value)
-    })
+    worst_rank_stalls(def, figures, Stalls::pct, Stalls::samples)
 }
 
 /// `decode_stall_ms_per_step`: per rank the time its stalls cost (each stalled step's wall minus
@@ -250,21 +234,32 @@ pub(crate) fn decode_stall_ms_per_step(
     figures: &RunFigures<'_>,
     _: &MetricMap,
 ) -> Option<Metric> {
+    worst_rank_stalls(def, figures, Stalls::lost_ms_per_step, Stalls::lost_samples)
+}
+
+/// A stall metric: `value` of each rank's stalls, the run's the largest, with the samples of the
+/// rank that decided it.
+fn worst_rank_stalls(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    value: fn(&Stalls) -> Option<f64>,
+    samples: fn(&Stalls) -> Vec<f64>,
+) -> Option<Metric> {
     let mut per_rank = BTreeMap::new();
-    let mut best: Option<(u32, f64, &crate::steps::Stalls)> = None;
+    let mut best: Option<(u32, f64, &Stalls)> = None;
     for f in figures.ranks {
-        let Some(ms) = f.stalls.lost_ms_per_step() else {
+        let Some(v) = value(&f.stalls) else {
             continue;
         };
-        per_rank.insert(f.rank, ms);
-        if best.is_none_or(|(_, v, _)| ms > v) {
-            best = Some((f.rank, ms, &f.stalls));
+        per_rank.insert(f.rank, v);
+        if best.is_none_or(|(_, b, _)| v > b) {
+            best = Some((f.rank, v, &f.stalls));
         }
     }
     let (rank, value, stalls) = best?;
     Some(Metric {
         per_rank,
-        samples: stalls.lost_samples(),
+        samples: samples(stalls),
         decided_by: Some(rank),
         ..Metric::new(def, value)
     })
