@@ -517,10 +517,10 @@ impl Stalls {
 
     /// The time the stalls cost, ms: each stalled step's wall minus the median wall, summed.
     pub fn lost_ms(&self) -> f64 {
+        // Folded from +0.0: `Sum` of no f64 is -0.0, which a report would print as "-0.000".
         self.walls_ns
             .iter()
-            .map(|&w| (w as f64 - self.median_ns) / 1e6)
-            .sum()
+            .fold(0.0, |sum, &w| sum + (w as f64 - self.median_ns) / 1e6)
     }
 
     /// [`Stalls::lost_ms`] per decode step after warm-up, ms; `None` without a step.

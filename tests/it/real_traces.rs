@@ -241,6 +241,34 @@ fn h200_runs_give_30_decode_and_1_prefill_with_the_cuda_event_wall() {
             (got / want - 1.0).abs() <= tol,
             "{run}: decode_step_ms {got:.4} against {key} {want:.4} (tolerance {tol})"
         );
+        // What stalls cost, from the CUDA-event walls alone: a step after the 2 of warm-up is
+        // stalled above twice the median, and costs its wall minus the median. The stall run's
+        // 3 ms host sleeps leave the GPU idle between steps, not the steps slower (its walls
+        // reach 1.43x the median): no cost, in any of the three runs.
+        let walls: Vec<f64> = facts["runs"][run]["decode_wall_ms_cuda_events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .skip(2)
+            .map(|w| w.as_float().unwrap())
+            .collect();
+        let mut sorted = walls.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median = (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0;
+        let lost: f64 = walls
+            .iter()
+            .filter(|&&w| w > 2.0 * median)
+            .map(|w| w - median)
+            .sum::<f64>()
+            / walls.len() as f64;
+        let got = x["metrics"]["decode_stall_ms_per_step"]["value"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            (got - lost).abs() <= 0.05 * median && got.is_sign_positive(),
+            "{run}: decode_stall_ms_per_step {got} against {lost:.4} from the CUDA events"
+        );
     }
 }
 
