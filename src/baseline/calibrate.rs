@@ -72,17 +72,6 @@ fn statistic_factor(statistic: Statistic) -> f64 {
     }
 }
 
-/// The framework a run's traces say they come from: SGLang's `-TP-<rank>` files and
-/// `step[...]` annotations; `None` when they do not say.
-pub fn framework_of(x: &Extraction) -> Option<String> {
-    let sglang_files = x.run.trace_devices.iter().any(|(path, _)| {
-        path.file_name()
-            .is_some_and(|f| f.to_string_lossy().contains("-TP-"))
-    });
-    let annotations = x.steps.values().any(|s| s.found.step_annotations > 0);
-    (sglang_files || annotations).then(|| "sglang".to_string())
-}
-
 impl RunFigures {
     /// The figures of one run's extraction.
     pub fn from_extraction(

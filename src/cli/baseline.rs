@@ -112,6 +112,26 @@ fn check_run_identity(
     }
 }
 
+/// The hardware a baseline of this run records, and whether it was asserted: `--hardware` where
+/// given (a forced one that contradicts the trace included), else the trace's device. A run
+/// whose trace names no device needs `--hardware`: a baseline with no hardware would hold for
+/// any, and `check` could never judge a run against it.
+fn baseline_hardware(
+    x: &crate::metrics::Extraction,
+    asserted: Option<&str>,
+    paths: &[std::path::PathBuf],
+) -> Result<(String, bool)> {
+    let traced = x.run.device.as_deref().filter(|d| !d.trim().is_empty());
+    match (asserted, traced) {
+        (Some(h), _) => Ok((h.to_string(), traced.is_none())),
+        (None, Some(t)) => Ok((t.to_string(), false)),
+        (None, None) => anyhow::bail!(
+            "{}: the trace names no device, so the baseline would hold for any hardware; give the run's with --hardware NAME (e.g. --hardware \"AMD Instinct MI300X\")",
+            pipeline::describe_paths(paths)
+        ),
+    }
+}
+
 /// The baseline is read and written, `--rules` read: confined in a workflow.
 fn confine(w: &BaselineWriteArgs) -> Result<()> {
     super::confine_paths(
@@ -137,13 +157,7 @@ pub(super) fn new(args: BaselineNewArgs) -> Result<i32> {
         .filter(|h| !h.is_empty());
     let run = read_run(&w.paths)?;
     let x = pipeline::extract(&run, &w.paths, &w.analysis.config(), None)?;
-    let traced = x.run.device.clone().filter(|d| !d.trim().is_empty());
-    if traced.is_none() && asserted.is_none() {
-        anyhow::bail!(
-            "{}: the trace names no device, so the baseline would hold for any hardware; give the run's with --hardware NAME (e.g. --hardware \"AMD Instinct MI300X\")",
-            pipeline::describe_paths(&w.paths)
-        );
-    }
+    let (hardware, hardware_asserted) = baseline_hardware(&x, asserted, &w.paths)?;
     check_run_identity(w, &x, asserted, args.tp, &identity)?;
     let stamp = stamp_for(w, &x, identity);
     let framework = args
@@ -151,10 +165,8 @@ pub(super) fn new(args: BaselineNewArgs) -> Result<i32> {
         .clone()
         .or_else(|| crate::identity::framework_of(&run).map(str::to_string));
     let meta = crate::baseline::Meta {
-        // The trace's device where it names one (a forced --hardware that contradicts it
-        // aside); else the asserted hardware, recorded as asserted.
-        hardware_asserted: traced.is_none(),
-        hardware: asserted.map(str::to_string).or(traced).unwrap_or_default(),
+        hardware,
+        hardware_asserted,
         model: args.model.clone(),
         precision: args.precision.clone(),
         framework,
@@ -405,7 +417,9 @@ pub(super) fn calibrate(args: BaselineCalibrateArgs) -> Result<i32> {
         figures.push(RunFigures::from_extraction(
             &x,
             run_arg.display().to_string(),
-            framework.clone().or_else(|| cal::framework_of(&x)),
+            framework
+                .clone()
+                .or_else(|| crate::identity::framework_of(&run).map(str::to_string)),
             identity.image.clone(),
             run_date(&paths),
         ));
@@ -427,12 +441,15 @@ pub(super) fn calibrate(args: BaselineCalibrateArgs) -> Result<i32> {
         ranks: x.run.ranks.len(),
         identity: identity.clone(),
     };
+    let asserted = args
+        .hardware
+        .as_deref()
+        .map(str::trim)
+        .filter(|h| !h.is_empty());
+    let (hardware, hardware_asserted) = baseline_hardware(x, asserted, &args.runs)?;
     let meta = crate::baseline::Meta {
-        hardware: args
-            .hardware
-            .clone()
-            .or_else(|| x.run.device.clone())
-            .unwrap_or_default(),
+        hardware,
+        hardware_asserted,
         model: args.model.clone(),
         precision: args.precision.clone(),
         framework: framework.or_else(|| figures[calibration.representative].framework.clone()),

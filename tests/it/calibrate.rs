@@ -315,3 +315,58 @@ fn update_appends_to_a_bounded_history_keeps_comments_and_calibration_and_check_
         "the oldest run (seed 6) dropped: {oldest}"
     );
 }
+
+/// Runs whose traces name no device (as the vLLM traces on MI300X in `../shared`): calibrate
+/// asks for `--hardware` as `baseline new` does, and with it records the hardware as asserted,
+/// so that `check` can judge such a run against the baseline.
+#[test]
+fn runs_that_name_no_device_need_hardware_and_record_it_as_asserted() {
+    let seeds: Vec<tempfile::TempDir> = (1..=3u64)
+        .map(|seed| {
+            let seed = seed.to_string();
+            common::synth_once(&[
+                "--scenario",
+                "mi355x-dsr1-fp4-tp4",
+                "--seed",
+                &seed,
+                "--run-jitter",
+                "1",
+                "--ranks",
+                "2",
+                "--decode-steps",
+                "8",
+            ])
+        })
+        .collect();
+    for run in &seeds {
+        for file in std::fs::read_dir(run.path()).unwrap() {
+            let file = file.unwrap().path();
+            if file.to_string_lossy().ends_with(".trace.json") {
+                let text = std::fs::read_to_string(&file).unwrap();
+                assert!(text.contains("\"AMD Instinct MI355X\""));
+                std::fs::write(&file, text.replace("\"AMD Instinct MI355X\"", "\"\"")).unwrap();
+            }
+        }
+    }
+    let runs: Vec<PathBuf> = seeds.iter().map(|d| d.path().to_path_buf()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("b.toml");
+    let out = calibrate(&runs, &baseline);
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--hardware NAME"), "{stderr}");
+    assert!(!baseline.exists());
+    let out = tracegate()
+        .args(["baseline", "calibrate"])
+        .args(&runs)
+        .arg("--baseline")
+        .arg(&baseline)
+        .args(["--hardware", "AMD Instinct MI355X"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let meta = &load(&baseline)["meta"];
+    assert_eq!(meta["hardware"].as_str(), Some("AMD Instinct MI355X"));
+    assert_eq!(meta["hardware_asserted"].as_bool(), Some(true));
+    assert_exit(&check(&runs[0], &baseline), 0);
+}
