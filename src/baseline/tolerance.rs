@@ -37,6 +37,7 @@ fn unit_name(u: Unit) -> &'static str {
         Unit::Us => "us",
         Unit::Pct => "percentage points",
         Unit::Ratio => "a plain number",
+        Unit::Count => "a count",
     }
 }
 
@@ -85,13 +86,22 @@ impl fmt::Display for Tolerance {
                 Unit::Ms => write!(f, "{amount}ms"),
                 Unit::Us => write!(f, "{amount}us"),
                 Unit::Pct => write!(f, "{amount}pp"),
-                Unit::Ratio => write!(f, "{amount}"),
+                Unit::Ratio | Unit::Count => write!(f, "{amount}"),
             },
         }
     }
 }
 
 impl Tolerance {
+    /// The tolerance as people read it in a report: `5%`, `0.25 ms`, `20 µs`, `10 pp`, `0.2`
+    /// (the baseline's own syntax, `10pp`, is [`fmt::Display`]).
+    pub fn text(&self) -> String {
+        match *self {
+            Tolerance::Relative(p) => format!("{}%", crate::units::trimmed(p, 3)),
+            Tolerance::Absolute { amount, unit } => unit.amount(amount),
+        }
+    }
+
     /// The allowed move, in the metric's unit, around `baseline`.
     pub fn allowance(&self, baseline: f64, metric_unit: Unit) -> Result<f64, ToleranceError> {
         match *self {
@@ -114,6 +124,18 @@ impl Tolerance {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tolerances_read_in_report_text_with_a_spaced_unit() {
+        let text = |t: &str| t.parse::<Tolerance>().unwrap().text();
+        assert_eq!(text("10pp"), "10 pp");
+        assert_eq!(text("0.25ms"), "0.25 ms");
+        assert_eq!(text("20us"), "20 µs");
+        assert_eq!(text("5%"), "5%");
+        assert_eq!(text("0.2"), "0.2");
+        // The baseline's own syntax is unchanged.
+        assert_eq!("10pp".parse::<Tolerance>().unwrap().to_string(), "10pp");
+    }
 
     #[test]
     fn tolerances_parse_in_every_written_form() {
