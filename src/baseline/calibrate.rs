@@ -18,6 +18,7 @@ use super::write::round6;
 use crate::metrics::catalog::{self, MetricDef, Samples, StartTolerance, DECODE_STEP_MS, METRICS};
 use crate::metrics::Extraction;
 use crate::stats::{robust_spread, Statistic};
+use crate::units;
 
 /// Fewer clean runs than this cannot be calibrated.
 pub const MIN_RUNS: usize = 3;
@@ -372,15 +373,16 @@ impl MetricCalibration {
     /// How the tolerance was obtained, for the comment above the metric.
     pub fn how(&self, runs: usize, z: f64) -> String {
         let shown = |v: f64| match (self.pct(v), self.unit) {
-            (_, Unit::Pct) => format!("{}pp", fmt_sig(v)),
-            (Some(p), _) => format!("{p:.2}%"),
+            (_, Unit::Pct) => format!("{} pp", fmt_sig(v)),
+            (Some(p), _) => format!("{}%", units::fixed(p, 2)),
             (None, unit) => format!("{} {}", fmt_sig(v), unit.label()),
         };
         let mut text = format!(
             "calibrated from {runs} runs: between-run spread {} (sd / c4), within-run error {}; \
-             tolerance = z {z:.2} x sqrt(spread^2 (1 + pi/2n) + within^2) = {}",
+             tolerance = z {} x sqrt(spread^2 (1 + pi/2n) + within^2) = {}",
             shown(self.spread),
             shown(self.within),
+            units::stat(z),
             shown(self.wanted)
         );
         // Only when the floor did it: rounding the tolerance up also leaves it above `wanted`.
@@ -424,8 +426,7 @@ fn fmt_sig(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return "0".into();
     }
-    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
-    format!("{v:.digits$}")
+    units::significant(v, 3)
 }
 
 /// `v` rounded *up* to three significant digits, so a written tolerance is never below the
@@ -439,7 +440,7 @@ fn round_up3(v: f64) -> f64 {
     let up = (v * f - 1e-9).ceil() / f;
     // Printing at the same precision keeps it exact in the text.
     let digits = e.max(0) as usize;
-    format!("{up:.digits$}").parse().unwrap_or(up)
+    units::fixed(up, digits).parse().unwrap_or(up)
 }
 
 fn tolerance_of(allowance: f64, form: Form, value: f64) -> Tolerance {
@@ -517,7 +518,7 @@ fn find_outliers(runs: &[RunFigures], decode_step: Option<f64>, opts: &Options) 
         for (i, v) in values.iter().enumerate() {
             if (v - med).abs() > limit {
                 let how = if med != 0.0 {
-                    format!("{:.2}x the median", v / med)
+                    format!("{} the median", units::times(v / med))
                 } else {
                     format!("{} against a median of 0", fmt_sig(*v))
                 };
@@ -781,12 +782,12 @@ pub fn write_calibration(
     c.decor_mut().set_prefix(format!(
         "\n# Written by `tracegate baseline calibrate`: {n} clean runs; a clean run of this \
          configuration fails the check with a chance of at most {}% in all, split evenly over \
-         the {} gated metrics (z {:.2} each). `mdc` is the minimum detectable change: the \
+         the {} gated metrics (z {} each). `mdc` is the minimum detectable change: the \
          smallest regression the check catches in 95% of runs. See docs/BASELINES.md, \"How \
          tolerances are chosen\".\n",
         cal.false_alarm_pct,
         cal.metrics.len(),
-        cal.z
+        units::stat(cal.z)
     ));
     c.insert("runs", value(n as i64));
     c.insert("false_alarm_pct", value(cal.false_alarm_pct));
@@ -839,7 +840,7 @@ pub fn write_calibration(
 pub fn table(cal: &Calibration) -> String {
     let relative = |m: &MetricCalibration, v: f64| match (m.pct(v), m.unit) {
         (_, Unit::Pct) => format!("{} pp", m.unit.number(v)),
-        (Some(p), _) => format!("{} ({p:.2}%)", m.unit.figure(v)),
+        (Some(p), _) => format!("{} ({}%)", m.unit.figure(v), units::fixed(p, 2)),
         (None, _) => m.unit.figure(v),
     };
     let mut rows = vec![[

@@ -16,7 +16,10 @@ fn starting_tolerance(def: &MetricDef, x: &Extraction) -> String {
     match (def.tolerance, x.metrics.get(DECODE_STEP_MS)) {
         (StartTolerance::Fixed(t), _) => t.to_string(),
         (StartTolerance::ShareOfDecodeStep { pct, floor_ms }, Some(step)) => {
-            format!("{:.1}ms", (step.value * pct / 100.0).max(floor_ms))
+            format!(
+                "{}ms",
+                crate::units::fixed((step.value * pct / 100.0).max(floor_ms), 1)
+            )
         }
         (StartTolerance::ShareOfDecodeStep { floor_ms, .. }, None) => format!("{floor_ms}ms"),
     }

@@ -193,8 +193,8 @@ fn render_text(x: &Extraction, markdown: bool) -> String {
     }
     section(&format!("Top {TOP_KERNELS} kernels"), &t, &mut out);
     out.push_str(&format!(
-        "Kernel time left in `other`: {:.1}%.\n",
-        x.other_pct
+        "Kernel time left in `other`: {}.\n",
+        crate::units::Unit::Pct.figure(x.other_pct)
     ));
     for w in &x.warnings {
         out.push_str(&format!("\nWarning: {w}\n"));

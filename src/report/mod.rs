@@ -58,11 +58,7 @@ pub fn change_text(unit: Unit, change: Option<f64>, change_pct: Option<f64>) -> 
 
 /// A percentage of `part` in `whole`, with one decimal; the missing mark when `whole` is zero.
 pub fn percent(part: u64, whole: u64) -> String {
-    if whole == 0 {
-        MISSING.to_string()
-    } else {
-        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
-    }
+    Unit::share(part as f64, whole as f64)
 }
 
 /// A kernel name made readable for a table (see [`crate::taxonomy::short_name`]).

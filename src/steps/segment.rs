@@ -149,11 +149,7 @@ fn plural(n: u64) -> &'static str {
 
 /// `80 µs`, `1.25 ms`.
 pub fn duration(ns: i64) -> String {
-    if ns.abs() >= 1_000_000 {
-        format!("{:.2} ms", ns as f64 / 1e6)
-    } else {
-        format!("{:.0} µs", ns as f64 / 1e3)
-    }
+    crate::units::duration_ns(ns as f64)
 }
 
 /// Parses `--step-gap`: a positive duration with a unit (`ns`, `us` or `µs`, `ms`, `s`), in ns.
