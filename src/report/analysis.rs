@@ -1,13 +1,14 @@
 //! `tracegate report` output: the analysis of one run as markdown, a terminal table or JSON.
 //! Nothing here computes a figure; see [`crate::analysis`].
 
-use super::table::{escape_markdown, Align, Table};
+use super::markup::{markup, Inline, Markup};
+use super::table::{Align, Table};
 use super::{display_kernel_name, fixed, Format};
 use crate::analysis::overlap::Verdict;
 use crate::analysis::shapes::{GemmShape, ShapeSource, ShapesSection};
 use crate::analysis::{RunAnalysis, Scope, REPORT_SCHEMA_VERSION};
 use crate::taxonomy::Category;
-use crate::units::MISSING;
+use crate::units::{Unit, MISSING};
 
 /// Rows shown before a long table folds into `<details>`.
 const SHOWN_ROWS: usize = 15;
@@ -17,8 +18,8 @@ pub fn render(a: &RunAnalysis, format: Format) -> String {
         Format::Json => {
             serde_json::to_string_pretty(&to_json(a)).expect("analysis serialises") + "\n"
         }
-        Format::Markdown => render_text(a, true),
-        Format::Table => render_text(a, false),
+        Format::Markdown => render_text(a, &super::markup::Markdown),
+        Format::Table => render_text(a, &super::markup::Terminal),
     }
 }
 
@@ -27,56 +28,43 @@ pub fn to_json(a: &RunAnalysis) -> serde_json::Value {
     super::versioned_json(REPORT_SCHEMA_VERSION, a)
 }
 
-/// Markdown or terminal text, built section by section.
+/// A report built section by section, written through one [`Markup`] (markdown or terminal).
 pub(crate) struct Doc {
-    pub markdown: bool,
+    pub m: &'static dyn Markup,
     pub out: String,
 }
 
 impl Doc {
+    /// A document in markdown (`true`) or terminal text; see [`Doc::with`].
     pub fn new(markdown: bool) -> Self {
+        Doc::with(markup(markdown))
+    }
+
+    pub fn with(m: &'static dyn Markup) -> Self {
         Doc {
-            markdown,
+            m,
             out: String::new(),
         }
     }
 
     pub fn heading(&mut self, level: usize, title: &str) {
-        if self.markdown {
-            self.out
-                .push_str(&format!("{} {title}\n\n", "#".repeat(level)));
-        } else {
-            self.out.push_str(&format!(
-                "{title}\n{}\n\n",
-                "=".repeat(title.chars().count())
-            ));
-        }
+        self.out
+            .push_str(&self.m.heading(level, &[Inline::Prose(title)]));
     }
 
     /// A paragraph of text the caller has already escaped (see [`Doc::name`]).
     pub fn para(&mut self, text: &str) {
-        self.out.push_str(text);
-        self.out.push_str("\n\n");
+        self.out.push_str(&self.m.paragraph(&[Inline::Prose(text)]));
     }
 
     /// A kernel or op name for running text: shortened and, in markdown, escaped so that it
     /// cannot inject markup.
     pub fn name(&self, name: &str) -> String {
-        let shown = display_kernel_name(name);
-        if self.markdown {
-            escape_markdown(&shown)
-        } else {
-            shown
-        }
+        self.m.inline(&Inline::Text(&display_kernel_name(name)))
     }
 
     pub fn table(&mut self, table: &Table) {
-        self.out.push_str(&if self.markdown {
-            table.to_markdown()
-        } else {
-            table.to_terminal()
-        });
-        self.out.push('\n');
+        self.out.push_str(&self.m.table(table));
     }
 
     /// A table whose rows beyond [`SHOWN_ROWS`] fold into `<details>` (markdown) or are cut with
@@ -104,43 +92,19 @@ impl Doc {
             }
         }
         self.table(&head);
-        if rest.is_empty() {
-            return;
-        }
-        if self.markdown {
-            self.out.push_str(&format!(
-                "<details><summary>{} more {what}</summary>\n\n",
-                total - SHOWN_ROWS
-            ));
-            self.out.push_str(&rest.to_markdown());
-            self.out.push_str("\n</details>\n\n");
-        } else {
-            self.out.push_str(&format!(
-                "... {} more {what} (see --format json)\n\n",
-                total - SHOWN_ROWS
-            ));
+        if !rest.is_empty() {
+            self.out
+                .push_str(&self.m.more_rows(total - SHOWN_ROWS, what, &rest));
         }
     }
 
     /// A table folded away in markdown, shown whole on a terminal.
     pub fn folded_table(&mut self, summary: &str, table: &Table) {
-        if self.markdown {
-            self.out
-                .push_str(&format!("<details><summary>{summary}</summary>\n\n"));
-            self.out.push_str(&table.to_markdown());
-            self.out.push_str("\n</details>\n\n");
-        } else {
-            self.para(summary);
-            self.table(table);
-        }
+        self.out.push_str(&self.m.folded_table(summary, table));
     }
 
     pub fn bold(&self, text: &str) -> String {
-        if self.markdown {
-            format!("**{text}**")
-        } else {
-            text.to_string()
-        }
+        self.m.inline(&Inline::Strong(text))
     }
 }
 
@@ -149,11 +113,11 @@ pub(crate) fn opt(v: Option<f64>, decimals: usize) -> String {
 }
 
 pub(crate) fn opt_pct(v: Option<f64>) -> String {
-    v.map_or_else(|| MISSING.to_string(), |v| format!("{}%", fixed(v, 1)))
+    Unit::Pct.figure_or_missing(v)
 }
 
 fn ns_ms(ns: i64) -> String {
-    fixed(ns as f64 / 1e6, 3)
+    Unit::Ms.number(ns as f64 / 1e6)
 }
 
 /// `64 x 1536 x 7168`, `16 x 64 x 128 x 512` with a batch, `?` for unknown parts.
@@ -203,8 +167,8 @@ fn verdict_text(verdict: Verdict, min_pct: Option<f64>) -> String {
     }
 }
 
-fn render_text(a: &RunAnalysis, markdown: bool) -> String {
-    let mut d = Doc::new(markdown);
+fn render_text(a: &RunAnalysis, m: &'static dyn Markup) -> String {
+    let mut d = Doc::with(m);
     let device = a
         .run
         .device
@@ -214,11 +178,7 @@ fn render_text(a: &RunAnalysis, markdown: bool) -> String {
         2,
         &format!(
             "tracegate report: {} ({} rank{}, {} trace file{})",
-            if markdown {
-                escape_markdown(&device)
-            } else {
-                device
-            },
+            d.m.inline(&Inline::Text(&device)),
             a.run.ranks.len(),
             if a.run.ranks.len() == 1 { "" } else { "s" },
             a.run.traces,
@@ -278,7 +238,7 @@ fn phases(d: &mut Doc, a: &RunAnalysis) {
             format!("{} / {}", p.dropped_warmup, p.dropped_outliers),
             p.decode_graph_launched.to_string(),
             p.prefill.to_string(),
-            fixed(p.unassigned_ms, 3),
+            Unit::Ms.number(p.unassigned_ms),
         ]);
     }
     d.table(&t);
@@ -350,14 +310,14 @@ fn breakdown(d: &mut Doc, a: &RunAnalysis) {
         t.row(vec![
             c.label().to_string(),
             crate::units::count(s.calls_per_step),
-            fixed(s.ms_per_step, 2),
-            fixed(s.pct, 1),
+            Unit::Ms.number(s.ms_per_step),
+            Unit::Pct.number(s.pct),
         ]);
     }
     t.row(vec![
         "Total".into(),
         crate::units::count(b.total_calls),
-        fixed(b.total_ms, 2),
+        Unit::Ms.number(b.total_ms),
         "100.0".into(),
     ]);
     d.para(&format!("Calls and time per {unit}, mean over ranks."));
@@ -371,7 +331,7 @@ fn breakdown(d: &mut Doc, a: &RunAnalysis) {
             opt_pct(dec.comm_pct),
         ));
     }
-    if d.markdown && !cats.is_empty() {
+    if !cats.is_empty() {
         let mut chart =
             String::from("```mermaid\npie showData title Kernel time by category (ms per ");
         chart.push_str(unit);
@@ -380,11 +340,11 @@ fn breakdown(d: &mut Doc, a: &RunAnalysis) {
             chart.push_str(&format!(
                 "    \"{}\" : {}\n",
                 c.label(),
-                fixed(s.ms_per_step, 3)
+                Unit::Ms.number(s.ms_per_step)
             ));
         }
         chart.push_str("```\n\n");
-        d.out.push_str(&chart);
+        d.out.push_str(&d.m.figure(&chart));
     }
     let mut kernels: Vec<&crate::metrics::breakdown::KernelShare> =
         b.breakdown.kernels.iter().collect();
@@ -400,8 +360,8 @@ fn breakdown(d: &mut Doc, a: &RunAnalysis) {
                 display_kernel_name(&k.name),
                 k.category.label().to_string(),
                 crate::units::count(k.calls_per_step),
-                fixed(k.ms_per_step, 3),
-                fixed(k.pct, 1),
+                Unit::Ms.number(k.ms_per_step),
+                Unit::Pct.number(k.pct),
             ]
         })
         .collect();
@@ -452,8 +412,8 @@ fn comm(d: &mut Doc, a: &RunAnalysis) {
             k.collective
                 .map_or_else(|| MISSING.into(), |c| c.label().to_string()),
             crate::units::count(k.calls),
-            fixed(k.ms, 3),
-            fixed(k.mean_us, 1),
+            Unit::Ms.number(k.ms),
+            Unit::Us.number(k.mean_us),
             opt(k.calls_per_layer, 2),
             match (k.first_call_us, k.cold_first_call) {
                 (Some(f), true) => format!(
@@ -471,7 +431,7 @@ fn comm(d: &mut Doc, a: &RunAnalysis) {
         "Total comms".into(),
         "".into(),
         crate::units::count(c.calls),
-        fixed(c.ms, 3),
+        Unit::Ms.number(c.ms),
         MISSING.into(),
         "".into(),
         "".into(),
@@ -493,7 +453,7 @@ fn comm(d: &mut Doc, a: &RunAnalysis) {
             opt(k.first_call_us, 1),
             k.first_call_rank.unwrap_or(0),
             fixed(k.first_call_us.unwrap_or(0.0) / k.mean_us, 1),
-            fixed(k.mean_us, 1),
+            Unit::Us.number(k.mean_us),
         ));
     }
 }
@@ -521,8 +481,8 @@ fn overlap(d: &mut Doc, a: &RunAnalysis) {
                 .map(u64::to_string)
                 .collect::<Vec<_>>()
                 .join(", "),
-            fixed(r.comm_union_ms, 3),
-            fixed(r.overlap_ms, 3),
+            Unit::Ms.number(r.comm_union_ms),
+            Unit::Ms.number(r.overlap_ms),
             opt_pct(r.overlap_pct),
         ]);
     }
@@ -561,7 +521,7 @@ fn overlap(d: &mut Doc, a: &RunAnalysis) {
                 st.stream.to_string(),
                 st.kernels_per_step
                     .map_or_else(|| st.kernels.to_string(), |k| fixed(k, 1)),
-                fixed(st.ms, 3),
+                Unit::Ms.number(st.ms),
                 st.comm_calls_per_step
                     .map_or_else(|| st.comm_calls.to_string(), |k| fixed(k, 1)),
                 st.top_categories
@@ -615,17 +575,23 @@ fn balance(d: &mut Doc, a: &RunAnalysis) {
         rank.and_then(|r| a.run.ranks.iter().find(|l| l.rank == r))
             .map_or_else(|| MISSING.to_string(), |l| l.label.clone())
     };
-    let mut line = format!("Max wall skew: {} ms", opt(b.wall_skew_ms, 2));
+    let mut line = format!(
+        "Max wall skew: {} ms",
+        Unit::Ms.number_or_missing(b.wall_skew_ms)
+    );
     if let Some(skew) = b.comm_skew_ms {
         line.push_str(&format!(
             " | max comm skew: {} ms ({} vs {})",
-            fixed(skew, 2),
+            Unit::Ms.number(skew),
             label_of(b.comm_max_rank),
             label_of(b.comm_min_rank)
         ));
     }
     if let Some(r) = b.allreduce_rank_ratio {
-        line.push_str(&format!(" | allreduce rank ratio: {}", fixed(r, 2)));
+        line.push_str(&format!(
+            " | allreduce rank ratio: {}",
+            Unit::Ratio.number(r)
+        ));
     }
     d.para(&line);
     waiting(d, a, b);
@@ -638,8 +604,8 @@ fn balance(d: &mut Doc, a: &RunAnalysis) {
             d.para(&d.bold(&format!(
                 "{} stands out: main allreduce mean {} µs per call vs {} µs on the other ranks ({}×).",
                 o.label,
-                fixed(o.mean_us, 1),
-                fixed(o.others_median_us, 1),
+                Unit::Us.number(o.mean_us),
+                Unit::Us.number(o.others_median_us),
                 fixed(o.ratio, 1)
             )));
         }
@@ -702,7 +668,7 @@ fn waiting(d: &mut Doc, a: &RunAnalysis, b: &crate::analysis::balance::BalanceSe
             .and_then(|r| r.last_arrival_pct);
         d.para(&format!(
             "Rank skew: {} ms per step lost waiting ({} waits most, {} least); {} arrives last at {} of the collectives.",
-            fixed(skew, 3),
+            Unit::Ms.number(skew),
             label_of(b.waits_most_rank),
             label_of(b.waits_least_rank),
             label_of(b.last_arrival_rank),
@@ -773,18 +739,24 @@ fn prefill(d: &mut Doc, a: &RunAnalysis) {
             r.label.clone(),
             r.steps.to_string(),
             r.kernels.to_string(),
-            fixed(r.wall_ms, 2),
-            fixed(r.kernel_ms, 2),
+            Unit::Ms.number(r.wall_ms),
+            Unit::Ms.number(r.kernel_ms),
             opt_pct(r.gpu_util_pct),
-            fixed(r.comm_ms, 2),
+            Unit::Ms.number(r.comm_ms),
             opt_pct(r.comm_pct),
             r.largest_collective.as_ref().map_or_else(
                 || MISSING.into(),
-                |c| format!("{} ({} ms)", display_kernel_name(&c.name), fixed(c.ms, 2)),
+                |c| {
+                    format!(
+                        "{} ({} ms)",
+                        display_kernel_name(&c.name),
+                        Unit::Ms.number(c.ms)
+                    )
+                },
             ),
-            fixed(r.idle_ms, 2),
+            Unit::Ms.number(r.idle_ms),
             r.gaps_over_1ms.to_string(),
-            fixed(r.largest_gap_ms, 2),
+            Unit::Ms.number(r.largest_gap_ms),
         ]);
     }
     d.table(&t);
@@ -825,9 +797,9 @@ fn shapes(d: &mut Doc, a: &RunAnalysis) {
                 r.precision.clone().unwrap_or_else(|| MISSING.into()),
                 source_text(r.source, r.m_from_batch_size).to_string(),
                 crate::units::count(r.calls),
-                fixed(r.mean_us, 1),
+                Unit::Us.number(r.mean_us),
                 opt(r.tflops, 1),
-                fixed(r.pct, 1),
+                Unit::Pct.number(r.pct),
                 r.grid.map_or_else(
                     || MISSING.into(),
                     |g| format!("[{},{},{}]", g[0], g[1], g[2]),
@@ -917,12 +889,6 @@ fn coverage(d: &mut Doc, a: &RunAnalysis) {
     );
 }
 
-/// A code fence longer than any run of backticks in `text`, so no kernel name can close it.
-fn fence_for(text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    "`".repeat(longest.max(2) + 1)
-}
-
 /// The last section: what is in `other`, and the rules that would classify it.
 fn unclassified(d: &mut Doc, a: &RunAnalysis) {
     let u = &a.unclassified;
@@ -931,11 +897,14 @@ fn unclassified(d: &mut Doc, a: &RunAnalysis) {
     if u.kernels.is_empty() {
         d.para(&format!(
             "Every kernel matched a rule: {}% of kernel time is in `other`.",
-            fixed(u.other_pct, 1)
+            Unit::Pct.number(u.other_pct)
         ));
         return;
     }
-    let share = format!("{}% of kernel time is in `other`", fixed(u.other_pct, 1));
+    let share = format!(
+        "{}% of kernel time is in `other`",
+        Unit::Pct.number(u.other_pct)
+    );
     if u.over_limit {
         d.para(&format!(
             "{}, above the {}% that leaves the figures trustworthy: that time counts in no category (comm_pct, moe_us_per_layer and overlap_pct miss it). Classify it with the rules below.",
@@ -960,13 +929,9 @@ fn unclassified(d: &mut Doc, a: &RunAnalysis) {
             vec![
                 display_kernel_name(&k.name),
                 crate::units::count(k.calls_per_step),
-                fixed(k.ms_per_step, 3),
-                fixed(k.pct, 1),
-                if d.markdown {
-                    escape_markdown(&suggested)
-                } else {
-                    suggested
-                },
+                Unit::Ms.number(k.ms_per_step),
+                Unit::Pct.number(k.pct),
+                d.m.inline(&Inline::Text(&suggested)),
             ]
         })
         .collect();
@@ -1000,11 +965,5 @@ fn unclassified(d: &mut Doc, a: &RunAnalysis) {
     }
     d.para("Rules to paste into a `--rules` file, or into the baseline as `[[rules]]` tables (write `[[rules]]` for `[[rule]]` there), tried before the built-in table; check each category:");
     let body = snippets.join("\n");
-    if d.markdown {
-        let fence = fence_for(&body);
-        d.out.push_str(&format!("{fence}toml\n{body}{fence}\n\n"));
-    } else {
-        d.out.push_str(&body);
-        d.out.push('\n');
-    }
+    d.out.push_str(&d.m.code_block("toml", &body));
 }

@@ -1,10 +1,11 @@
 //! `tracegate extract` output: the gated figures, the steps behind them and the breakdown.
 
+use super::markup::{Inline, Markdown, Markup, Terminal};
 use super::table::{Align, Table};
-use super::{fixed, ExtractFormat};
+use super::ExtractFormat;
 use crate::metrics::{Extraction, Metric, METRICS};
 use crate::taxonomy::Category;
-use crate::units::MISSING;
+use crate::units::{Unit, MISSING};
 
 /// Version of the `extract --format json` schema; bumped on any incompatible change.
 pub const EXTRACT_SCHEMA_VERSION: u32 = 1;
@@ -18,8 +19,8 @@ pub fn render(x: &Extraction, format: ExtractFormat) -> String {
             serde_json::to_string_pretty(&to_json(x)).expect("extraction serialises") + "\n"
         }
         ExtractFormat::Toml => to_toml(x),
-        ExtractFormat::Markdown => render_text(x, true),
-        ExtractFormat::Table => render_text(x, false),
+        ExtractFormat::Markdown => render_text(x, &Markdown),
+        ExtractFormat::Table => render_text(x, &Terminal),
     }
 }
 
@@ -78,20 +79,11 @@ fn metric_row(name: &str, m: &Metric) -> Vec<String> {
     ]
 }
 
-fn render_text(x: &Extraction, markdown: bool) -> String {
+fn render_text(x: &Extraction, m: &dyn Markup) -> String {
     let mut out = String::new();
     let section = |title: &str, table: &Table, out: &mut String| {
-        out.push_str(&if markdown {
-            format!("### {title}\n\n")
-        } else {
-            format!("{title}\n\n")
-        });
-        out.push_str(&if markdown {
-            table.to_markdown()
-        } else {
-            table.to_terminal()
-        });
-        out.push('\n');
+        out.push_str(&m.heading(3, &[Inline::Prose(title)]));
+        out.push_str(&m.table(table));
     };
     let device = x
         .run
@@ -105,10 +97,21 @@ fn render_text(x: &Extraction, markdown: bool) -> String {
         .map(|s| s.dropped_warmup)
         .max()
         .unwrap_or(0);
-    out.push_str(&format!(
-        "{} rank(s) on {device}; at least {kept} steady decode step(s) per rank ({warmup} dropped as warm-up).\n\n",
-        x.run.ranks.len(),
-    ));
+    let (ranks, kept, warmup) = (
+        x.run.ranks.len().to_string(),
+        kept.to_string(),
+        warmup.to_string(),
+    );
+    out.push_str(&m.paragraph(&[
+        Inline::Figure(&ranks),
+        Inline::Prose(" rank(s) on "),
+        Inline::Text(&device),
+        Inline::Prose("; at least "),
+        Inline::Figure(&kept),
+        Inline::Prose(" steady decode step(s) per rank ("),
+        Inline::Figure(&warmup),
+        Inline::Prose(" dropped as warm-up)."),
+    ]));
 
     let mut t = Table::new(&[
         ("metric", Align::Left),
@@ -142,7 +145,7 @@ fn render_text(x: &Extraction, markdown: bool) -> String {
             s.dropped_warmup.to_string(),
             s.dropped_outliers.to_string(),
             s.prefill.to_string(),
-            fixed(s.unassigned_ms, 3),
+            Unit::Ms.number(s.unassigned_ms),
         ]);
     }
     section("Steps", &t, &mut out);
@@ -162,14 +165,14 @@ fn render_text(x: &Extraction, markdown: bool) -> String {
         t.row(vec![
             cat.label().to_string(),
             crate::units::count(share.calls_per_step),
-            fixed(share.ms_per_step, 3),
-            fixed(share.pct, 1),
+            Unit::Ms.number(share.ms_per_step),
+            Unit::Pct.number(share.pct),
         ]);
     }
     t.row(vec![
         "Total".into(),
         crate::units::count(calls),
-        fixed(ms, 3),
+        Unit::Ms.number(ms),
         "100.0".into(),
     ]);
     section("Decode step breakdown", &t, &mut out);
@@ -187,17 +190,25 @@ fn render_text(x: &Extraction, markdown: bool) -> String {
             super::display_kernel_name(&k.name),
             k.category.key().to_string(),
             crate::units::count(k.calls_per_step),
-            fixed(k.ms_per_step, 3),
-            fixed(k.pct, 1),
+            Unit::Ms.number(k.ms_per_step),
+            Unit::Pct.number(k.pct),
         ]);
     }
     section(&format!("Top {TOP_KERNELS} kernels"), &t, &mut out);
-    out.push_str(&format!(
-        "Kernel time left in `other`: {}.\n",
-        crate::units::Unit::Pct.figure(x.other_pct)
-    ));
+    let other = Unit::Pct.figure(x.other_pct);
+    out.push_str(&m.line(&[
+        Inline::Prose("Kernel time left in "),
+        Inline::Code("other"),
+        Inline::Prose(": "),
+        Inline::Figure(&other),
+        Inline::Prose(".\n"),
+    ]));
     for w in &x.warnings {
-        out.push_str(&format!("\nWarning: {w}\n"));
+        out.push_str(&m.line(&[
+            Inline::Prose("\nWarning: "),
+            Inline::TextWithCode(w),
+            Inline::Prose("\n"),
+        ]));
     }
     out
 }

@@ -1,40 +1,24 @@
 //! `tracegate inspect` output.
 
+use super::markup::{Inline, Markdown, Markup, Terminal};
 use super::table::{Align, Table};
 use super::{fixed, percent, Format};
 use crate::inspect::{RankInspection, RunInspection};
-use crate::units::MISSING;
+use crate::units::{Unit, MISSING};
 
 pub fn render(inspection: &RunInspection, format: Format) -> String {
     match format {
         Format::Json => {
             serde_json::to_string_pretty(inspection).expect("inspection serialises") + "\n"
         }
-        Format::Markdown => render_text(inspection, true),
-        Format::Table => render_text(inspection, false),
+        Format::Markdown => render_text(inspection, &Markdown),
+        Format::Table => render_text(inspection, &Terminal),
     }
 }
 
-fn emit(out: &mut String, table: &Table, markdown: bool) {
-    out.push_str(&if markdown {
-        table.to_markdown()
-    } else {
-        table.to_terminal()
-    });
-    out.push('\n');
-}
-
-fn heading(out: &mut String, text: &str, markdown: bool) {
-    if markdown {
-        out.push_str(&format!("### {text}\n\n"));
-    } else {
-        out.push_str(&format!("{text}\n\n"));
-    }
-}
-
-fn render_text(run: &RunInspection, markdown: bool) -> String {
+fn render_text(run: &RunInspection, m: &dyn Markup) -> String {
     let mut out = String::new();
-    heading(&mut out, "Ranks", markdown);
+    out.push_str(&m.heading(3, &[Inline::Prose("Ranks")]));
     let mut t = Table::new(&[
         ("rank", Align::Left),
         ("device", Align::Left),
@@ -56,7 +40,7 @@ fn render_text(run: &RunInspection, markdown: bool) -> String {
             r.stage
                 .map(|s| format!("{s:?}").to_lowercase())
                 .unwrap_or_else(|| MISSING.into()),
-            fixed(r.gpu_span_ms, 3),
+            Unit::Ms.number(r.gpu_span_ms),
             r.kernels.to_string(),
             r.memcpys.to_string(),
             r.memsets.to_string(),
@@ -67,9 +51,9 @@ fn render_text(run: &RunInspection, markdown: bool) -> String {
             r.file.clone(),
         ]);
     }
-    emit(&mut out, &t, markdown);
+    out.push_str(&m.table(&t));
 
-    heading(&mut out, "Streams", markdown);
+    out.push_str(&m.heading(3, &[Inline::Prose("Streams")]));
     let mut t = Table::new(&[
         ("rank", Align::Left),
         ("stream", Align::Right),
@@ -82,13 +66,13 @@ fn render_text(run: &RunInspection, markdown: bool) -> String {
                 r.label.clone(),
                 s.stream.to_string(),
                 s.activities.to_string(),
-                fixed(s.kernel_ms, 3),
+                Unit::Ms.number(s.kernel_ms),
             ]);
         }
     }
-    emit(&mut out, &t, markdown);
+    out.push_str(&m.table(&t));
 
-    heading(&mut out, "Links", markdown);
+    out.push_str(&m.heading(3, &[Inline::Prose("Links")]));
     let mut t = Table::new(&[
         ("rank", Align::Left),
         ("kernels", Align::Right),
@@ -122,9 +106,9 @@ fn render_text(run: &RunInspection, markdown: bool) -> String {
             r.graph_launches.max_kernels_per_launch.to_string(),
         ]);
     }
-    emit(&mut out, &t, markdown);
+    out.push_str(&m.table(&t));
 
-    heading(&mut out, "Input Dims", markdown);
+    out.push_str(&m.heading(3, &[Inline::Prose("Input Dims")]));
     let mut t = Table::new(&[
         ("rank", Align::Left),
         ("cpu ops", Align::Right),
@@ -150,9 +134,9 @@ fn render_text(run: &RunInspection, markdown: bool) -> String {
             top.join(", "),
         ]);
     }
-    emit(&mut out, &t, markdown);
+    out.push_str(&m.table(&t));
     out.push_str(&totals_line(&run.ranks));
-    heading(&mut out, "Read", markdown);
+    out.push_str(&m.heading(3, &[Inline::Prose("Read")]));
     let mut t = Table::new(&[
         ("rank", Align::Left),
         ("events", Align::Right),
@@ -176,7 +160,7 @@ fn render_text(run: &RunInspection, markdown: bool) -> String {
             fixed(s.json_bytes as f64 / 1e6, 1),
         ]);
     }
-    emit(&mut out, &t, markdown);
+    out.push_str(&m.table(&t));
     out
 }
 

@@ -7,6 +7,7 @@ pub mod check;
 pub mod compare;
 pub mod extract;
 pub mod inspect;
+pub mod markup;
 pub mod sweep;
 pub mod table;
 
