@@ -1033,7 +1033,7 @@ mod tests {
         let cal = calibrate(&rs, &Options::default()).unwrap();
         assert_eq!(cal.outliers.len(), 1);
         assert_eq!(cal.outliers[0].label, "run2");
-        assert!(cal.outliers[0].reasons[0].contains("moe_us_per_layer 1.30x"));
+        assert!(cal.outliers[0].reasons[0].contains("moe_us_per_layer 1.30×"));
         assert!(!cal.kept.contains(&2));
         // Its MoE does not widen the tolerance.
         let clean = calibrate(&runs(6, 0.005), &Options::default()).unwrap();
