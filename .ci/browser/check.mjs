@@ -129,10 +129,21 @@ async function inspect(p, theme) {
           if (first) runColours.push({ chart: i, colour: first.getAttribute("stroke") ?? getComputedStyle(first).stroke });
         }
       }
+      // The text and the tables are the same in both themes: checked once, in the light one.
+      if (theme === "dark") return { problems, runColours };
       // Text a reader sees, outside code blocks (their content is literal by design).
       const article = document.querySelector("article");
       const clone = article.cloneNode(true);
       clone.querySelectorAll("pre, svg, .mermaid-chart").forEach((e) => e.remove());
+      // In code spans a backslash is literal: only the escapes of markdown's own marks are
+      // flagged there (a regex's `\.` is not).
+      const spans = [...clone.querySelectorAll("code")].map((c) => c.textContent).join("\n");
+      const escaped = spans.match(/\\[_*<>`#]/);
+      if (escaped) {
+        const at = spans.indexOf(escaped[0]);
+        problems.push(`a markdown escape shown as text (in code): ${JSON.stringify(spans.slice(Math.max(0, at - 40), at + 40))}`);
+      }
+      clone.querySelectorAll("code").forEach((e) => e.remove());
       const text = clone.innerText;
       const shown = [
         [/\\[!-\/:-@\[-`{-~]/, "a markdown escape shown as text"],
@@ -162,52 +173,93 @@ async function inspect(p, theme) {
   );
 }
 
-async function main() {
-  const chromium = process.env.CHROMIUM ?? "/usr/bin/chromium";
+/** Renders `files` ({ f, text }) in both themes: the problems found, each naming its file. */
+async function check(browser, files) {
   const mermaidJs = path.join(here, "node_modules/mermaid/dist/mermaid.min.js");
+  const failures = [];
+  let charts = 0;
+  for (const { f, text } of files) {
+    const html = gfm(text);
+    const name = path.basename(f).replace(/\.(snap|md)$/, "");
+    const rel = path.relative(root, f);
+    for (const theme of ["light", "dark"]) {
+      const p = await browser.newPage();
+      await p.setViewport({ width: COLUMN_PX, height: 800, deviceScaleFactor: 1 });
+      await p.setContent(page(html, theme), { waitUntil: "load" });
+      await p.addScriptTag({ path: mermaidJs });
+      const { problems, runColours } = await inspect(p, theme);
+      for (const { chart, colour } of runColours) {
+        charts++;
+        for (const [bgName, bg] of Object.entries(BACKGROUNDS)) {
+          const c = contrast(colour, bg);
+          if (c < MIN_CONTRAST) {
+            problems.push(`chart ${chart}: the run's line ${colour} has ${c.toFixed(2)}:1 contrast on the ${bgName} background ${bg}, under ${MIN_CONTRAST}:1`);
+          }
+        }
+      }
+      for (const problem of problems) failures.push({ rel, text: `${rel} (${theme}): ${problem}` });
+      await p.screenshot({ path: path.join(out, `${name}-${theme}.png`), fullPage: true });
+      await p.close();
+    }
+  }
+  return { failures, charts };
+}
+
+/** The self-test's cases: .ci/browser/selftest/*.md, each naming the problem it must raise in a
+ * first line `<!-- expect: TEXT -->` (or `<!-- expect: nothing -->`). */
+function selfTestCases() {
+  const dir = path.join(here, "selftest");
+  return fs
+    .readdirSync(dir)
+    .filter((n) => n.endsWith(".md"))
+    .sort()
+    .map((n) => {
+      const f = path.join(dir, n);
+      const text = fs.readFileSync(f, "utf8");
+      const m = text.match(/^<!-- expect: (.*) -->/);
+      if (!m) throw new Error(`${f}: no first line <!-- expect: ... -->`);
+      return { f, text, expect: m[1] };
+    });
+}
+
+async function main() {
+  const selfTest = process.argv.includes("--self-test");
   fs.mkdirSync(out, { recursive: true });
-  const files = snapshots()
-    .map((f) => ({ f, text: body(fs.readFileSync(f, "utf8")) }))
-    .filter(({ f, text }) => isMarkdown(f, text));
+  const files = selfTest
+    ? selfTestCases()
+    : snapshots()
+        .map((f) => ({ f, text: body(fs.readFileSync(f, "utf8")) }))
+        .filter(({ f, text }) => isMarkdown(f, text));
   if (files.length === 0) throw new Error("no markdown snapshot found under tests/it/snapshots or src/**/snapshots");
   const browser = await puppeteer.launch({
-    executablePath: chromium,
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
     headless: true,
     args: ["--no-sandbox", "--disable-gpu", "--font-render-hinting=none"],
   });
-  const failures = [];
-  let charts = 0;
+  let result;
   try {
-    for (const { f, text } of files) {
-      const html = gfm(text);
-      const name = path.basename(f, ".snap");
-      const rel = path.relative(root, f);
-      for (const theme of ["light", "dark"]) {
-        const p = await browser.newPage();
-        await p.setViewport({ width: COLUMN_PX, height: 800, deviceScaleFactor: 1 });
-        await p.setContent(page(html, theme), { waitUntil: "load" });
-        await p.addScriptTag({ path: mermaidJs });
-        const { problems, runColours } = await inspect(p, theme);
-        for (const { chart, colour } of runColours) {
-          charts++;
-          for (const [bgName, bg] of Object.entries(BACKGROUNDS)) {
-            const c = contrast(colour, bg);
-            if (c < MIN_CONTRAST) {
-              problems.push(`chart ${chart}: the run's line ${colour} has ${c.toFixed(2)}:1 contrast on the ${bgName} background ${bg}, under ${MIN_CONTRAST}:1`);
-            }
-          }
-        }
-        for (const problem of problems) failures.push(`${rel} (${theme}): ${problem}`);
-        await p.screenshot({ path: path.join(out, `${name}-${theme}.png`), fullPage: true });
-        await p.close();
-      }
-    }
+    result = await check(browser, files);
   } finally {
     await browser.close();
   }
+  const { failures, charts } = result;
+  if (selfTest) {
+    let wrong = 0;
+    for (const { f, expect } of files) {
+      const rel = path.relative(root, f);
+      const got = failures.filter((x) => x.rel === rel).map((x) => x.text);
+      const ok = expect === "nothing" ? got.length === 0 : got.some((g) => g.includes(expect));
+      if (!ok) {
+        wrong++;
+        console.error(`browser check self-test: ${rel} should raise "${expect}", raised: ${got.length ? got.join("; ") : "nothing"}`);
+      }
+    }
+    console.log(`browser check self-test: ${files.length - wrong} of ${files.length} cases caught as expected`);
+    process.exit(wrong ? 1 : 0);
+  }
   console.log(`browser check: ${files.length} markdown snapshots rendered in 2 themes, ${charts} run lines measured; screenshots in ${out}`);
   if (failures.length) {
-    for (const f of [...new Set(failures)]) console.error(`browser check: ${f}`);
+    for (const f of [...new Set(failures.map((x) => x.text))]) console.error(`browser check: ${f}`);
     console.error(`browser check: ${failures.length} problem(s)`);
     process.exit(1);
   }
