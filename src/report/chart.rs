@@ -85,7 +85,11 @@ pub fn decode_steps(series: &DecodeSeries) -> Option<String> {
     if let Some(b) = base {
         chart.push_str(&format!("    line {}\n", flat(b)));
         if band > 0.0 {
-            chart.push_str(&format!("    line {}\n    line {}\n", flat(b + band), flat(b - band)));
+            chart.push_str(&format!(
+                "    line {}\n    line {}\n",
+                flat(b + band),
+                flat(b - band)
+            ));
         }
     }
     chart.push_str("```\n\n");
@@ -147,7 +151,10 @@ fn caption(series: &DecodeSeries, bucket: usize) -> String {
     }
     if let Some(b) = series.baseline_ms {
         let band = series.allowance_ms.unwrap_or(0.0).abs();
-        s.push_str(&format!(" The grey lines are the baseline, {}", Unit::Ms.figure(b)));
+        s.push_str(&format!(
+            " The grey lines are the baseline, {}",
+            Unit::Ms.figure(b)
+        ));
         if band > 0.0 {
             s.push_str(&format!(
                 ", and its tolerance band, {} to {}",
@@ -342,11 +349,26 @@ mod tests {
         let c = decode_steps(&s).unwrap();
         assert!(c.starts_with("```mermaid\n%%{init:"), "{c}");
         assert!(c.contains("\nxychart-beta\n"), "{c}");
-        assert!(c.contains("x-axis \"decode step\" [\"w1\", \"1\", \"2\", \"3\", \"4\"]"), "{c}");
-        assert!(c.contains("line [30.000, 20.000, 60.000, 21.000, 10.000]"), "{c}");
-        assert!(c.contains("line [20.000, 20.000, 20.000, 20.000, 20.000]"), "{c}");
-        assert!(c.contains("line [20.600, 20.600, 20.600, 20.600, 20.600]"), "{c}");
-        assert!(c.contains("line [19.400, 19.400, 19.400, 19.400, 19.400]"), "{c}");
+        assert!(
+            c.contains("x-axis \"decode step\" [\"w1\", \"1\", \"2\", \"3\", \"4\"]"),
+            "{c}"
+        );
+        assert!(
+            c.contains("line [30.000, 20.000, 60.000, 21.000, 10.000]"),
+            "{c}"
+        );
+        assert!(
+            c.contains("line [20.000, 20.000, 20.000, 20.000, 20.000]"),
+            "{c}"
+        );
+        assert!(
+            c.contains("line [20.600, 20.600, 20.600, 20.600, 20.600]"),
+            "{c}"
+        );
+        assert!(
+            c.contains("line [19.400, 19.400, 19.400, 19.400, 19.400]"),
+            "{c}"
+        );
         assert!(c.contains("y-axis \"ms\" 5.000 --> 65.000"), "{c}");
         assert!(c.contains("5 in start order (1 warm-up"), "{c}");
         assert!(c.contains("1 stalled (step 2)"), "{c}");
@@ -376,7 +398,10 @@ mod tests {
         ])
         .unwrap();
         assert!(c.contains("x-axis [\"rank 0\", \"rank 1\"]"), "{c}");
-        assert!(c.contains("bar [13.000, 14.500]\n    bar [11.000, 12.500]\n    bar [10.000, 12.000]"), "{c}");
+        assert!(
+            c.contains("bar [13.000, 14.500]\n    bar [11.000, 12.500]\n    bar [10.000, 12.000]"),
+            "{c}"
+        );
         assert!(rank_bars(&[]).is_none());
         let hostile = rank_bars(&[("r\"]\n```<b>".into(), 1.0, 1.0, 1.0)]).unwrap();
         assert!(hostile.contains("x-axis [\"rb\"]"), "{hostile}");

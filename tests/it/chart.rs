@@ -32,8 +32,8 @@ fn the_stall_chart_has_a_point_per_decode_step_found() {
     ]);
     let truth = common::load_json(&run.path().join("truth.json"));
     let found = truth["decode_steps_per_rank"].as_u64().unwrap() as usize;
-    let baseline =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml");
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml");
     let out = tracegate()
         .arg("check")
         .arg(run.path())
