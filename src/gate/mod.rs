@@ -7,5 +7,7 @@ pub mod check;
 pub mod explain;
 pub mod verdict;
 
-pub use check::{check, CalibrationNote, CheckOptions, CheckResult, DecodeSeries, Status};
+pub use check::{
+    check, CalibrationNote, CheckOptions, CheckResult, DecodePoint, DecodeSeries, PointKind, Status,
+};
 pub use verdict::{judge, judge_widened, Judgement, MetricCheck, Observation, Verdict};

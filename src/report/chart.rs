@@ -1,59 +1,231 @@
 //! Mermaid charts that GitHub renders in comments and job summaries: the run's decode steps
-//! against the baseline's band. Lines in an `xychart-beta` carry no legend, so a sentence under
-//! the chart says which line is which.
+//! against the baseline's band, and per-rank compute / wait / transfer bars. Series in an
+//! `xychart-beta` carry no legend, so a sentence under each chart says which is which.
+//!
+//! Every chart starts with an init line that sets the palette: mermaid's default draws the first
+//! series in `#ECECFF`, almost invisible on GitHub's white. The run is drawn in [`RUN`], which
+//! contrasts at least 3:1 with both GitHub backgrounds (white and `#0d1117`); the baseline and its
+//! band are grey ([`SECONDARY`]), secondary to the run in both themes.
 
-use crate::gate::DecodeSeries;
+use crate::gate::{DecodePoint, DecodeSeries, PointKind};
+use crate::units::{fixed, Unit};
 
 /// Points drawn at most: longer runs are averaged in equal buckets, keeping the chart a few
 /// hundred characters whatever the run's length.
 const MAX_POINTS: usize = 60;
 
-/// The decode step of every kept step (ms) as a line, with the baseline and its tolerance band
-/// as flat lines; `None` without steps or a baseline.
+/// The run's colour: 3.6:1 against white, 5.3:1 against GitHub's dark background.
+pub const RUN: &str = "#e8590c";
+/// The baseline, the band and other context: a mid grey, visible in both themes.
+pub const SECONDARY: &str = "#8c959f";
+/// The bars' second and third series (wait, transfer), after [`RUN`] (compute).
+const WAIT: &str = "#0969da";
+const TRANSFER: &str = "#8c959f";
+
+/// The init line that sets the plot palette, in mermaid's order of the series.
+fn init_line(palette: &[&str]) -> String {
+    format!(
+        "%%{{init: {{\"themeVariables\": {{\"xyChart\": {{\"plotColorPalette\": \"{}\"}}}}}}}}%%\n",
+        palette.join(", ")
+    )
+}
+
+/// Every decode step found (warm-up, kept and left out) as a line in real step numbers, with
+/// the baseline and its tolerance band as flat lines when there is a baseline; `None` without
+/// steps. Warm-up steps are labelled `w1`, `w2`, ...; the steps after them are numbered from 1,
+/// as the stall sentence numbers them.
 pub fn decode_steps(series: &DecodeSeries) -> Option<String> {
-    let base = series.baseline_ms?;
-    let points = downsample(&series.steps_ms, MAX_POINTS);
-    if points.is_empty() {
+    if series.steps.is_empty() {
         return None;
     }
+    let labels = step_labels(&series.steps);
+    let walls: Vec<f64> = series.steps.iter().map(|p| p.wall_ms).collect();
+    let (points, point_labels, bucket) = if walls.len() > MAX_POINTS {
+        let bucket = walls.len().div_ceil(MAX_POINTS);
+        let points = downsample(&walls, MAX_POINTS);
+        let firsts = labels.iter().step_by(bucket).cloned().collect();
+        (points, firsts, bucket)
+    } else {
+        (walls, labels, 1)
+    };
     let band = series.allowance_ms.unwrap_or(0.0).abs();
-    let (lo, hi) = (base - band, base + band);
-    let min = points.iter().copied().fold(lo, f64::min);
-    let max = points.iter().copied().fold(hi, f64::max);
+    let base = series.baseline_ms;
+    let mut min = points.iter().copied().fold(f64::INFINITY, f64::min);
+    let mut max = points.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if let Some(b) = base {
+        min = min.min(b - band);
+        max = max.max(b + band);
+    }
     let pad = ((max - min) * 0.1).max(max.abs() * 1e-3).max(1e-3);
     let flat = |v: f64| line(&vec![v; points.len()]);
-    let bucket = series.steps_ms.len().div_ceil(points.len());
     let x_title = if bucket > 1 {
-        format!("decode step (mean of {bucket})")
+        format!("decode step (mean of {bucket} from the one named)")
     } else {
         "decode step".to_string()
     };
+    let mut palette = vec![RUN];
+    if base.is_some() {
+        palette.push(SECONDARY);
+        if band > 0.0 {
+            palette.extend([SECONDARY, SECONDARY]);
+        }
+    }
     let mut chart = format!(
-        "```mermaid\nxychart-beta\n    title \"Decode step, ms\"\n    x-axis \"{x_title}\" 1 --> {}\n    y-axis \"ms\" {:.3} --> {:.3}\n    line {}\n    line {}\n",
-        points.len(),
-        (min - pad).max(0.0),
-        max + pad,
+        "```mermaid\n{}xychart-beta\n    title \"Decode step, ms\"\n    x-axis \"{x_title}\" [{}]\n    y-axis \"ms\" {} --> {}\n    line {}\n",
+        init_line(&palette),
+        point_labels
+            .iter()
+            .map(|l| format!("\"{l}\""))
+            .collect::<Vec<_>>()
+            .join(", "),
+        fixed((min - pad).max(0.0), 3),
+        fixed(max + pad, 3),
         line(&points),
-        flat(base),
     );
-    if band > 0.0 {
-        chart.push_str(&format!("    line {}\n    line {}\n", flat(hi), flat(lo)));
+    if let Some(b) = base {
+        chart.push_str(&format!("    line {}\n", flat(b)));
+        if band > 0.0 {
+            chart.push_str(&format!(
+                "    line {}\n    line {}\n",
+                flat(b + band),
+                flat(b - band)
+            ));
+        }
     }
     chart.push_str("```\n\n");
-    chart.push_str(&format!(
-        "The first line is this run's decode steps ({} kept); the flat lines are the baseline, {base:.3} ms{}.\n\n",
-        series.steps_ms.len(),
-        if band > 0.0 {
-            format!(", and its tolerance band, {lo:.3} to {hi:.3} ms")
-        } else {
-            String::new()
-        }
-    ));
+    chart.push_str(&caption(series, bucket));
     Some(chart)
 }
 
+/// What the decode chart shows, in words: the lines, the warm-up, the stalls and the steps the
+/// band judges.
+fn caption(series: &DecodeSeries, bucket: usize) -> String {
+    let count = |k: PointKind| series.steps.iter().filter(|p| p.kind == k).count();
+    let labels = step_labels(&series.steps);
+    let named = |k: PointKind| -> Vec<String> {
+        series
+            .steps
+            .iter()
+            .zip(&labels)
+            .filter(|(p, _)| p.kind == k)
+            .map(|(_, l)| l.clone())
+            .collect()
+    };
+    let found = series.steps.len();
+    let rank = series
+        .rank
+        .map(|r| format!(" on rank {r}"))
+        .unwrap_or_default();
+    let mut s = format!(
+        "The orange line is every decode step found{rank}, {found} in start order ({} warm-up, w1 to w{}, not judged)",
+        count(PointKind::Warmup),
+        count(PointKind::Warmup),
+    );
+    if count(PointKind::Warmup) == 0 {
+        s = format!("The orange line is every decode step found{rank}, {found} in start order");
+    }
+    if bucket > 1 {
+        s.push_str(&format!(
+            "; each point is the mean of {bucket} consecutive steps, labelled with the first"
+        ));
+    }
+    s.push('.');
+    let stalls = named(PointKind::Stall);
+    if !stalls.is_empty() {
+        s.push_str(&format!(
+            " {} stalled (step{} {}): left out of the median and counted as stalls.",
+            stalls.len(),
+            if stalls.len() == 1 { "" } else { "s" },
+            stalls.join(", ")
+        ));
+    }
+    let fast = named(PointKind::Fast);
+    if !fast.is_empty() {
+        s.push_str(&format!(
+            " {} faster outlier{} left out (step{} {}).",
+            fast.len(),
+            if fast.len() == 1 { "" } else { "s" },
+            if fast.len() == 1 { "" } else { "s" },
+            fast.join(", ")
+        ));
+    }
+    if let Some(b) = series.baseline_ms {
+        let band = series.allowance_ms.unwrap_or(0.0).abs();
+        s.push_str(&format!(
+            " The grey lines are the baseline, {}",
+            Unit::Ms.figure(b)
+        ));
+        if band > 0.0 {
+            s.push_str(&format!(
+                ", and its tolerance band, {} to {}",
+                Unit::Ms.figure(b - band),
+                Unit::Ms.figure(b + band)
+            ));
+        }
+        s.push_str(&format!(
+            "; the band judges the median of the {} kept steps.",
+            count(PointKind::Kept)
+        ));
+    }
+    s.push_str("\n\n");
+    s
+}
+
+/// `w1`, `w2`, ... for the warm-up steps, then `1`, `2`, ... for the steps after them.
+fn step_labels(steps: &[DecodePoint]) -> Vec<String> {
+    let (mut w, mut n) = (0, 0);
+    steps
+        .iter()
+        .map(|p| {
+            if p.kind == PointKind::Warmup {
+                w += 1;
+                format!("w{w}")
+            } else {
+                n += 1;
+                n.to_string()
+            }
+        })
+        .collect()
+}
+
+/// Per-rank bars of compute, wait and transfer per decode step (ms), drawn as overlapping bars
+/// of the running sums so that they read as stacked: `None` without a rank measured.
+pub fn rank_bars(ranks: &[(String, f64, f64, f64)]) -> Option<String> {
+    if ranks.is_empty() {
+        return None;
+    }
+    let labels: Vec<String> = ranks
+        .iter()
+        .map(|(l, ..)| format!("\"{}\"", axis_label(l)))
+        .collect();
+    let total: Vec<f64> = ranks.iter().map(|(_, c, w, t)| c + w + t).collect();
+    let compute_wait: Vec<f64> = ranks.iter().map(|(_, c, w, _)| c + w).collect();
+    let compute: Vec<f64> = ranks.iter().map(|(_, c, ..)| *c).collect();
+    let max = total.iter().copied().fold(0.0, f64::max);
+    let top = if max > 0.0 { max * 1.1 } else { 1.0 };
+    Some(format!(
+        "```mermaid\n{}xychart-beta\n    title \"Per decode step, ms: compute, wait, transfer\"\n    x-axis [{}]\n    y-axis \"ms\" 0 --> {}\n    bar {}\n    bar {}\n    bar {}\n```\n\nPer rank, bottom to top: compute in orange, waiting in collectives in blue, transfer in grey (the medians of the table below, stacked).\n\n",
+        init_line(&[TRANSFER, WAIT, RUN]),
+        labels.join(", "),
+        fixed(top, 3),
+        line(&total),
+        line(&compute_wait),
+        line(&compute),
+    ))
+}
+
+/// A category label mermaid cannot misread: letters, digits, spaces and `-_.:#` only (a rank's
+/// label may carry a host name from the trace), at most 24 characters.
+fn axis_label(label: &str) -> String {
+    label
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || " -_.:#".contains(*c))
+        .take(24)
+        .collect()
+}
+
 fn line(values: &[f64]) -> String {
-    let v: Vec<String> = values.iter().map(|x| format!("{x:.3}")).collect();
+    let v: Vec<String> = values.iter().map(|x| fixed(*x, 3)).collect();
     format!("[{}]", v.join(", "))
 }
 
@@ -72,6 +244,76 @@ fn downsample(values: &[f64], max: usize) -> Vec<f64> {
 mod tests {
     use super::*;
 
+    fn point(wall_ms: f64, kind: PointKind) -> DecodePoint {
+        DecodePoint { wall_ms, kind }
+    }
+
+    /// WCAG 2 relative luminance of `#rrggbb`.
+    fn luminance(hex: &str) -> f64 {
+        let hex = hex.trim().trim_start_matches('#');
+        assert_eq!(hex.len(), 6, "{hex}");
+        let c = |i: usize| {
+            let v = u8::from_str_radix(&hex[i..i + 2], 16).unwrap() as f64 / 255.0;
+            if v <= 0.03928 {
+                v / 12.92
+            } else {
+                ((v + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        0.2126 * c(0) + 0.7152 * c(2) + 0.0722 * c(4)
+    }
+
+    fn contrast(a: &str, b: &str) -> f64 {
+        let (x, y) = (luminance(a), luminance(b));
+        (x.max(y) + 0.05) / (x.min(y) + 0.05)
+    }
+
+    /// The first colour of the palette in the chart's init line.
+    fn first_plot_colour(chart: &str) -> String {
+        let init = chart
+            .lines()
+            .nth(1)
+            .filter(|l| l.starts_with("%%{init:"))
+            .unwrap_or_else(|| panic!("no init line after the fence: {chart}"));
+        let json = init
+            .trim_start_matches("%%{init:")
+            .trim_end_matches("}%%")
+            .trim();
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        let palette = v["themeVariables"]["xyChart"]["plotColorPalette"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        palette.split(',').next().unwrap().trim().to_string()
+    }
+
+    #[test]
+    fn contrast_is_computed_as_wcag_defines_it() {
+        assert!((contrast("#000000", "#ffffff") - 21.0).abs() < 1e-9);
+        // mermaid's default first colour, the one that hid the run on white.
+        assert!(contrast("#ECECFF", "#ffffff") < 1.2);
+    }
+
+    #[test]
+    fn every_chart_draws_the_run_at_three_to_one_on_both_github_backgrounds() {
+        let s = DecodeSeries {
+            steps: vec![point(20.0, PointKind::Kept), point(21.0, PointKind::Kept)],
+            baseline_ms: Some(20.0),
+            allowance_ms: Some(0.6),
+            rank: None,
+        };
+        let bars = rank_bars(&[("rank 0".into(), 10.0, 1.0, 2.0)]).unwrap();
+        for chart in [decode_steps(&s).unwrap(), bars] {
+            let first = first_plot_colour(&chart);
+            for bg in ["#ffffff", "#0d1117"] {
+                let c = contrast(&first, bg);
+                assert!(c >= 3.0, "{first} on {bg}: {c:.2}:1");
+            }
+        }
+        // The run's colour, not the baseline's, comes first in the decode chart.
+        assert_eq!(first_plot_colour(&decode_steps(&s).unwrap()), RUN);
+    }
+
     #[test]
     fn long_runs_are_averaged_into_at_most_sixty_points() {
         let v: Vec<f64> = (0..1000).map(f64::from).collect();
@@ -79,26 +321,89 @@ mod tests {
         assert!(d.len() <= MAX_POINTS && d.len() >= MAX_POINTS / 2);
         assert_eq!(d[0], (0..17).sum::<i32>() as f64 / 17.0);
         assert_eq!(downsample(&[1.0, 2.0], MAX_POINTS), vec![1.0, 2.0]);
+        let s = DecodeSeries {
+            steps: v.iter().map(|&w| point(w, PointKind::Kept)).collect(),
+            baseline_ms: None,
+            allowance_ms: None,
+            rank: None,
+        };
+        let c = decode_steps(&s).unwrap();
+        assert!(c.contains("mean of 17 consecutive steps"), "{c}");
+        assert!(c.contains("[\"1\", \"18\", \"35\""), "{c}");
     }
 
     #[test]
-    fn the_chart_draws_the_run_the_baseline_and_its_band() {
+    fn the_chart_draws_every_step_with_warm_up_and_stalls_in_real_numbers() {
         let s = DecodeSeries {
-            steps_ms: vec![20.0, 21.0, 26.0],
+            steps: vec![
+                point(30.0, PointKind::Warmup),
+                point(20.0, PointKind::Kept),
+                point(60.0, PointKind::Stall),
+                point(21.0, PointKind::Kept),
+                point(10.0, PointKind::Fast),
+            ],
             baseline_ms: Some(20.0),
             allowance_ms: Some(0.6),
+            rank: Some(3),
         };
         let c = decode_steps(&s).unwrap();
-        assert!(c.starts_with("```mermaid\nxychart-beta\n"), "{c}");
-        assert!(c.contains("line [20.000, 21.000, 26.000]"), "{c}");
-        assert!(c.contains("line [20.000, 20.000, 20.000]"), "{c}");
-        assert!(c.contains("line [20.600, 20.600, 20.600]"), "{c}");
-        assert!(c.contains("line [19.400, 19.400, 19.400]"), "{c}");
-        assert!(c.contains("x-axis \"decode step\" 1 --> 3"), "{c}");
+        assert!(c.starts_with("```mermaid\n%%{init:"), "{c}");
+        assert!(c.contains("\nxychart-beta\n"), "{c}");
+        assert!(
+            c.contains("x-axis \"decode step\" [\"w1\", \"1\", \"2\", \"3\", \"4\"]"),
+            "{c}"
+        );
+        assert!(
+            c.contains("line [30.000, 20.000, 60.000, 21.000, 10.000]"),
+            "{c}"
+        );
+        assert!(
+            c.contains("line [20.000, 20.000, 20.000, 20.000, 20.000]"),
+            "{c}"
+        );
+        assert!(
+            c.contains("line [20.600, 20.600, 20.600, 20.600, 20.600]"),
+            "{c}"
+        );
+        assert!(
+            c.contains("line [19.400, 19.400, 19.400, 19.400, 19.400]"),
+            "{c}"
+        );
+        assert!(c.contains("y-axis \"ms\" 5.000 --> 65.000"), "{c}");
+        assert!(c.contains("5 in start order (1 warm-up"), "{c}");
+        assert!(c.contains("1 stalled (step 2)"), "{c}");
+        assert!(c.contains("faster outlier left out (step 4)"), "{c}");
+        assert!(c.contains("median of the 2 kept steps"), "{c}");
+        assert!(c.contains("on rank 3"), "{c}");
         let none = DecodeSeries {
+            steps: Vec::new(),
+            ..s.clone()
+        };
+        assert!(decode_steps(&none).is_none());
+        // Without a baseline: the run alone.
+        let alone = DecodeSeries {
             baseline_ms: None,
             ..s
         };
-        assert!(decode_steps(&none).is_none());
+        let c = decode_steps(&alone).unwrap();
+        assert_eq!(c.matches("    line ").count(), 1, "{c}");
+        assert!(!c.contains("grey"), "{c}");
+    }
+
+    #[test]
+    fn rank_bars_stack_compute_wait_and_transfer() {
+        let c = rank_bars(&[
+            ("rank 0".into(), 10.0, 1.0, 2.0),
+            ("rank 1".into(), 12.0, 0.5, 2.0),
+        ])
+        .unwrap();
+        assert!(c.contains("x-axis [\"rank 0\", \"rank 1\"]"), "{c}");
+        assert!(
+            c.contains("bar [13.000, 14.500]\n    bar [11.000, 12.500]\n    bar [10.000, 12.000]"),
+            "{c}"
+        );
+        assert!(rank_bars(&[]).is_none());
+        let hostile = rank_bars(&[("r\"]\n```<b>".into(), 1.0, 1.0, 1.0)]).unwrap();
+        assert!(hostile.contains("x-axis [\"rb\"]"), "{hostile}");
     }
 }

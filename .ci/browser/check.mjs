@@ -1,0 +1,271 @@
+// The real-browser check (issue 29): renders every markdown snapshot as GitHub would and fails on
+// what a reviewer would stumble on. Run by .ci/run as `node .ci/browser/check.mjs OUT_DIR`.
+//
+// - markdown: Debian's cmark-gfm with GitHub's extensions (table, strikethrough, autolink,
+//   tagfilter), styled with github-markdown-css, in a 900 px comment column;
+// - mermaid: mermaid 11 from node_modules (pinned by package-lock.json), in the light and the
+//   dark theme, as GitHub renders the blocks;
+// - headless Chromium: Debian's, driven by puppeteer-core (no browser download).
+//
+// Fails, naming the snapshot, on: a mermaid parse or render error; the run's line (an
+// xychart-beta's first line) under 3:1 contrast against #ffffff or #0d1117; a visible escape
+// (`\_`), entity (`&lt;`) or tag (`<details>`) in the rendered text; a table wider than the
+// column. Writes screenshots (PNG) of every snapshot in both themes under OUT_DIR.
+
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import puppeteer from "puppeteer-core";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, "../..");
+const out = path.resolve(process.argv[2] ?? path.join(root, "target/browser-check"));
+const COLUMN_PX = 900;
+const BACKGROUNDS = { light: "#ffffff", dark: "#0d1117" };
+const MIN_CONTRAST = 3;
+
+/** Every insta snapshot: tests/it/snapshots/*.snap and src/**/snapshots/*.snap. */
+function snapshots() {
+  const found = [];
+  const walk = (dir) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith(".snap") && path.basename(dir) === "snapshots") found.push(p);
+    }
+  };
+  walk(path.join(root, "src"));
+  walk(path.join(root, "tests/it/snapshots"));
+  return found.sort();
+}
+
+/** The snapshot's content without insta's `---` header. */
+function body(text) {
+  if (!text.startsWith("---\n")) return text;
+  const end = text.indexOf("\n---\n", 3);
+  return end < 0 ? text : text.slice(end + 5);
+}
+
+/** Markdown, not JSON or the terminal format: named so, or written with markdown's marks. */
+function isMarkdown(file, text) {
+  const t = text.trimStart();
+  if (t.startsWith("{") || t.startsWith("[")) return false;
+  if (/markdown/.test(path.basename(file))) return true;
+  if (/_table\.snap$|_text\.snap$/.test(file)) return false;
+  return /\*\*|\\_|^\|.*\|\s*$|^```|<details>/m.test(t);
+}
+
+function gfm(markdown) {
+  return execFileSync(
+    "cmark-gfm",
+    ["--unsafe", "-e", "table", "-e", "strikethrough", "-e", "autolink", "-e", "tagfilter"],
+    { input: markdown, encoding: "utf8", maxBuffer: 64 << 20 },
+  );
+}
+
+function page(html, theme) {
+  const css = fs.readFileSync(
+    path.join(here, `node_modules/github-markdown-css/github-markdown-${theme}.css`),
+    "utf8",
+  );
+  return `<!doctype html><html><head><meta charset="utf-8"><style>${css}
+body { margin: 0; background: ${BACKGROUNDS[theme]}; }
+.markdown-body { box-sizing: border-box; width: ${COLUMN_PX}px; padding: 16px; }
+</style></head><body><article class="markdown-body">${html}</article></body></html>`;
+}
+
+/** WCAG 2 contrast of two CSS colours given as rgb()/#hex. */
+function contrast(a, b) {
+  const rgb = (c) => {
+    c = c.trim();
+    let m = c.match(/^#([0-9a-f]{3}|[0-9a-f]{6})$/i);
+    if (m) {
+      let h = m[1];
+      if (h.length === 3) h = [...h].map((x) => x + x).join("");
+      return [0, 2, 4].map((i) => parseInt(h.slice(i, i + 2), 16));
+    }
+    m = c.match(/^rgba?\(([^)]+)\)$/i);
+    if (m) return m[1].split(",").slice(0, 3).map((x) => parseFloat(x));
+    throw new Error(`cannot read the colour ${c}`);
+  };
+  const lum = (c) => {
+    const [r, g, bl] = rgb(c).map((v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * bl;
+  };
+  const [x, y] = [lum(a), lum(b)];
+  return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
+}
+
+/** In the page: renders each mermaid block in `theme`, then reports what a reviewer would see. */
+async function inspect(p, theme) {
+  return p.evaluate(
+    async (theme, columnPx) => {
+      const problems = [];
+      const runColours = [];
+      mermaid.initialize({ startOnLoad: false, theme: theme === "dark" ? "dark" : "default" });
+      const blocks = [...document.querySelectorAll("pre > code.language-mermaid")];
+      let i = 0;
+      for (const code of blocks) {
+        const source = code.textContent;
+        const pre = code.parentElement;
+        const div = document.createElement("div");
+        div.className = "mermaid-chart";
+        try {
+          await mermaid.parse(source);
+          const { svg } = await mermaid.render(`chart${i++}`, source);
+          div.innerHTML = svg;
+          pre.replaceWith(div);
+        } catch (e) {
+          problems.push(`mermaid block ${i} does not parse or render: ${String(e.message ?? e).split("\n").slice(0, 3).join(" ")}`);
+          continue;
+        }
+        if (/^\s*(%%.*\n\s*)*xychart-beta/.test(source)) {
+          const lines = [...div.querySelectorAll('g[class*="line-plot-"] path')];
+          const first = lines[0];
+          if (first) runColours.push({ chart: i, colour: first.getAttribute("stroke") ?? getComputedStyle(first).stroke });
+        }
+      }
+      // The text and the tables are the same in both themes: checked once, in the light one.
+      if (theme === "dark") return { problems, runColours };
+      // Text a reader sees, outside code blocks (their content is literal by design).
+      const article = document.querySelector("article");
+      const clone = article.cloneNode(true);
+      clone.querySelectorAll("pre, svg, .mermaid-chart").forEach((e) => e.remove());
+      // In code spans a backslash is literal: only the escapes of markdown's own marks are
+      // flagged there (a regex's `\.` is not).
+      const spans = [...clone.querySelectorAll("code")].map((c) => c.textContent).join("\n");
+      const escaped = spans.match(/\\[_*<>`#]/);
+      if (escaped) {
+        const at = spans.indexOf(escaped[0]);
+        problems.push(`a markdown escape shown as text (in code): ${JSON.stringify(spans.slice(Math.max(0, at - 40), at + 40))}`);
+      }
+      clone.querySelectorAll("code").forEach((e) => e.remove());
+      const text = clone.innerText;
+      const shown = [
+        [/\\[!-\/:-@\[-`{-~]/, "a markdown escape shown as text"],
+        [/&(lt|gt|amp|quot|#\d+|#x[0-9a-f]+);/i, "an HTML entity shown as text"],
+        [/<\/?(details|summary|br|b|i|em|strong|code|sub|sup|div|span|p|a|img|table|tr|td|th)\b[^>]*>/i, "an HTML tag shown as text"],
+      ];
+      for (const [re, what] of shown) {
+        const m = text.match(re);
+        if (m) {
+          const at = text.indexOf(m[0]);
+          problems.push(`${what}: ${JSON.stringify(text.slice(Math.max(0, at - 40), at + 40))}`);
+        }
+      }
+      // Tables wider than the column (github-markdown-css lets a wide table scroll).
+      const column = article.getBoundingClientRect();
+      document.querySelectorAll("table").forEach((t, n) => {
+        const right = t.getBoundingClientRect().left + t.scrollWidth;
+        if (t.scrollWidth > t.clientWidth + 1 || right > column.right + 1) {
+          const head = (t.querySelector("tr")?.innerText ?? "").replace(/\s+/g, " ").slice(0, 60);
+          problems.push(`table ${n + 1} ("${head}") is ${t.scrollWidth} px wide, wider than the ${columnPx} px comment column`);
+        }
+      });
+      return { problems, runColours };
+    },
+    theme,
+    COLUMN_PX,
+  );
+}
+
+/** Renders `files` ({ f, text }) in both themes: the problems found, each naming its file. */
+async function check(browser, files) {
+  const mermaidJs = path.join(here, "node_modules/mermaid/dist/mermaid.min.js");
+  const failures = [];
+  let charts = 0;
+  for (const { f, text } of files) {
+    const html = gfm(text);
+    const name = path.basename(f).replace(/\.(snap|md)$/, "");
+    const rel = path.relative(root, f);
+    for (const theme of ["light", "dark"]) {
+      const p = await browser.newPage();
+      await p.setViewport({ width: COLUMN_PX, height: 800, deviceScaleFactor: 1 });
+      await p.setContent(page(html, theme), { waitUntil: "load" });
+      await p.addScriptTag({ path: mermaidJs });
+      const { problems, runColours } = await inspect(p, theme);
+      for (const { chart, colour } of runColours) {
+        charts++;
+        for (const [bgName, bg] of Object.entries(BACKGROUNDS)) {
+          const c = contrast(colour, bg);
+          if (c < MIN_CONTRAST) {
+            problems.push(`chart ${chart}: the run's line ${colour} has ${c.toFixed(2)}:1 contrast on the ${bgName} background ${bg}, under ${MIN_CONTRAST}:1`);
+          }
+        }
+      }
+      for (const problem of problems) failures.push({ rel, text: `${rel} (${theme}): ${problem}` });
+      await p.screenshot({ path: path.join(out, `${name}-${theme}.png`), fullPage: true });
+      await p.close();
+    }
+  }
+  return { failures, charts };
+}
+
+/** The self-test's cases: .ci/browser/selftest/*.md, each naming the problem it must raise in a
+ * first line `<!-- expect: TEXT -->` (or `<!-- expect: nothing -->`). */
+function selfTestCases() {
+  const dir = path.join(here, "selftest");
+  return fs
+    .readdirSync(dir)
+    .filter((n) => n.endsWith(".md"))
+    .sort()
+    .map((n) => {
+      const f = path.join(dir, n);
+      const text = fs.readFileSync(f, "utf8");
+      const m = text.match(/^<!-- expect: (.*) -->/);
+      if (!m) throw new Error(`${f}: no first line <!-- expect: ... -->`);
+      return { f, text, expect: m[1] };
+    });
+}
+
+async function main() {
+  const selfTest = process.argv.includes("--self-test");
+  fs.mkdirSync(out, { recursive: true });
+  const files = selfTest
+    ? selfTestCases()
+    : snapshots()
+        .map((f) => ({ f, text: body(fs.readFileSync(f, "utf8")) }))
+        .filter(({ f, text }) => isMarkdown(f, text));
+  if (files.length === 0) throw new Error("no markdown snapshot found under tests/it/snapshots or src/**/snapshots");
+  const browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--font-render-hinting=none"],
+  });
+  let result;
+  try {
+    result = await check(browser, files);
+  } finally {
+    await browser.close();
+  }
+  const { failures, charts } = result;
+  if (selfTest) {
+    let wrong = 0;
+    for (const { f, expect } of files) {
+      const rel = path.relative(root, f);
+      const got = failures.filter((x) => x.rel === rel).map((x) => x.text);
+      const ok = expect === "nothing" ? got.length === 0 : got.some((g) => g.includes(expect));
+      if (!ok) {
+        wrong++;
+        console.error(`browser check self-test: ${rel} should raise "${expect}", raised: ${got.length ? got.join("; ") : "nothing"}`);
+      }
+    }
+    console.log(`browser check self-test: ${files.length - wrong} of ${files.length} cases caught as expected`);
+    process.exit(wrong ? 1 : 0);
+  }
+  console.log(`browser check: ${files.length} markdown snapshots rendered in 2 themes, ${charts} run lines measured; screenshots in ${out}`);
+  if (failures.length) {
+    for (const f of [...new Set(failures.map((x) => x.text))]) console.error(`browser check: ${f}`);
+    console.error(`browser check: ${failures.length} problem(s)`);
+    process.exit(1);
+  }
+}
+
+main().catch((e) => {
+  console.error(`browser check: ${e.stack ?? e}`);
+  process.exit(2);
+});
