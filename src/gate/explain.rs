@@ -23,9 +23,8 @@ use crate::metrics::{
     DECODE_STEP_MS, OTHER_PCT, RANK_SKEW_MS,
 };
 use crate::taxonomy::{
-    distinguishing_names, readable, short_name, untruncated_short_name, Category, OTHER_LIMIT_PCT,
+    readable, untruncated_short_name, Category, OTHER_LIMIT_PCT,
 };
-use crate::units::Unit;
 
 /// A vanished and an appeared kernel of one category are the same kernel renamed when their
 /// demangled, shortened names are at least this similar (`similar`'s character ratio: twice the
@@ -203,6 +202,10 @@ pub struct Explanation {
     /// The one cause a report leads with, as data (the report writes it in words; the JSON
     /// adds a plain-text `lead` rendered from it for older readers of the verdict).
     pub cause: Cause,
+    /// The cause and its supporting sentence as plain text, kept in the JSON for readers of
+    /// older verdicts (the sweep shows it). The gate leaves it empty: `report::check` writes
+    /// it from [`Cause`] when it writes the JSON, once.
+    pub lead: String,
     /// A category or kernel whose time per step moved less than this (ms) did not move beyond
     /// noise: a microsecond, or 5% of the decode step's tolerance when the baseline has one.
     pub noise_ms_per_step: f64,
@@ -561,6 +564,7 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         decode_step_change_ms,
         kernel_time_change_ms: total,
         cause,
+        lead: String::new(),
         noise_ms_per_step: noise,
         categories,
         kernels: kernel_deltas,

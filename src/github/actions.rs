@@ -305,6 +305,7 @@ mod tests {
                 decode_step_change_ms: None,
                 kernel_time_change_ms: 0.0,
                 cause: crate::gate::explain::Cause::None,
+                lead: String::new(),
                 noise_ms_per_step: 0.001,
                 categories: vec![],
                 kernels: vec![],
