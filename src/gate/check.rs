@@ -8,7 +8,10 @@ use super::verdict::{judge_widened, MetricCheck, Observation, Verdict};
 use crate::baseline::{Baseline, Meta};
 use crate::exit;
 use crate::metrics::catalog::{MetricDef, Samples, METRICS};
-use crate::metrics::{Extraction, Metric, DECODE_STEP_MS};
+use crate::metrics::{
+    Extraction, Metric, ALLREDUCE_TRANSFER_US, ALLREDUCE_US, COMM_PCT, DECODE_STEP_MS,
+    GPU_UTIL_PCT, MOE_US_PER_LAYER, OVERLAP_PCT, PREFILL_COMM_PCT, PREFILL_GPU_UTIL_PCT,
+};
 
 /// Version of the check JSON schema (`check --format json`, `--verdict-out`).
 pub const CHECK_SCHEMA_VERSION: u32 = 1;
@@ -232,6 +235,7 @@ fn check_metric(spec: &MetricDef, x: &Extraction, b: &Baseline) -> Option<Metric
         interval: j.interval,
         samples: observed.map_or(0, |o| o.samples.len()),
         verdict: j.verdict,
+        artefact: None,
     })
 }
 
@@ -245,7 +249,7 @@ fn seed_of(name: &str) -> u64 {
 pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
     // Metrics are judged side by side: a bootstrap over a run's pooled collective calls is most
     // of a check's time. Each has its own seed, so the result is the same on any thread count.
-    let metrics: Vec<MetricCheck> = METRICS
+    let mut metrics: Vec<MetricCheck> = METRICS
         .par_iter()
         .filter_map(|spec| check_metric(spec, x, b))
         .collect();
@@ -257,6 +261,7 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
         Status::CannotJudge
     };
     let explanation = explain(x, b, &metrics);
+    mark_artefacts(&mut metrics, &explanation);
     let (device, source) = run_hardware(x, b, opts);
     let run = RunSummary {
         device,
@@ -553,6 +558,49 @@ fn new_metric(name: &str, m: &Metric) -> MetricCheck {
         interval: None,
         samples: m.samples.len(),
         verdict: Verdict::New,
+        artefact: None,
+    }
+}
+
+/// Metrics figured from kernel time by category: time that moves out of their category (into
+/// `other`, or into a kernel that appeared under another) makes them look better.
+const CATEGORY_METRICS: [&str; 6] = [
+    MOE_US_PER_LAYER,
+    COMM_PCT,
+    PREFILL_COMM_PCT,
+    ALLREDUCE_US,
+    ALLREDUCE_TRANSFER_US,
+    OVERLAP_PCT,
+];
+/// Utilisation: ranks that wait inside a collective kernel count as busy.
+const UTILISATION_METRICS: [&str; 2] = [GPU_UTIL_PCT, PREFILL_GPU_UTIL_PCT];
+
+/// Marks the improvements that the run's own regression explains (the verdict stays; see
+/// [`MetricCheck::artefact`]).
+fn mark_artefacts(metrics: &mut [MetricCheck], e: &Explanation) {
+    let moved_out = if e.unclassified.as_ref().is_some_and(|u| u.rose) {
+        Some("its time moved into kernels no rule classifies")
+    } else if !e.appeared.is_empty() {
+        Some("its time moved into a kernel that appeared")
+    } else {
+        None
+    };
+    for m in metrics.iter_mut().filter(|m| m.verdict == Verdict::Improved) {
+        let name = m.name.as_str();
+        m.artefact = if let Some(why) = moved_out.filter(|_| CATEGORY_METRICS.contains(&name)) {
+            Some(why.to_string())
+        } else if let Some(s) = e
+            .straggler
+            .as_ref()
+            .filter(|_| UTILISATION_METRICS.contains(&name))
+        {
+            Some(format!(
+                "the other ranks wait for rank {} inside their collectives, which counts as busy",
+                s.rank
+            ))
+        } else {
+            None
+        };
     }
 }
 
@@ -587,7 +635,13 @@ fn summary_line(status: Status, metrics: &[MetricCheck]) -> String {
     let regressed = names_with(metrics, Verdict::Regressed);
     let missing = names_with(metrics, Verdict::Missing);
     let noisy = names_with(metrics, Verdict::Noisy);
-    let improved = names_with(metrics, Verdict::Improved);
+    // An artefact of the regression is no improvement, and nothing is re-baselined while the
+    // run regressed.
+    let improved: Vec<&str> = metrics
+        .iter()
+        .filter(|m| m.gated && m.verdict == Verdict::Improved && m.artefact.is_none())
+        .map(|m| m.name.as_str())
+        .collect();
     let mut parts = Vec::new();
     if !regressed.is_empty() {
         parts.push(format!("regressed: {}", regressed.join(", ")));
@@ -599,7 +653,11 @@ fn summary_line(status: Status, metrics: &[MetricCheck]) -> String {
         parts.push(format!("too noisy to judge: {}", noisy.join(", ")));
     }
     if !improved.is_empty() {
-        parts.push(format!("improved (re-baseline): {}", improved.join(", ")));
+        if status == Status::Regression {
+            parts.push(format!("improved: {}", improved.join(", ")));
+        } else {
+            parts.push(format!("improved (re-baseline): {}", improved.join(", ")));
+        }
     }
     let head = match status {
         Status::Pass => format!("PASS: {gated} gated metrics within tolerance"),
@@ -634,6 +692,7 @@ mod precedence_tests {
             interval: None,
             samples: 0,
             verdict,
+            artefact: None,
         }
     }
 

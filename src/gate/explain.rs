@@ -23,9 +23,8 @@ use crate::metrics::{
     DECODE_STEP_MS, OTHER_PCT, RANK_SKEW_MS,
 };
 use crate::taxonomy::{
-    distinguishing_names, readable, short_name, untruncated_short_name, Category, OTHER_LIMIT_PCT,
+    readable, untruncated_short_name, Category, OTHER_LIMIT_PCT,
 };
-use crate::units::Unit;
 
 /// A vanished and an appeared kernel of one category are the same kernel renamed when their
 /// demangled, shortened names are at least this similar (`similar`'s character ratio: twice the
@@ -48,12 +47,86 @@ const RENAME_WINDOW: usize = 512;
 /// runs spend a few thousand; when it runs out, the pairs not yet compared stay appeared and
 /// vanished.
 const RENAME_WORK: u64 = 50_000_000;
-/// Renamed pairs the lead names (the most changed first); the JSON lists all.
-const RENAMED_NAMED: usize = 3;
 /// Kernels kept in the explanation's delta list.
 const TOP_KERNEL_DELTAS: usize = 10;
 /// Changes smaller than this (ms per step) are rounding, not movement: a microsecond.
 const NOISE_FLOOR_MS: f64 = 0.001;
+/// A category moved beyond noise, and the net kernel-time change is worth dividing into
+/// shares, from this share of the decode step's tolerance on.
+const MATERIAL_SHARE_OF_TOLERANCE: f64 = 0.05;
+
+/// The one cause of a run's change, as facts: the report words it, once. The first that holds
+/// wins, in this order: time moved into unclassified kernels (the figures that follow miss it),
+/// stalled decode steps, a straggling rank, a slower collective, a category led by a renamed
+/// kernel, a category, a step that moved outside kernel time; `None` when nothing moved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Cause {
+    /// Kernel time moved into kernels no rule classifies.
+    Unclassified {
+        /// `other` time per step, current − baseline, ms.
+        moved_ms_per_step: f64,
+        /// Share of kernel time in `other` now, %, and in the baseline.
+        other_pct: f64,
+        baseline_other_pct: Option<f64>,
+        /// The `other` kernel with most time, and whether the baseline lacks it.
+        kernel: Option<String>,
+        new: bool,
+    },
+    /// Decode steps stalled (see [`StallNote`]).
+    Stalls {
+        rank: u32,
+        stalled: usize,
+        steps: usize,
+        factor: f64,
+        ms_per_step: f64,
+        baseline_ms_per_step: Option<f64>,
+    },
+    /// The rank the others wait for (see [`Straggler`]).
+    Straggler {
+        rank: u32,
+        compute_excess_ms: f64,
+        category: Option<String>,
+        kernel: Option<String>,
+        last_arrival_pct: f64,
+        wait_change_ms: f64,
+        waits_in: String,
+    },
+    /// The collective's calls got slower net of waiting.
+    SlowerCollective {
+        /// `allreduce` (the metric that moved is `allreduce_transfer_us`).
+        collective: String,
+        kernel: Option<String>,
+        change_us: f64,
+        change_pct: Option<f64>,
+        /// The comm category's change per step, ms.
+        comm_delta_ms_per_step: f64,
+    },
+    /// A category's time moved, led by a kernel that was renamed.
+    Renamed {
+        category: String,
+        category_delta_ms_per_step: f64,
+        old: String,
+        new: String,
+        baseline_ms_per_step: f64,
+        delta_ms_per_step: f64,
+    },
+    /// A category's time moved, led by one kernel.
+    Category {
+        category: String,
+        delta_ms_per_step: f64,
+        kernel: Option<String>,
+        kernel_delta_ms_per_step: Option<f64>,
+        kernel_baseline_ms_per_step: Option<f64>,
+    },
+    /// The decode step moved while kernel time did not: concurrency or idle time.
+    OutsideKernels {
+        decode_step_change_ms: f64,
+        kernel_time_change_ms: f64,
+    },
+    /// Nothing moved beyond noise.
+    None,
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Delta {
@@ -126,8 +199,16 @@ pub struct Explanation {
     pub decode_step_change_ms: Option<f64>,
     /// Kernel time per step, summed over categories, current − baseline.
     pub kernel_time_change_ms: f64,
-    /// The sentence a report leads with.
+    /// The one cause a report leads with, as data (the report writes it in words; the JSON
+    /// adds a plain-text `lead` rendered from it for older readers of the verdict).
+    pub cause: Cause,
+    /// The cause and its supporting sentence as plain text, kept in the JSON for readers of
+    /// older verdicts (the sweep shows it). The gate leaves it empty: `report::check` writes
+    /// it from [`Cause`] when it writes the JSON, once.
     pub lead: String,
+    /// A category or kernel whose time per step moved less than this (ms) did not move beyond
+    /// noise: a microsecond, or 5% of the decode step's tolerance when the baseline has one.
+    pub noise_ms_per_step: f64,
     pub categories: Vec<Delta>,
     pub kernels: Vec<Delta>,
     pub appeared: Vec<String>,
@@ -165,28 +246,6 @@ pub struct StallNote {
     pub ms_per_step: f64,
     /// The baseline's `decode_stall_ms_per_step`, when it records one.
     pub baseline_ms_per_step: Option<f64>,
-}
-
-impl StallNote {
-    /// "5 of 21 decode steps stalled at 3.0× the median (steps 4, 9, 13, 17, 20); they cost
-    /// 200.000 ms, 9.524 ms per decode step (baseline 0.952 ms)."
-    pub fn sentence(&self) -> String {
-        let n = self.positions.len();
-        let list: Vec<String> = self.positions.iter().map(|p| p.to_string()).collect();
-        let baseline = self
-            .baseline_ms_per_step
-            .map(|b| format!(" (baseline {})", Unit::Ms.figure(b)))
-            .unwrap_or_default();
-        format!(
-            "{n} of {} decode steps stalled at {}× the median ({} {}); they cost {}, {} per decode step{baseline}.",
-            self.steps,
-            crate::units::fixed(self.factor, 1),
-            if n == 1 { "step" } else { "steps" },
-            list.join(", "),
-            Unit::Ms.figure(self.lost_ms),
-            Unit::Ms.figure(self.ms_per_step),
-        )
-    }
 }
 
 /// The stalls behind `decode_stall_ms_per_step` or `decode_stall_pct`, when either moved beyond
@@ -308,59 +367,6 @@ fn unclassified(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Option
     })
 }
 
-/// The sentence about `other`, first in the lead: it says which figures cannot be trusted.
-fn unclassified_sentence(u: &Unclassified) -> String {
-    let named: Vec<String> = u
-        .kernels
-        .iter()
-        .map(|k| {
-            format!(
-                "{} ({:.1}%{})",
-                span(&short_name(&k.name)),
-                k.pct,
-                if k.new { ", new in this run" } else { "" }
-            )
-        })
-        .collect();
-    let baseline = u
-        .baseline_other_pct
-        .map(|p| format!(", baseline {p:.1}%"))
-        .unwrap_or_default();
-    let head = if u.rose && u.change_ms_per_step >= NOISE_FLOOR_MS {
-        format!(
-            "{:.3} ms per step moved into kernels no rule classifies: `other` is {:.1}% of kernel time{baseline}",
-            u.change_ms_per_step, u.other_pct
-        )
-    } else {
-        format!(
-            "{:.1}% of kernel time is in kernels no rule classifies (`other`{baseline}, above {OTHER_LIMIT_PCT:.0}%)",
-            u.other_pct
-        )
-    };
-    format!(
-        "{head}, led by {}. That time counts in no category, so comm_pct, moe_us_per_layer and overlap_pct miss it: add a rule for each (`tracegate report` prints one).",
-        if named.is_empty() {
-            "no kernel listed".to_string()
-        } else {
-            named.join(", ")
-        }
-    )
-}
-
-/// A name in the lead as a CommonMark code span: a fence longer than any backtick run in it,
-/// padded when it starts or ends with a backtick or a space (the markdown renders it as code).
-fn span(name: &str) -> String {
-    let name = name.replace(['\n', '\r'], " ");
-    let longest = name.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest + 1);
-    let pad = if name.starts_with(['`', ' ']) || name.ends_with(['`', ' ']) {
-        " "
-    } else {
-        ""
-    };
-    format!("{fence}{pad}{name}{pad}{fence}")
-}
-
 /// Milliseconds and calls per step.
 type PerStep = (f64, f64);
 /// A kernel's category and its baseline and current figures.
@@ -380,10 +386,20 @@ fn delta(name: &str, category: Option<String>, base: PerStep, cur: PerStep) -> D
     }
 }
 
-fn with_shares(mut deltas: Vec<Delta>, total: f64) -> Vec<Delta> {
-    for d in &mut deltas {
-        d.share_of_change_pct =
-            (total.abs() >= NOISE_FLOOR_MS).then(|| d.delta_ms_per_step / total * 100.0);
+/// Each delta's share of the net change `total`, when the change is material (at least
+/// `material` ms per step) and no share falls outside ±100% (time that moved between
+/// categories nets out, and its shares would read +187839%): otherwise none has a share.
+fn with_shares(mut deltas: Vec<Delta>, total: f64, material: f64) -> Vec<Delta> {
+    let shares: Option<Vec<f64>> = (total.abs() >= material.max(NOISE_FLOOR_MS))
+        .then(|| {
+            deltas
+                .iter()
+                .map(|d| d.delta_ms_per_step / total * 100.0)
+                .collect::<Vec<f64>>()
+        })
+        .filter(|s| s.iter().all(|p| p.abs() <= 100.0 + 1e-9));
+    for (i, d) in deltas.iter_mut().enumerate() {
+        d.share_of_change_pct = shares.as_ref().map(|s| s[i]);
     }
     deltas.sort_by(|a, b| {
         b.delta_ms_per_step
@@ -403,11 +419,25 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         cats.entry(cat.key().to_string()).or_default().1 = (e.ms_per_step, e.calls_per_step);
     }
     let total: f64 = cats.values().map(|(b, c)| c.0 - b.0).sum();
+    let noise = metrics
+        .iter()
+        .find(|m| m.name == DECODE_STEP_MS)
+        .and_then(|m| m.allowance)
+        .filter(|a| a.is_finite())
+        .map_or(NOISE_FLOOR_MS, |a| {
+            (a * MATERIAL_SHARE_OF_TOLERANCE).max(NOISE_FLOOR_MS)
+        });
+    let largest = cats
+        .values()
+        .map(|(b, c)| (c.0 - b.0).abs())
+        .fold(0.0, f64::max);
+    let material = noise.max(largest * MATERIAL_SHARE_OF_TOLERANCE);
     let categories = with_shares(
         cats.iter()
             .map(|(n, (b, c))| delta(n, None, *b, *c))
             .collect(),
         total,
+        material,
     );
 
     // The current kernels sorted by name once (a run may have a million): the set of names and
@@ -496,7 +526,7 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
             ..delta(n, c.map(str::to_string), b, cur)
         })
         .collect();
-    let kernel_deltas = with_shares(rows, total);
+    let kernel_deltas = with_shares(rows, total, material);
 
     let decode_step_change_ms = metric_change(metrics, DECODE_STEP_MS);
     let unclassified = unclassified(x, b, metrics);
@@ -518,30 +548,24 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
                 .map(|k| k.name.clone()),
         }
     });
-    let mut lead = lead_sentence(
-        decode_step_change_ms,
-        total,
-        &categories,
-        &kernel_deltas,
-        &appeared,
-        &vanished,
-        &renamed,
-        straggler.as_ref(),
-        slower_transfer.as_ref(),
-    );
-    // Stalls first: the figures that follow leave the stalled steps out.
     let stalls = stall_note(x, b, metrics);
-    if let Some(s) = &stalls {
-        lead = format!("{} {lead}", s.sentence());
-    }
-    // Unclassified time first: it says which of the figures that follow miss time.
-    if let Some(u) = &unclassified {
-        lead = format!("{} {lead}", unclassified_sentence(u));
-    }
+    let cause = cause_of(&Facts {
+        decode_change: decode_step_change_ms,
+        total,
+        noise,
+        categories: &categories,
+        kernels: &kernel_deltas,
+        straggler: straggler.as_ref(),
+        slower_transfer: slower_transfer.as_ref(),
+        stalls: stalls.as_ref(),
+        unclassified: unclassified.as_ref(),
+    });
     Explanation {
         decode_step_change_ms,
         kernel_time_change_ms: total,
-        lead,
+        cause,
+        lead: String::new(),
+        noise_ms_per_step: noise,
         categories,
         kernels: kernel_deltas,
         appeared,
@@ -552,6 +576,108 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         unclassified,
         slower_transfer,
         stalls,
+    }
+}
+
+/// What [`cause_of`] chooses from.
+struct Facts<'a> {
+    decode_change: Option<f64>,
+    total: f64,
+    noise: f64,
+    categories: &'a [Delta],
+    kernels: &'a [Delta],
+    straggler: Option<&'a Straggler>,
+    slower_transfer: Option<&'a SlowerTransfer>,
+    stalls: Option<&'a StallNote>,
+    unclassified: Option<&'a Unclassified>,
+}
+
+/// The one cause, in [`Cause`]'s order of precedence.
+fn cause_of(f: &Facts) -> Cause {
+    if let Some(u) = f
+        .unclassified
+        .filter(|u| u.rose && u.change_ms_per_step >= NOISE_FLOOR_MS)
+    {
+        let top = u.kernels.first();
+        return Cause::Unclassified {
+            moved_ms_per_step: u.change_ms_per_step,
+            other_pct: u.other_pct,
+            baseline_other_pct: u.baseline_other_pct,
+            kernel: top.map(|k| k.name.clone()),
+            new: top.is_some_and(|k| k.new),
+        };
+    }
+    if let Some(s) = f.stalls {
+        return Cause::Stalls {
+            rank: s.rank,
+            stalled: s.positions.len(),
+            steps: s.steps,
+            factor: s.factor,
+            ms_per_step: s.ms_per_step,
+            baseline_ms_per_step: s.baseline_ms_per_step,
+        };
+    }
+    if let Some(s) = f.straggler {
+        return Cause::Straggler {
+            rank: s.rank,
+            compute_excess_ms: s.compute_excess_ms,
+            category: s.category.clone(),
+            kernel: s.kernel.clone(),
+            last_arrival_pct: s.last_arrival_pct,
+            wait_change_ms: s.wait_change_ms,
+            waits_in: s.waits_in.clone(),
+        };
+    }
+    if let Some(t) = f.slower_transfer {
+        return Cause::SlowerCollective {
+            collective: "allreduce".into(),
+            kernel: t.kernel.clone(),
+            change_us: t.change_us,
+            change_pct: t.change_pct,
+            comm_delta_ms_per_step: f
+                .categories
+                .iter()
+                .find(|d| d.name == Category::Comm.key())
+                .map_or(0.0, |d| d.delta_ms_per_step),
+        };
+    }
+    let change = f.decode_change.unwrap_or(f.total).abs();
+    let top = f
+        .categories
+        .first()
+        .filter(|d| d.delta_ms_per_step.abs() >= f.noise);
+    match top {
+        // Kernel time explains the change only when it moved by a fair part of it.
+        Some(top) if f.total.abs() >= NOISE_FLOOR_MS && f.total.abs() >= 0.25 * change => {
+            let leader = f
+                .kernels
+                .iter()
+                .find(|k| k.category.as_deref() == Some(top.name.as_str()));
+            match leader {
+                Some(k) if k.renamed_from.is_some() => Cause::Renamed {
+                    category: top.name.clone(),
+                    category_delta_ms_per_step: top.delta_ms_per_step,
+                    old: k.renamed_from.clone().unwrap_or_default(),
+                    new: k.name.clone(),
+                    baseline_ms_per_step: k.baseline_ms_per_step,
+                    delta_ms_per_step: k.delta_ms_per_step,
+                },
+                _ => Cause::Category {
+                    category: top.name.clone(),
+                    delta_ms_per_step: top.delta_ms_per_step,
+                    kernel: leader.map(|k| k.name.clone()),
+                    kernel_delta_ms_per_step: leader.map(|k| k.delta_ms_per_step),
+                    kernel_baseline_ms_per_step: leader.map(|k| k.baseline_ms_per_step),
+                },
+            }
+        }
+        _ => match f.decode_change {
+            Some(d) if d.abs() >= f.noise => Cause::OutsideKernels {
+                decode_step_change_ms: d,
+                kernel_time_change_ms: f.total,
+            },
+            _ => Cause::None,
+        },
     }
 }
 
@@ -824,8 +950,6 @@ fn metric_change(metrics: &[MetricCheck], name: &str) -> Option<f64> {
 /// name in `appeared` and `vanished`.
 pub const KERNEL_DIFF_LINES: usize = 200;
 
-/// Names the lead sentence lists of those that appeared (and of those that vanished).
-const LEAD_NAMES: usize = 10;
 
 /// Unified diff of sorted kernel names (demangled, as every table shows them); only changed
 /// lines and no context, to stay short, and at most [`KERNEL_DIFF_LINES`] of them. Both sides
@@ -969,151 +1093,6 @@ fn straggler(x: &Extraction, metrics: &[MetricCheck]) -> Option<Straggler> {
             "collectives".into()
         },
     })
-}
-
-#[allow(clippy::too_many_arguments)]
-fn lead_sentence(
-    decode_change: Option<f64>,
-    total: f64,
-    categories: &[Delta],
-    kernels: &[Delta],
-    appeared: &[String],
-    vanished: &[String],
-    renamed: &[Renamed],
-    straggler: Option<&Straggler>,
-    slower_transfer: Option<&SlowerTransfer>,
-) -> String {
-    let mut sentences = Vec::new();
-    // A straggler is the one cause behind the others' longer allreduce calls, the rank skew and
-    // a longer step: it comes first.
-    if let Some(s) = straggler {
-        let what = match (&s.category, &s.kernel) {
-            (Some(c), Some(k)) => format!(" ({c}, led by {})", span(&short_name(k))),
-            (Some(c), None) => format!(" ({c})"),
-            _ => String::new(),
-        };
-        sentences.push(format!(
-            "Rank {} is the straggler: its compute per step is {:+.3} ms{what}; the other ranks wait for it in {} ({:+.3} ms per step).",
-            s.rank, s.compute_excess_ms, s.waits_in, s.wait_change_ms
-        ));
-    }
-    match decode_change {
-        Some(change) if change.abs() >= NOISE_FLOOR_MS => {
-            sentences.push(format!("The decode step moved by {change:+.3} ms."))
-        }
-        Some(_) => sentences.push("The decode step did not move.".into()),
-        None => {}
-    }
-    if let Some(t) = slower_transfer {
-        let pct = t
-            .change_pct
-            .map(|p| format!(" ({p:+.1}%)"))
-            .unwrap_or_default();
-        let kernel = t
-            .kernel
-            .as_deref()
-            .map(|k| format!(", led by {}", span(&short_name(k))))
-            .unwrap_or_default();
-        sentences.push(format!(
-            "The allreduce itself is slower: {:+.2} us per call net of waiting{pct}{kernel}.",
-            t.change_us
-        ));
-    }
-    let change = decode_change.unwrap_or(total).abs();
-    // The renamed kernel the sentence on categories names, not to be named twice.
-    let mut named_rename: Option<&str> = None;
-    // With a straggler named, the comm time that grew is the others' waiting: not a lead.
-    let top = categories
-        .first()
-        .filter(|d| d.delta_ms_per_step.abs() >= NOISE_FLOOR_MS)
-        .filter(|d| straggler.is_none() || d.name != Category::Comm.key());
-    match top {
-        // Kernel time explains the change only when it moved by a fair part of it.
-        Some(top) if total.abs() >= NOISE_FLOOR_MS && total.abs() >= 0.25 * change => {
-            let share = top
-                .share_of_change_pct
-                .map(|s| format!(", {s:.0}% of the kernel-time change"))
-                .unwrap_or_default();
-            let leader = kernels
-                .iter()
-                .find(|k| k.category.as_deref() == Some(top.name.as_str()));
-            named_rename = leader.and_then(|k| k.renamed_from.as_ref().map(|_| k.name.as_str()));
-            let led_by = leader
-                .map(|k| match &k.renamed_from {
-                    Some(old) => {
-                        let (old, new) = distinguishing_names(old, &k.name);
-                        format!(
-                            ", led by {} (renamed from {}, {:+.3} ms per step)",
-                            span(&new),
-                            span(&old),
-                            k.delta_ms_per_step
-                        )
-                    }
-                    None => format!(
-                        ", led by {} ({:+.3} ms per step)",
-                        span(&short_name(&k.name)),
-                        k.delta_ms_per_step
-                    ),
-                })
-                .unwrap_or_default();
-            sentences.push(format!(
-                "Most of it is {} ({:+.3} ms per step{share}){led_by}.",
-                top.name, top.delta_ms_per_step
-            ));
-        }
-        // With a straggler named, its slower kernels are diluted in the mean over ranks: say no more.
-        _ if straggler.is_some() => {}
-        _ if change >= NOISE_FLOOR_MS => sentences.push(format!(
-            "Kernel time per step moved by only {total:+.3} ms: the step changed through concurrency or idle time, not slower kernels."
-        )),
-        _ => sentences.push("No category's kernel time per step moved by a microsecond or more.".into()),
-    }
-    let others: Vec<&Renamed> = renamed
-        .iter()
-        .filter(|r| Some(r.new.as_str()) != named_rename)
-        .collect();
-    if !others.is_empty() {
-        let mut pairs: Vec<String> = others
-            .iter()
-            .take(RENAMED_NAMED)
-            .map(|r| {
-                let (old, new) = distinguishing_names(&r.old, &r.new);
-                format!(
-                    "`{old}` → `{new}` ({:+.3} ms per step)",
-                    r.delta_ms_per_step
-                )
-            })
-            .collect();
-        if others.len() > RENAMED_NAMED {
-            pairs.push(format!("{} more", others.len() - RENAMED_NAMED));
-        }
-        let also = if named_rename.is_some() { " also" } else { "" };
-        sentences.push(format!("Kernels{also} renamed: {}.", pairs.join(", ")));
-    }
-    if !appeared.is_empty() || !vanished.is_empty() {
-        sentences.push(format!(
-            "Kernels appeared: {}; vanished: {}.",
-            list(appeared),
-            list(vanished)
-        ));
-    }
-    sentences.join(" ")
-}
-
-fn list(names: &[String]) -> String {
-    if names.is_empty() {
-        "none".into()
-    } else {
-        let mut shown: Vec<String> = names
-            .iter()
-            .take(LEAD_NAMES)
-            .map(|n| span(&short_name(n)))
-            .collect();
-        if names.len() > LEAD_NAMES {
-            shown.push(format!("and {} more", names.len() - LEAD_NAMES));
-        }
-        shown.join(", ")
-    }
 }
 
 #[cfg(test)]

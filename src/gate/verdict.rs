@@ -43,6 +43,12 @@ pub struct MetricCheck {
     /// Per-step samples the judgement rested on (0: the value alone decided).
     pub samples: usize,
     pub verdict: Verdict,
+    /// Why a gain beyond tolerance is no improvement: the regression's own mechanism explains
+    /// it (time that moved into `other` or into a kernel that appeared; utilisation raised by
+    /// ranks waiting inside collectives). The verdict stays `improved`; reports do not call it
+    /// one, and nothing offers to re-baseline it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artefact: Option<String>,
 }
 
 /// A metric as the run measured it.

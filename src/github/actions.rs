@@ -89,6 +89,17 @@ pub fn annotations(result: &CheckResult, fail_on_improvement: bool) -> Vec<Strin
                 Some(name),
                 &format!("{name} regressed (report only, not gated): {}", figures(m)),
             )),
+            // An artefact of the regression is no improvement; while the run regressed,
+            // nothing is offered for re-baselining.
+            (Verdict::Improved, _) if m.artefact.is_some() => {}
+            (Verdict::Improved, _) if result.status == Status::Regression => notices.push(command(
+                "notice",
+                Some(name),
+                &format!(
+                    "{name} improved beyond tolerance: {}; the run regressed, so not a time to re-baseline",
+                    figures(m)
+                ),
+            )),
             (Verdict::Improved, _) => notices.push(command(
                 "notice",
                 Some(name),
@@ -263,6 +274,7 @@ mod tests {
             interval: None,
             samples: 0,
             verdict,
+            artefact: None,
         }
     }
 
@@ -292,7 +304,9 @@ mod tests {
             explanation: Explanation {
                 decode_step_change_ms: None,
                 kernel_time_change_ms: 0.0,
+                cause: crate::gate::explain::Cause::None,
                 lead: String::new(),
+                noise_ms_per_step: 0.001,
                 categories: vec![],
                 kernels: vec![],
                 appeared: vec![],
@@ -342,6 +356,25 @@ mod tests {
         let lines = annotations(&r, true);
         assert!(lines[2].starts_with("::error title=better::better improved beyond tolerance"));
         assert_eq!(lines.iter().filter(|l| l.starts_with("::error")).count(), 3);
+    }
+
+    #[test]
+    fn no_re_baseline_is_offered_while_the_run_regressed_nor_for_an_artefact() {
+        let mut artefact = metric("moe_us_per_layer", true, Verdict::Improved);
+        artefact.artefact = Some("its time moved into kernels no rule classifies".into());
+        let mut r = result(vec![
+            metric("slow", true, Verdict::Regressed),
+            metric("better", true, Verdict::Improved),
+            artefact,
+        ]);
+        let lines = annotations(&r, false);
+        assert!(!lines.iter().any(|l| l.contains("moe_us_per_layer")), "{lines:?}");
+        let notice = lines.iter().find(|l| l.starts_with("::notice")).unwrap();
+        assert!(!notice.contains("worth re-baselining"), "{notice}");
+        // A passing run's real improvement is still worth re-baselining.
+        r.status = Status::Pass;
+        let lines = annotations(&r, false);
+        assert!(lines.iter().any(|l| l.contains("worth re-baselining")), "{lines:?}");
     }
 
     #[test]

@@ -63,14 +63,30 @@ pub fn is_sticky(body: &str, marker: &str) -> bool {
 }
 
 /// The comment: the marker, then the markdown parts (verdict, table, causes; later parts dropped
-/// to fit), then a pointer to the job summary. At most [`GITHUB_COMMENT_LIMIT`] characters.
+/// to fit), then a line linking the run that says where any left-out section is. At most
+/// [`GITHUB_COMMENT_LIMIT`] characters.
 pub fn body(marker: &str, parts: &[String], run_url: Option<&str>) -> String {
-    let footer = match run_url {
-        Some(url) => format!("\n_Full tables in the [job summary]({url})._\n"),
-        None => "\n_Full tables in the job summary of the workflow run._\n".to_string(),
+    // The job summary holds every part; the comment points there only when it left some out,
+    // and otherwise links the run without promising tables it already holds.
+    let pointer = |what: &str| match run_url {
+        Some(url) => format!("\n_{what} [workflow run]({url})._\n"),
+        None => format!("\n_{what} workflow run._\n"),
     };
-    let used = marker.chars().count() + 1 + footer.chars().count() + NOTE_ROOM;
-    let markdown = fit(parts.to_vec(), GITHUB_COMMENT_LIMIT.saturating_sub(used));
+    let footer_of = |cut: bool| {
+        if cut {
+            pointer("Sections left out here are in the job summary of the")
+        } else {
+            pointer("From the")
+        }
+    };
+    let room = |footer: &str| {
+        GITHUB_COMMENT_LIMIT
+            .saturating_sub(marker.chars().count() + 1 + footer.chars().count() + NOTE_ROOM)
+    };
+    let whole: usize = parts.iter().map(|p| p.chars().count()).sum();
+    let short = footer_of(false);
+    let footer = footer_of(whole > room(&short));
+    let markdown = fit(parts.to_vec(), room(&footer));
     format!("{marker}\n{markdown}{footer}")
 }
 
@@ -325,6 +341,19 @@ fn from_octocrab(e: octocrab::Error, token: &Token) -> GithubError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_footer_points_to_the_job_summary_only_when_sections_were_left_out() {
+        let url = Some("https://github.example/o/r/actions/runs/1");
+        let whole = body("<!-- m -->", &["a".repeat(100)], url);
+        assert!(!whole.contains("job summary"), "{whole}");
+        assert!(whole.ends_with("_From the [workflow run](https://github.example/o/r/actions/runs/1)._\n"), "{whole}");
+        let big = vec!["b".repeat(40_000), "c".repeat(40_000)];
+        let cut = body("<!-- m -->", &big, None);
+        assert!(cut.chars().count() <= GITHUB_COMMENT_LIMIT);
+        assert!(cut.contains("left out to fit"), "{}", &cut[cut.len() - 300..]);
+        assert!(cut.ends_with("_Sections left out here are in the job summary of the workflow run._\n"));
+    }
 
     #[test]
     fn markers_cannot_close_the_html_comment() {

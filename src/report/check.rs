@@ -4,24 +4,28 @@
 //! cause, and the long parts folded. It never exceeds GitHub's comment limit.
 
 use super::table::{
-    escape_markdown, free_code, free_text, printable, text_with_code, Align, Table,
+    code_span, cut, escape_html, escape_markdown, free_code, free_text, printable, Align, Table,
 };
 use super::Format;
-use crate::gate::explain::{Delta, Unclassified};
+use crate::baseline::Tolerance;
+use crate::gate::explain::{Cause, Delta, Unclassified};
 use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
+use crate::metrics::DECODE_STEP_MS;
+use crate::taxonomy::distinguishing_names;
 use crate::units::{Unit, MISSING};
 
 /// GitHub refuses comments longer than this many characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
 /// Headroom kept below the limit for a marker and a footer added by the caller.
 const BUDGET: usize = GITHUB_COMMENT_LIMIT - 2_048;
-/// Category and kernel rows shown before the rest folds away.
-const SHOWN_ROWS: usize = 6;
 
 pub fn render(result: &CheckResult, format: Format) -> String {
     match format {
         Format::Json => {
-            serde_json::to_string_pretty(result).expect("check result serialises") + "\n"
+            // `explanation.lead`: the plain "why", kept for readers of older verdicts.
+            let mut with_lead = result.clone();
+            with_lead.explanation.lead = lead(result);
+            serde_json::to_string_pretty(&with_lead).expect("check result serialises") + "\n"
         }
         Format::Markdown => markdown(result),
         Format::Table => terminal(result),
@@ -39,7 +43,19 @@ pub fn mark(verdict: Verdict) -> &'static str {
     }
 }
 
+/// A metric's mark: an improvement the regression explains is none.
+fn metric_mark(m: &MetricCheck) -> &'static str {
+    if m.artefact.is_some() {
+        "ℹ️"
+    } else {
+        mark(m.verdict)
+    }
+}
+
 fn verdict_word(m: &MetricCheck) -> String {
+    if let Some(why) = &m.artefact {
+        return format!("not an improvement: {why}");
+    }
     let word = match m.verdict {
         Verdict::Ok => "ok",
         Verdict::Regressed => "regressed",
@@ -60,9 +76,35 @@ pub fn value(v: Option<f64>, unit: Unit) -> String {
     unit.figure_or_missing(v)
 }
 
-/// A metric's change as shown in the table.
+/// The tolerance a metric was judged with, as its baseline states it.
+fn tolerance_of(m: &MetricCheck) -> Option<Tolerance> {
+    m.tolerance.as_deref()?.parse().ok()
+}
+
+/// A metric's change as shown in the table, in the unit its tolerance uses: percentage points
+/// for a percentage, the metric's unit for an absolute tolerance (`rank_skew_ms` +13.178 ms
+/// against 0.25 ms), percent of the baseline for a relative one; never a signed zero.
 pub fn change(m: &MetricCheck) -> String {
-    super::change_text(m.unit, m.change, m.change_pct)
+    let Some(c) = m.change else {
+        return MISSING.into();
+    };
+    let absolute = matches!(tolerance_of(m), Some(Tolerance::Absolute { .. }));
+    match m.change_pct {
+        Some(p) if m.unit != Unit::Pct && !absolute => crate::units::percent_delta(p),
+        _ => crate::units::unit_change(m.unit, c),
+    }
+}
+
+/// A tolerance as people read it: `3%`, `0.25 ms`, `500 µs`, `10 pp`.
+fn tolerance_text(m: &MetricCheck) -> Option<String> {
+    Some(match tolerance_of(m)? {
+        Tolerance::Relative(p) => format!("{p}%"),
+        Tolerance::Absolute { amount, unit } => match unit {
+            Unit::Pct => format!("{amount} pp"),
+            Unit::Ratio => format!("{amount}"),
+            u => format!("{amount} {}", u.symbol()),
+        },
+    })
 }
 
 fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
@@ -90,7 +132,7 @@ fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
             verdict_word(m),
         ];
         if with_marks {
-            row.insert(0, mark(m.verdict).to_string());
+            row.insert(0, metric_mark(m).to_string());
         }
         t.row(row);
     }
@@ -99,7 +141,9 @@ fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
 
 /// The tolerance, and where it came from when it was calibrated: "3.1% (calibrated, 8 runs)".
 fn tolerance_cell(result: &CheckResult, m: &MetricCheck) -> String {
-    let tolerance = m.tolerance.clone().unwrap_or_else(|| MISSING.into());
+    let tolerance = tolerance_text(m)
+        .or_else(|| m.tolerance.clone())
+        .unwrap_or_else(|| MISSING.into());
     let runs = result
         .calibration
         .iter()
@@ -115,7 +159,11 @@ fn tolerance_cell(result: &CheckResult, m: &MetricCheck) -> String {
 fn figure_with_share(m: &MetricCheck, v: f64) -> String {
     match (m.unit, m.baseline.filter(|b| *b != 0.0)) {
         (Unit::Pct, _) => format!("{} pp", m.unit.number(v)),
-        (_, Some(b)) => format!("{} ({:.2}%)", m.unit.figure(v), v / b.abs() * 100.0),
+        (_, Some(b)) => format!(
+            "{} ({}%)",
+            m.unit.figure(v),
+            crate::units::fixed(v / b.abs() * 100.0, 2)
+        ),
         (_, None) => m.unit.figure(v),
     }
 }
@@ -165,34 +213,6 @@ pub fn calibration_lines(result: &CheckResult) -> Vec<String> {
     lines
 }
 
-fn headline(result: &CheckResult) -> String {
-    let icon = match result.status {
-        Status::Pass => "✅",
-        Status::Regression => "❌",
-        Status::CannotJudge => "⚠️",
-    };
-    // The run's hardware, not the baseline's: a run on other hardware must not look like one
-    // on the baseline's.
-    let run = &result.run;
-    let hardware = match (
-        &run.device,
-        run.hardware_asserted,
-        run.hardware_from_baseline,
-    ) {
-        (Some(d), true, _) => format!("{} (asserted by --hardware)", free_text(d)),
-        (Some(d), _, true) => format!(
-            "{} (the baseline's, asserted: the trace names no device)",
-            free_text(d)
-        ),
-        (Some(d), false, false) => free_text(d),
-        (None, _, _) => "unknown hardware".to_string(),
-    };
-    format!(
-        "{icon} **tracegate** on {hardware}: {}",
-        escape_markdown(&result.summary)
-    )
-}
-
 /// The run's image and `--meta` pairs beside the baseline's: "image `v0.5.3` → `v0.5.4` ·
 /// sglang `0.5.3` → `0.5.4`" in markdown (values in code spans), the same without backticks
 /// for a terminal; `None` when neither side has any. Pairs only the baseline has are shown
@@ -228,48 +248,6 @@ pub fn identity_line(result: &CheckResult, markdown: bool) -> Option<String> {
         }
     }
     (!parts.is_empty()).then(|| parts.join(" · "))
-}
-
-fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
-    let mut columns = vec![(if kernels { "kernel" } else { "category" }, Align::Left)];
-    if kernels {
-        columns.push(("category", Align::Left));
-    }
-    columns.extend([
-        ("baseline ms/step", Align::Right),
-        ("current ms/step", Align::Right),
-        ("Δ ms/step", Align::Right),
-        ("calls/step", Align::Right),
-        ("share of change", Align::Right),
-    ]);
-    let mut t = Table::new(&columns);
-    if kernels {
-        t = t.code_column(0);
-    }
-    for d in deltas {
-        let mut row = vec![if kernels {
-            super::display_kernel_name(&d.name)
-        } else {
-            d.name.clone()
-        }];
-        if kernels {
-            row.push(d.category.clone().unwrap_or_default());
-        }
-        row.extend([
-            format!("{:.3}", d.baseline_ms_per_step),
-            format!("{:.3}", d.current_ms_per_step),
-            format!("{:+.3}", d.delta_ms_per_step),
-            format!(
-                "{} → {}",
-                crate::units::count(d.baseline_calls_per_step),
-                crate::units::count(d.current_calls_per_step)
-            ),
-            d.share_of_change_pct
-                .map_or_else(|| "—".into(), |s| format!("{s:+.0}%")),
-        ]);
-        t.row(row);
-    }
-    t
 }
 
 /// A code fence longer than any run of backticks in `text`, so no kernel name can close it.
@@ -339,67 +317,629 @@ fn meta_table(result: &CheckResult) -> Table {
     t
 }
 
+/// Running text as facts hand it over: plain words, and names (kernels, metrics, categories)
+/// that markdown shows as code. The one writer of check's sentences: [`Words::markdown`] and
+/// [`Words::plain`] render the same pieces.
+#[derive(Debug, Clone, Default)]
+pub struct Words(Vec<Piece>);
+
+#[derive(Debug, Clone)]
+enum Piece {
+    Text(String),
+    Name(String),
+}
+
+impl Words {
+    fn text(mut self, t: impl Into<String>) -> Words {
+        self.0.push(Piece::Text(t.into()));
+        self
+    }
+
+    fn name(mut self, n: impl Into<String>) -> Words {
+        self.0.push(Piece::Name(n.into()));
+        self
+    }
+
+    /// Markdown: text escaped, names as code spans.
+    pub fn markdown(&self) -> String {
+        self.0
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) => escape_markdown(t),
+                Piece::Name(n) => code_span(n),
+            })
+            .collect()
+    }
+
+    /// Markdown without code spans, for a line that is also read as plain text (the headline):
+    /// every piece escaped.
+    fn markdown_flat(&self) -> String {
+        self.0
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) | Piece::Name(t) => escape_markdown(t),
+            })
+            .collect()
+    }
+
+    /// Plain text for a terminal or the JSON: control characters escaped.
+    pub fn plain(&self) -> String {
+        self.0
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) | Piece::Name(t) => printable(t).into_owned(),
+            })
+            .collect()
+    }
+}
+
+/// A kernel's readable name, cut to its function for the headline
+/// (`aiter::cross_device_reduce_2stage`, without its template arguments).
+fn kernel_head(name: &str) -> String {
+    let short = super::display_kernel_name(name);
+    match short.find('<') {
+        Some(at) if at > 0 => short[..at].to_string(),
+        _ => short,
+    }
+}
+
+fn ms(v: f64) -> String {
+    Unit::Ms.figure(v)
+}
+
+fn ms_change(v: f64) -> String {
+    crate::units::unit_change(Unit::Ms, v)
+}
+
+/// The configuration a check judged: the baseline's file stem, as the sweep names it.
+pub fn configuration(result: &CheckResult) -> String {
+    let path = std::path::Path::new(&result.baseline.path);
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| result.baseline.path.clone())
+}
+
+/// Two image names cut to the part that differs: the common repository (up to the last `:` or
+/// `/` before the first difference) and the common tail from a `-` or `_` on are dropped, so
+/// `lmsysorg/sglang:v0.5.8-rocm700` → `lmsysorg/sglang:v0.5.9-rocm700` reads `v0.5.8 → v0.5.9`.
+pub fn differing_tags(old: &str, new: &str) -> (String, String) {
+    let (a, b): (Vec<char>, Vec<char>) = (old.chars().collect(), new.chars().collect());
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let start = a[..common]
+        .iter()
+        .rposition(|&c| c == ':' || c == '/')
+        .map_or(0, |i| i + 1);
+    let (a, b) = (&a[start..], &b[start..]);
+    let tail = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
+        .min(a.len().min(b.len()));
+    // The tail kept from its first separator on, so a tag is not cut inside a word.
+    let cut = a[a.len() - tail..]
+        .iter()
+        .position(|&c| c == '-' || c == '_')
+        .map_or(0, |i| tail - i);
+    let keep = |s: &[char]| -> String { s[..s.len() - cut].iter().collect() };
+    let (x, y) = (keep(a), keep(b));
+    if x.is_empty() || y.is_empty() {
+        (a.iter().collect(), b.iter().collect())
+    } else {
+        (x, y)
+    }
+}
+
+/// The image bump, when the run names another image than the baseline's.
+fn image_bump(result: &CheckResult) -> Option<(String, String)> {
+    let old = result.baseline.meta.image.as_deref()?;
+    let new = result.run.identity.image.as_deref()?;
+    (old != new).then(|| differing_tags(old, new))
+}
+
+/// The decode step's change as the headline says it: `decode step +4.2% (20.127 → 20.979 ms)`.
+fn decode_step_words(result: &CheckResult) -> Option<String> {
+    let m = result.metrics.iter().find(|m| m.name == DECODE_STEP_MS)?;
+    let (base, cur) = (m.baseline?, m.current?);
+    let change = match m.change_pct {
+        Some(p) => crate::units::percent_delta(p),
+        None => crate::units::unit_change(m.unit, cur - base),
+    };
+    Some(format!(
+        "decode step {change} ({} → {} {})",
+        m.unit.number(base),
+        m.unit.number(cur),
+        m.unit.symbol()
+    ))
+}
+
+/// The cause in a few words, for the headline.
+pub fn cause_words(cause: &Cause) -> Words {
+    let w = Words::default();
+    match cause {
+        Cause::Unclassified {
+            moved_ms_per_step,
+            kernel,
+            new,
+            ..
+        } => {
+            let w = w.text(format!(
+                "{} per step moved into kernels no rule classifies",
+                ms(*moved_ms_per_step)
+            ));
+            match kernel {
+                Some(k) => w
+                    .text(", led by ")
+                    .name(kernel_head(k))
+                    .text(if *new { " (new)" } else { "" }),
+                None => w,
+            }
+        }
+        Cause::Stalls {
+            stalled,
+            steps,
+            factor,
+            ..
+        } => w.text(format!(
+            "{stalled} of {steps} decode steps stalled at {}× the median",
+            crate::units::fixed(*factor, 1)
+        )),
+        Cause::Straggler {
+            rank,
+            compute_excess_ms,
+            ..
+        } => w.text(format!(
+            "rank {rank} is the straggler ({} compute per step)",
+            ms_change(*compute_excess_ms)
+        )),
+        Cause::SlowerCollective {
+            collective,
+            kernel,
+            change_us,
+            change_pct,
+            ..
+        } => {
+            let w = w.text(format!("{collective} "));
+            let w = match kernel {
+                Some(k) => w.name(kernel_head(k)).text(" "),
+                None => w,
+            };
+            w.text(format!(
+                "{} per call",
+                change_pct.map_or_else(
+                    || crate::units::unit_change(Unit::Us, *change_us),
+                    crate::units::percent_delta
+                )
+            ))
+        }
+        Cause::Renamed {
+            category,
+            category_delta_ms_per_step,
+            new,
+            baseline_ms_per_step,
+            delta_ms_per_step,
+            ..
+        } => {
+            let pct = (*baseline_ms_per_step > 0.0)
+                .then(|| crate::units::percent_delta(delta_ms_per_step / baseline_ms_per_step * 100.0))
+                .unwrap_or_else(|| ms_change(*delta_ms_per_step));
+            w.name(category.clone())
+                .text(format!(
+                    " {} per step, led by renamed ",
+                    ms_change(*category_delta_ms_per_step)
+                ))
+                .name(kernel_head(new))
+                .text(format!(" {pct}"))
+        }
+        Cause::Category {
+            category,
+            delta_ms_per_step,
+            kernel,
+            ..
+        } => {
+            let w = w
+                .name(category.clone())
+                .text(format!(" {} per step", ms_change(*delta_ms_per_step)));
+            match kernel {
+                Some(k) => w.text(", led by ").name(kernel_head(k)),
+                None => w,
+            }
+        }
+        Cause::OutsideKernels { .. } => {
+            w.text("not kernel time (concurrency or idle time between kernels)")
+        }
+        Cause::None => w.text("none found in the decode kernels"),
+    }
+}
+
+/// "Why": the cause in one sentence, then at most one supporting sentence.
+pub fn why_words(result: &CheckResult) -> Words {
+    let e = &result.explanation;
+    let w = Words::default();
+    let name = |n: &str| super::display_kernel_name(n);
+    match &e.cause {
+        Cause::Unclassified {
+            moved_ms_per_step,
+            other_pct,
+            baseline_other_pct,
+            kernel,
+            new,
+        } => {
+            let w = w.text(format!(
+                "{} per step moved into kernels no rule classifies",
+                ms(*moved_ms_per_step)
+            ));
+            let w = match kernel {
+                Some(k) => w
+                    .text(", led by ")
+                    .name(name(k))
+                    .text(if *new { " (new in this run)" } else { "" }),
+                None => w,
+            };
+            let baseline = baseline_other_pct
+                .map(|b| format!(", baseline {}", Unit::Pct.figure(b)))
+                .unwrap_or_default();
+            w.text(format!(
+                ": {} of kernel time is now in ",
+                Unit::Pct.figure(*other_pct)
+            ))
+            .name("other")
+            .text(format!("{baseline}. "))
+            .text("The figures by category (comm_pct, moe_us_per_layer, overlap_pct) miss that time: add a rule for it (tracegate report prints one).")
+        }
+        Cause::Stalls {
+            rank,
+            stalled,
+            steps,
+            factor,
+            ms_per_step,
+            baseline_ms_per_step,
+        } => {
+            let positions: Vec<String> = e
+                .stalls
+                .as_ref()
+                .map(|s| s.positions.iter().map(|p| p.to_string()).collect())
+                .unwrap_or_default();
+            let list = if positions.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({} {})",
+                    if positions.len() == 1 { "step" } else { "steps" },
+                    positions.join(", ")
+                )
+            };
+            let baseline = baseline_ms_per_step
+                .map(|b| format!(" (baseline {})", ms(b)))
+                .unwrap_or_default();
+            w.text(format!(
+                "{stalled} of {steps} decode steps of rank {rank} stalled at {}× the median{list}. They cost {} per decode step{baseline}.",
+                crate::units::fixed(*factor, 1),
+                ms(*ms_per_step)
+            ))
+        }
+        Cause::Straggler {
+            rank,
+            compute_excess_ms,
+            category,
+            kernel,
+            last_arrival_pct,
+            wait_change_ms,
+            waits_in,
+        } => {
+            let w = w.text(format!(
+                "Rank {rank} is the straggler: its compute per decode step is {} over the other ranks' median",
+                ms_change(*compute_excess_ms)
+            ));
+            let w = match (category, kernel) {
+                (Some(c), Some(k)) => w
+                    .text(", most of it in ")
+                    .name(c.clone())
+                    .text(", led by ")
+                    .name(name(k)),
+                (Some(c), None) => w.text(", most of it in ").name(c.clone()),
+                _ => w,
+            };
+            w.text(format!(
+                ". It arrived last at {} of the collectives, and the other ranks wait for it in {waits_in}: {} per step.",
+                Unit::Pct.figure(*last_arrival_pct),
+                ms_change(*wait_change_ms)
+            ))
+        }
+        Cause::SlowerCollective {
+            collective,
+            kernel,
+            change_us,
+            change_pct,
+            comm_delta_ms_per_step,
+        } => {
+            let pct = change_pct
+                .map(|p| format!(" ({})", crate::units::percent_delta(p)))
+                .unwrap_or_default();
+            let w = w.text(format!(
+                "The {collective} itself is slower: {} per call net of waiting{pct}",
+                crate::units::unit_change(Unit::Us, *change_us)
+            ));
+            let w = match kernel {
+                Some(k) => w.text(", led by ").name(name(k)),
+                None => w,
+            };
+            w.text(format!(
+                ". Communication takes {} per decode step more.",
+                ms(*comm_delta_ms_per_step)
+            ))
+        }
+        Cause::Renamed {
+            category,
+            category_delta_ms_per_step,
+            old,
+            new,
+            delta_ms_per_step,
+            ..
+        } => {
+            let (old, new) = distinguishing_names(old, new);
+            w.name(category.clone())
+                .text(format!(
+                    " moved by {} per step, led by ",
+                    ms_change(*category_delta_ms_per_step)
+                ))
+                .name(new)
+                .text(" (renamed from ")
+                .name(old)
+                .text(format!(", {} per step).", ms_change(*delta_ms_per_step)))
+        }
+        Cause::Category {
+            category,
+            delta_ms_per_step,
+            kernel,
+            kernel_delta_ms_per_step,
+            ..
+        } => {
+            let w = w.name(category.clone()).text(format!(
+                " moved by {} per step",
+                ms_change(*delta_ms_per_step)
+            ));
+            match (kernel, kernel_delta_ms_per_step) {
+                (Some(k), Some(d)) => w
+                    .text(", led by ")
+                    .name(name(k))
+                    .text(format!(" ({} per step).", ms_change(*d))),
+                _ => w.text("."),
+            }
+        }
+        Cause::OutsideKernels {
+            decode_step_change_ms,
+            kernel_time_change_ms,
+        } => w.text(format!(
+            "The decode step moved by {} while kernel time moved by only {} per step: the step changed through concurrency or idle time, not slower kernels.",
+            ms_change(*decode_step_change_ms),
+            ms_change(*kernel_time_change_ms)
+        )),
+        Cause::None => w.text("No category's kernel time moved beyond noise."),
+    }
+}
+
+/// The plain "why" the JSON keeps as `explanation.lead`, for readers of the verdict that
+/// predate [`Cause`] (the sweep shows it): [`why_words`] as plain text.
+pub fn lead(result: &CheckResult) -> String {
+    why_words(result).plain()
+}
+
+fn status_word(status: Status) -> &'static str {
+    match status {
+        Status::Pass => "PASS",
+        Status::Regression => "REGRESSION",
+        Status::CannotJudge => "CANNOT JUDGE",
+    }
+}
+
+/// The headline's parts after the verdict: the configuration, the image bump, the decode
+/// step, the cause (or why the run cannot be judged, or that nothing moved beyond noise).
+fn headline_parts(result: &CheckResult) -> Vec<Words> {
+    let mut parts = vec![Words::default().text(configuration(result))];
+    if let Some((old, new)) = image_bump(result) {
+        parts.push(Words::default().text(format!("image {} → {}", cut(&old), cut(&new))));
+    }
+    if let Some(d) = decode_step_words(result) {
+        parts.push(Words::default().text(d));
+    }
+    match result.status {
+        Status::Pass => parts.push(Words::default().text("no change beyond noise")),
+        Status::Regression => {
+            parts.push(Words::default().text("cause: ").text(cause_words(&result.explanation.cause).plain()))
+        }
+        Status::CannotJudge => {
+            let why = match result.problems.first() {
+                Some(p) => p.clone(),
+                None => result
+                    .summary
+                    .split_once("; ")
+                    .map_or_else(|| result.summary.clone(), |(_, rest)| rest.to_string()),
+            };
+            parts.push(Words::default().text(why));
+        }
+    }
+    parts
+}
+
+/// The first line: `❌ REGRESSION · <configuration> · decode step +4.2% (20.127 → 20.979 ms) ·
+/// cause: …`. In markdown every part is escaped text (no code spans), so the line reads the
+/// same once its escapes are undone for standard error.
+fn headline(result: &CheckResult, markdown: bool) -> String {
+    let icon = match result.status {
+        Status::Pass => "✅",
+        Status::Regression => "❌",
+        Status::CannotJudge => "⚠️",
+    };
+    let word = status_word(result.status);
+    let parts = headline_parts(result);
+    if markdown {
+        let rest: Vec<String> = parts.iter().map(Words::markdown_flat).collect();
+        format!("{icon} **{word}** · {}", rest.join(" · "))
+    } else {
+        let rest: Vec<String> = parts.iter().map(Words::plain).collect();
+        format!("{icon} {word} · {}", rest.join(" · "))
+    }
+}
+
+/// The run's hardware as the second line says it: the run's, not the baseline's (a run on
+/// other hardware must not look like one on the baseline's).
+fn hardware_words(result: &CheckResult) -> String {
+    let run = &result.run;
+    match (
+        &run.device,
+        run.hardware_asserted,
+        run.hardware_from_baseline,
+    ) {
+        (Some(d), true, _) => format!("{} (asserted by --hardware)", cut(d)),
+        (Some(d), _, true) => format!(
+            "{} (the baseline's, asserted: the trace names no device)",
+            cut(d)
+        ),
+        (Some(d), false, false) => cut(d).into_owned(),
+        (None, _, _) => "unknown hardware".to_string(),
+    }
+}
+
+/// The second line: the hardware and the metric list (`regressed: …; improved: …`).
+fn detail_line(result: &CheckResult) -> String {
+    let list = result
+        .summary
+        .split_once("; ")
+        .map_or_else(|| result.summary.clone(), |(_, rest)| rest.to_string());
+    let list = if result.problems.is_empty() {
+        list
+    } else {
+        // The problem is the headline's; the list of metrics follows the table.
+        String::new()
+    };
+    if list.is_empty() || result.status == Status::Pass {
+        let gated = result.metrics.iter().filter(|m| m.gated).count();
+        if result.status == Status::Pass {
+            return format!(
+                "tracegate on {}: {gated} gated metrics within tolerance.",
+                hardware_words(result)
+            );
+        }
+        return format!("tracegate on {}.", hardware_words(result));
+    }
+    format!("tracegate on {}: {list}.", hardware_words(result))
+}
+
+/// A category or kernel moved beyond noise.
+fn moved(d: &Delta, noise: f64) -> bool {
+    d.delta_ms_per_step.abs() >= noise
+}
+
+fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
+    let shares = deltas.iter().any(|d| d.share_of_change_pct.is_some());
+    let mut columns = vec![(if kernels { "kernel" } else { "category" }, Align::Left)];
+    if kernels {
+        columns.push(("category", Align::Left));
+    }
+    columns.extend([
+        ("baseline ms/step", Align::Right),
+        ("current ms/step", Align::Right),
+        ("Δ ms/step", Align::Right),
+        ("calls/step", Align::Right),
+    ]);
+    if shares {
+        columns.push(("share of change", Align::Right));
+    }
+    let mut t = Table::new(&columns);
+    if kernels {
+        t = t.code_column(0);
+    }
+    for d in deltas {
+        let mut row = vec![if kernels {
+            super::display_kernel_name(&d.name)
+        } else {
+            d.name.clone()
+        }];
+        if kernels {
+            row.push(d.category.clone().unwrap_or_default());
+        }
+        row.extend([
+            Unit::Ms.number(d.baseline_ms_per_step),
+            Unit::Ms.number(d.current_ms_per_step),
+            crate::units::signed(d.delta_ms_per_step, Unit::Ms.decimals()),
+            format!(
+                "{} → {}",
+                crate::units::count(d.baseline_calls_per_step),
+                crate::units::count(d.current_calls_per_step)
+            ),
+        ]);
+        if shares {
+            row.push(
+                d.share_of_change_pct
+                    .map_or_else(|| MISSING.into(), |s| format!("{}%", crate::units::signed(s, 0))),
+            );
+        }
+        t.row(row);
+    }
+    t
+}
+
 /// One line on the time in kernels no rule classifies, naming the top ones with their share
 /// (plain text: the `::warning` annotation and, escaped, the markdown).
 pub fn unclassified_line(u: &Unclassified) -> String {
-    let named: Vec<String> = u
-        .kernels
-        .iter()
-        .map(|k| format!("{} {:.1}%", super::display_kernel_name(&k.name), k.pct))
-        .collect();
-    let baseline = u
-        .baseline_other_pct
-        .map(|p| format!(" (baseline {p:.1}%)"))
-        .unwrap_or_default();
-    format!(
-        "{:.1}% of kernel time is in kernels no rule classifies{baseline}: {}. Category figures miss that time; add rules (tracegate report prints them).",
-        u.other_pct,
-        named.join(", ")
-    )
+    unclassified_words(u).plain()
 }
 
-/// [`unclassified_line`] in markdown, the names in code spans.
-fn unclassified_markdown(u: &Unclassified) -> String {
-    let named: Vec<String> = u
-        .kernels
-        .iter()
-        .map(|k| {
-            format!(
-                "{} {:.1}%",
-                super::table::code_span(&super::display_kernel_name(&k.name)),
-                k.pct
-            )
-        })
-        .collect();
+fn unclassified_words(u: &Unclassified) -> Words {
     let baseline = u
         .baseline_other_pct
-        .map(|p| format!(" \\(baseline {p:.1}%\\)"))
+        .map(|p| format!(" (baseline {})", Unit::Pct.figure(p)))
         .unwrap_or_default();
-    format!(
-        "{:.1}% of kernel time is in kernels no rule classifies{baseline}: {}. Category figures miss that time; add rules \\(tracegate report prints them\\).",
-        u.other_pct,
-        named.join(", ")
-    )
+    let mut w = Words::default().text(format!(
+        "{} of kernel time is in kernels no rule classifies{baseline}: ",
+        Unit::Pct.figure(u.other_pct)
+    ));
+    for (i, k) in u.kernels.iter().enumerate() {
+        if i > 0 {
+            w = w.text(", ");
+        }
+        w = w
+            .name(super::display_kernel_name(&k.name))
+            .text(format!(" {}", Unit::Pct.figure(k.pct)));
+    }
+    w.text(". Category figures miss that time; add rules (tracegate report prints them).")
 }
 
 /// The markdown parts, most important first; later parts are dropped to fit the budget.
 pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
     let e = &result.explanation;
-    let mut parts = vec![format!("{}\n\n", headline(result))];
+    let pass = result.status == Status::Pass;
+    let mut parts = vec![format!(
+        "{}\n\n{}\n\n",
+        headline(result, true),
+        escape_markdown(&detail_line(result))
+    )];
     if let Some(line) = identity_line(result, true) {
         parts[0].push_str(&line);
         parts[0].push_str("\n\n");
     }
-    for p in &result.problems {
+    for p in result.problems.iter().skip(1) {
         parts.push(format!("> **Cannot judge:** {}\n\n", escape_markdown(p)));
     }
-    if let Some(u) = &e.unclassified {
+    // Said once: as the cause when it is the cause, else as a warning.
+    if let Some(u) = e
+        .unclassified
+        .as_ref()
+        .filter(|_| !matches!(e.cause, Cause::Unclassified { .. }))
+    {
         parts.push(format!(
             "> ⚠️ **Unclassified kernels:** {}\n\n",
-            unclassified_markdown(u)
+            unclassified_words(u).markdown()
         ));
     }
-    parts.push(metric_table(result, true).to_markdown() + "\n");
+    let table = metric_table(result, true).to_markdown();
+    if pass {
+        parts.push(details("Metrics", &table));
+    } else {
+        parts.push(table + "\n");
+    }
     let calibration = calibration_lines(result);
     if !calibration.is_empty() {
         let text: String = calibration
@@ -408,15 +948,22 @@ pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
             .collect();
         parts.push(text);
     }
-    let mut why = String::from("#### Why\n\n");
-    why.push_str(&text_with_code(&e.lead));
-    why.push_str("\n\n");
-    let top: Vec<Delta> = e.categories.iter().take(SHOWN_ROWS).cloned().collect();
-    if !top.is_empty() {
-        why.push_str(&delta_table(&top, false).to_markdown());
-        why.push('\n');
+    let noise = e.noise_ms_per_step;
+    let (shown, folded): (Vec<Delta>, Vec<Delta>) = e
+        .categories
+        .iter()
+        .cloned()
+        .partition(|d| !pass && moved(d, noise));
+    if !pass {
+        let mut why = String::from("#### Why\n\n");
+        why.push_str(&why_words(result).markdown());
+        why.push_str("\n\n");
+        if !shown.is_empty() {
+            why.push_str(&delta_table(&shown, false).to_markdown());
+            why.push('\n');
+        }
+        parts.push(why);
     }
-    parts.push(why);
     // A regression gets a picture of its decode steps against the baseline's band; `fit` drops
     // it, with a note, when the comment would outgrow GitHub's limit.
     if result.status == Status::Regression {
@@ -424,10 +971,18 @@ pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
             parts.push(chart);
         }
     }
-    if let Some(s) = &e.straggler {
-        parts.push(format!(
-            "**Straggling rank {}**: arrived last at {:.0}% of the collectives; compute {:+.3} ms per decode step against the other ranks' median; the others wait {:+.3} ms more per step.\n\n",
-            s.rank, s.last_arrival_pct, s.compute_excess_ms, s.wait_change_ms
+    if !folded.is_empty() {
+        let summary = if pass {
+            "Categories".to_string()
+        } else {
+            format!(
+                "Categories within noise (under {} per step)",
+                ms(noise)
+            )
+        };
+        parts.push(details(
+            &escape_html(&summary),
+            &delta_table(&folded, false).to_markdown(),
         ));
     }
     if !e.kernel_diff.is_empty() {
@@ -441,12 +996,6 @@ pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
         parts.push(details(
             "Kernels whose time per step moved most",
             &delta_table(&e.kernels, true).to_markdown(),
-        ));
-    }
-    if e.categories.len() > SHOWN_ROWS {
-        parts.push(details(
-            "All categories",
-            &delta_table(&e.categories, false).to_markdown(),
         ));
     }
     parts.push(details(
@@ -488,7 +1037,11 @@ pub fn markdown(result: &CheckResult) -> String {
 
 fn terminal(result: &CheckResult) -> String {
     let e = &result.explanation;
-    let mut out = format!("{}\n\n", printable(&result.summary));
+    let mut out = format!(
+        "{}\n{}\n\n",
+        headline(result, false),
+        printable(&detail_line(result))
+    );
     if let Some(line) = identity_line(result, false) {
         out.push_str(&line);
         out.push_str("\n\n");
@@ -499,11 +1052,12 @@ fn terminal(result: &CheckResult) -> String {
         out.push_str(&line);
         out.push_str("\n\n");
     }
-    out.push_str(&e.lead);
-    out.push_str("\n\n");
-    let top: Vec<Delta> = e.categories.iter().take(SHOWN_ROWS).cloned().collect();
-    if !top.is_empty() {
-        out.push_str(&delta_table(&top, false).to_terminal());
+    if result.status != Status::Pass {
+        out.push_str(&why_words(result).plain());
+        out.push_str("\n\n");
+    }
+    if !e.categories.is_empty() {
+        out.push_str(&delta_table(&e.categories, false).to_terminal());
         out.push('\n');
     }
     if !e.kernels.is_empty() {

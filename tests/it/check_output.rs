@@ -409,3 +409,209 @@ fn a_baseline_update_killed_while_writing_leaves_the_old_baseline_intact() {
     assert_ne!(new, old);
     assert!(new.contains("# ours\n[metrics.comm_pct]"), "{new}");
 }
+
+// ---- The verdict a reviewer reads in ten seconds (issue 29): the first line names the
+// configuration, the decode step's change and the cause, on the five runs the issue names.
+
+const H200_BASELINE: &str = "baselines/dsr1-fp8-h200-sglang-tp8-conc64.toml";
+const OLD_IMAGE: &str = "lmsysorg/sglang:v0.5.8-rocm700-mi35x";
+const NEW_IMAGE: &str = "lmsysorg/sglang:v0.5.9-rocm700-mi35x";
+
+/// `check --format markdown` of a synth run of `scenario` with `injections` against `baseline`
+/// (or against a copy of it recorded with [`OLD_IMAGE`], the run given [`NEW_IMAGE`]), the
+/// temporary directory's path written `<tmp>`: (exit status, markdown).
+fn story(scenario: &str, injections: &[&str], baseline: &str, bump: bool) -> (i32, String) {
+    let mut args = vec![
+        "--scenario",
+        scenario,
+        "--seed",
+        "3",
+        "--python-functions-per-step",
+        "0",
+    ];
+    for spec in injections {
+        args.extend(["--inject", spec]);
+    }
+    let run = common::synth_run(&args);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = tracegate();
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR")).arg("check").arg(&run);
+    if bump {
+        let path = tmp.path().join(Path::new(baseline).file_name().unwrap());
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(baseline))
+            .unwrap()
+            .replacen("[meta]\n", &format!("[meta]\nimage = \"{OLD_IMAGE}\"\n"), 1);
+        std::fs::write(&path, text).unwrap();
+        cmd.arg("--baseline").arg(&path).args(["--image", NEW_IMAGE]);
+    } else {
+        cmd.args(["--baseline", baseline]);
+    }
+    let out = cmd.args(["--format", "markdown"]).output().unwrap();
+    let md = String::from_utf8(out.stdout)
+        .unwrap()
+        .replace(&tmp.path().display().to_string(), "<tmp>");
+    (out.status.code().unwrap(), md)
+}
+
+/// The first line's parts: the verdict, the configuration, the decode step's change with its
+/// unit (`decode step +4.2% (20.127 → 20.979 ms)`), and `cause: ` followed by `cause`.
+fn assert_first_line(md: &str, configuration: &str, cause: &str) {
+    let first = md.lines().next().unwrap();
+    let parts: Vec<&str> = first.split(" · ").collect();
+    assert_eq!(parts[0], "❌ **REGRESSION**", "{first}");
+    assert_eq!(parts[1], configuration.replace('_', "\\_"), "{first}");
+    let decode = regex::Regex::new(
+        r"^decode step (\+|-)?[0-9]+\.[0-9]% \\\([0-9]+\.[0-9]{3} → [0-9]+\.[0-9]{3} ms\\\)$",
+    )
+    .unwrap();
+    assert!(
+        parts.iter().any(|p| decode.is_match(p)),
+        "no decode-step change in {first}"
+    );
+    let last = parts.last().unwrap();
+    assert!(last.starts_with("cause: "), "{first}");
+    assert!(last.contains(cause), "{cause:?} not in {first}");
+}
+
+/// What no check output may show: a `us` unit, a signed zero, a share beyond ±100%.
+fn assert_clean_figures(md: &str) {
+    let us = regex::Regex::new(r"[0-9] ?us\b").unwrap();
+    assert!(!us.is_match(md), "a `us` unit: {:?}", us.find(md));
+    let signed_zero = regex::Regex::new(r"[-+]0(\.0+)?([^0-9.]|$)").unwrap();
+    for line in md.lines() {
+        assert!(!signed_zero.is_match(line), "a signed zero in {line}");
+    }
+    // A share of change is the last cell of a category or kernel row.
+    let share = regex::Regex::new(r"\| ([-+]?[0-9]+)% \|$").unwrap();
+    for line in md.lines() {
+        if let Some(c) = share.captures(line) {
+            let v: i64 = c[1].parse().unwrap();
+            assert!(v.abs() <= 100, "a share beyond ±100%: {line}");
+        }
+    }
+}
+
+/// No metric reads as an improvement, nor offers a re-baseline.
+fn assert_no_improvement(md: &str) {
+    assert!(!md.contains("🚀"), "{md}");
+    assert!(!md.contains("| improved"), "{md}");
+    assert!(!md.contains("re-baseline"), "{md}");
+}
+
+#[test]
+fn an_allreduce_regression_names_the_collective_kernel_in_the_first_line() {
+    let (code, md) = story(
+        "mi355x-dsr1-fp4-tp4",
+        &["allreduce=1.5"],
+        BASELINE,
+        false,
+    );
+    assert_eq!(code, 1, "{md}");
+    assert_first_line(
+        &md,
+        "dsr1-fp4-mi355x-sglang-tp4-conc64",
+        "cause: allreduce aiter::cross\\_device\\_reduce\\_2stage +",
+    );
+    assert!(md.lines().next().unwrap().ends_with("% per call"), "{md}");
+    assert_clean_figures(&md);
+    insta::assert_snapshot!("story_allreduce", md);
+}
+
+#[test]
+fn a_straggler_is_named_once_and_its_utilisation_is_no_improvement() {
+    let (code, md) = story("h200-dsr1-fp8-tp8", &["straggler=5:1.3"], H200_BASELINE, false);
+    assert_eq!(code, 1, "{md}");
+    assert_first_line(
+        &md,
+        "dsr1-fp8-h200-sglang-tp8-conc64",
+        "cause: rank 5 is the straggler \\(+",
+    );
+    assert!(md.lines().next().unwrap().ends_with(" ms compute per step\\)"), "{md}");
+    assert_clean_figures(&md);
+    assert_no_improvement(&md);
+    // Said once: the Why names the rank, nothing else repeats it.
+    assert_eq!(md.matches("is the straggler").count(), 2, "{md}");
+    assert!(md.contains("not an improvement: the other ranks wait for rank 5"), "{md}");
+    // The skew is shown in the unit of its absolute tolerance.
+    let skew = md.lines().find(|l| l.contains("rank\\_skew\\_ms")).unwrap();
+    assert!(skew.contains("| +13.") && skew.contains(" ms | 0.25 ms |"), "{skew}");
+    insta::assert_snapshot!("story_straggler", md);
+}
+
+#[test]
+fn an_image_bump_with_a_renamed_slower_moe_kernel_names_both_in_the_first_line() {
+    let (code, md) = story(
+        "mi355x-dsr1-fp4-tp4",
+        &["rename-moe", "moe=1.1"],
+        BASELINE,
+        true,
+    );
+    assert_eq!(code, 1, "{md}");
+    assert_first_line(
+        &md,
+        "dsr1-fp4-mi355x-sglang-tp4-conc64",
+        "cause: moe\\_gemm +",
+    );
+    let first = md.lines().next().unwrap();
+    assert!(first.contains(" · image v0.5.8 → v0.5.9 · "), "{first}");
+    assert!(
+        first.contains("led by renamed ck::kernel\\_moe\\_mxgemm\\_2lds +"),
+        "{first}"
+    );
+    assert_clean_figures(&md);
+    insta::assert_snapshot!("story_image_bump", md);
+}
+
+#[test]
+fn an_unknown_moe_kernel_is_the_cause_and_the_moe_figure_is_no_improvement() {
+    let (code, md) = story("mi355x-dsr1-fp4-tp4", &["unknown-moe"], BASELINE, false);
+    assert_eq!(code, 1, "{md}");
+    assert_first_line(
+        &md,
+        "dsr1-fp4-mi355x-sglang-tp4-conc64",
+        "moved into kernels no rule classifies, led by zz\\_fork\\_ffn\\_blockwise\\_v9\\_kernel \\(new\\)",
+    );
+    assert_clean_figures(&md);
+    assert_no_improvement(&md);
+    let moe = md.lines().find(|l| l.contains("moe\\_us\\_per\\_layer")).unwrap();
+    assert!(moe.contains("not an improvement: its time moved into kernels no rule classifies"), "{moe}");
+    // +3.9 ms into `other` and −3.9 ms out of moe_gemm net to nothing: no share is shown.
+    assert!(!md.contains("share of change"), "{md}");
+    insta::assert_snapshot!("story_unknown_moe", md);
+}
+
+#[test]
+fn stalled_steps_are_the_cause_in_the_first_line() {
+    let (code, md) = story("mi355x-dsr1-fp4-tp4", &["stall=6:3.0"], BASELINE, false);
+    assert_eq!(code, 1, "{md}");
+    assert_first_line(
+        &md,
+        "dsr1-fp4-mi355x-sglang-tp4-conc64",
+        " of 24 decode steps stalled at 3.0× the median",
+    );
+    assert_clean_figures(&md);
+    insta::assert_snapshot!("story_stalls", md);
+}
+
+#[test]
+fn a_pass_says_no_change_beyond_noise_in_one_line_with_its_tables_folded() {
+    let (code, md) = story("mi355x-dsr1-fp4-tp4", &[], BASELINE, false);
+    assert_eq!(code, 0, "{md}");
+    let first = md.lines().next().unwrap();
+    assert!(first.starts_with("✅ **PASS** · dsr1-fp4-mi355x-sglang-tp4-conc64 · decode step "), "{first}");
+    assert!(first.ends_with(" · no change beyond noise"), "{first}");
+    assert!(!md.contains("#### Why"), "{md}");
+    assert!(!md.contains("share of change"), "{md}");
+    // Every table is folded.
+    let mut folded = false;
+    for line in md.lines() {
+        if line.starts_with("<details>") {
+            folded = true;
+        } else if line.starts_with("</details>") {
+            folded = false;
+        } else if line.starts_with('|') {
+            assert!(folded, "an unfolded table row: {line}");
+        }
+    }
+    assert_clean_figures(&md);
+}

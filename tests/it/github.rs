@@ -212,7 +212,7 @@ fn check_github_writes_summary_outputs_and_annotations() {
     // The job summary: appended after what was there, the full markdown of the check.
     let text = std::fs::read_to_string(&summary).unwrap();
     assert!(text.starts_with("# earlier step\n"));
-    assert!(text.contains("**tracegate** on"), "{text}");
+    assert!(text.contains("tracegate on"), "{text}");
     assert!(text.contains("REGRESSION"));
     assert!(text.contains("| allreduce\\_us"), "{text}");
     assert!(text.contains("#### Why"));

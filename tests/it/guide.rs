@@ -115,11 +115,11 @@ fn the_guides_commands_run_on_the_shared_h200_trace() {
     // 4: check passed (bash -e), wrote its report, and said its verdict on stderr.
     let report = std::fs::read_to_string(Path::new(dir.path()).join("check.md")).unwrap();
     assert!(
-        report.starts_with("✅ **tracegate** on NVIDIA H200: PASS"),
+        report.starts_with("✅ **PASS** · ") && report.contains("tracegate on NVIDIA H200:"),
         "{report}"
     );
     assert!(
-        stderr.contains("✅ tracegate on NVIDIA H200: PASS"),
+        stderr.contains("✅ PASS · "),
         "{stderr}"
     );
 }

@@ -644,7 +644,7 @@ fn a_huge_image_is_cut_and_cannot_push_the_headline_out() {
     );
     assert_eq!(out.code, Some(1), "{}", out.stderr);
     assert!(
-        out.stdout.starts_with("❌ **tracegate** on"),
+        out.stdout.starts_with("❌ **REGRESSION** · "),
         "{}",
         &out.stdout[..out.stdout.len().min(500)]
     );

@@ -67,6 +67,11 @@ fn check_with_output_prints_the_headline_on_stderr_for_every_verdict() {
         let report = std::fs::read_to_string(&md).unwrap();
         let headline = plain(&report);
         assert!(headline.contains(word), "{headline}");
+        // The story, not a list of metrics: the configuration and, for a regression, its cause.
+        assert!(headline.contains(" · "), "{headline}");
+        if code == 1 {
+            assert!(headline.contains(" · cause: allreduce "), "{headline}");
+        }
         assert!(
             stderr.lines().any(|l| l == headline),
             "exit {code}: the headline {headline:?} on stderr: {stderr}"
