@@ -89,7 +89,7 @@ pub struct Sweep {
     pub status: Status,
     pub exit_code: i32,
     pub summary: String,
-    /// Failing configurations first (cannot judge, then regression), then passing, by name.
+    /// Regressions first, then configurations that could not be judged, then passes, by name.
     pub configurations: Vec<Configuration>,
     /// `sweep --image` and `--meta`: the sweep's own identity.
     pub run: Identity,
@@ -98,12 +98,29 @@ pub struct Sweep {
 /// Version of the sweep JSON schema.
 pub const SWEEP_SCHEMA_VERSION: u32 = 1;
 
+/// `check`'s precedence: a regression beyond doubt is news whatever else could not be judged, so
+/// it outranks cannot-judge, which outranks a pass.
 fn severity(s: Status) -> u8 {
     match s {
         Status::Pass => 0,
-        Status::Regression => 1,
-        Status::CannotJudge => 2,
+        Status::CannotJudge => 1,
+        Status::Regression => 2,
     }
+}
+
+/// Most configurations named in a summary line; the table lists them all.
+const NAMED_IN_SUMMARY: usize = 8;
+
+/// `a, b, c` or `a, …, h and 3 more`.
+fn some_names(names: &[&str]) -> String {
+    if names.len() <= NAMED_IN_SUMMARY {
+        return names.join(", ");
+    }
+    format!(
+        "{} and {} more",
+        names[..NAMED_IN_SUMMARY].join(", "),
+        names.len() - NAMED_IN_SUMMARY
+    )
 }
 
 fn config_name(baseline_path: &str) -> String {
@@ -337,10 +354,18 @@ pub fn merge(paths: &[PathBuf], expect: &[String]) -> Sweep {
         .max_by_key(|s| severity(*s))
         .unwrap_or(Status::CannotJudge);
     let count = |s: Status| configurations.iter().filter(|c| c.status == s).count();
+    let named = |s: Status| {
+        let names: Vec<&str> = configurations
+            .iter()
+            .filter(|c| c.status == s)
+            .map(|c| c.name.as_str())
+            .collect();
+        some_names(&names)
+    };
     let summary = if configurations.is_empty() {
         "CANNOT JUDGE: no verdict was given".to_string()
     } else {
-        format!(
+        let mut line = format!(
             "{}: {} configurations, {} regressed, {} could not be judged, {} passed",
             match status {
                 Status::Pass => "PASS",
@@ -351,7 +376,19 @@ pub fn merge(paths: &[PathBuf], expect: &[String]) -> Sweep {
             count(Status::Regression),
             count(Status::CannotJudge),
             count(Status::Pass)
-        )
+        );
+        // As `check` lists the noisy and missing metrics beside a regression, the sweep names
+        // the configurations that regressed and, beside them, those that could not be judged.
+        if count(Status::Regression) > 0 {
+            line.push_str(&format!("; regressed: {}", named(Status::Regression)));
+        }
+        if count(Status::CannotJudge) > 0 {
+            line.push_str(&format!(
+                "; could not judge: {}",
+                named(Status::CannotJudge)
+            ));
+        }
+        line
     };
     Sweep {
         schema_version: SWEEP_SCHEMA_VERSION,
@@ -479,5 +516,46 @@ mod tests {
         let s = merge(&[], &["dsr1-fp8-h200".to_string()]);
         assert_eq!(s.exit_code, 2);
         assert_eq!(s.configurations[0].name, "dsr1-fp8-h200");
+    }
+
+    #[test]
+    fn a_regression_outranks_a_missing_verdict_and_sorts_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let verdict = |name: &str, status: &str, exit: i32, verdict: &str| {
+            let v = serde_json::json!({
+                "schema_version": crate::gate::check::CHECK_SCHEMA_VERSION,
+                "status": status,
+                "exit_code": exit,
+                "summary": status,
+                "baseline": {"path": format!("baselines/{name}.toml"), "meta": {"hardware": "x"}},
+                "metrics": [{"name": "decode_step_ms", "unit": "ms", "gated": true,
+                    "baseline": 1.0, "current": 1.0, "change": 0.0, "change_pct": 0.0,
+                    "verdict": verdict}],
+            });
+            std::fs::write(dir.path().join(format!("{name}.json")), v.to_string()).unwrap();
+        };
+        verdict("a-pass", "pass", 0, "ok");
+        verdict("z-regressed", "regression", 1, "regressed");
+        verdict("y-regressed", "regression", 1, "regressed");
+        let s = merge(&[dir.path().to_path_buf()], &["b-missing".to_string()]);
+        assert_eq!((s.status, s.exit_code), (Status::Regression, 1));
+        let order: Vec<&str> = s.configurations.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(order, ["y-regressed", "z-regressed", "b-missing", "a-pass"]);
+        assert_eq!(
+            s.summary,
+            "REGRESSION: 4 configurations, 2 regressed, 1 could not be judged, 1 passed; \
+             regressed: y-regressed, z-regressed; could not judge: b-missing"
+        );
+    }
+
+    #[test]
+    fn a_summary_names_a_few_configurations_and_counts_the_rest() {
+        let names: Vec<String> = (0..11).map(|i| format!("c{i:02}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(some_names(&names[..2]), "c00, c01");
+        assert_eq!(
+            some_names(&names),
+            "c00, c01, c02, c03, c04, c05, c06, c07 and 3 more"
+        );
     }
 }

@@ -729,8 +729,8 @@ fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
         .unwrap();
     let out = Out::of(out);
     assert_no_token(&out);
-    // The missing verdict makes the sweep unjudgeable: the worst status wins.
-    assert_eq!(out.code, 2, "{}", out.stderr);
+    // check's precedence: the regression outranks the missing verdict.
+    assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr.contains("created pull-request comment 2001"),
         "{}",
@@ -754,7 +754,7 @@ fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
     let outputs = std::fs::read_to_string(&output).unwrap();
     assert_eq!(
         outputs,
-        "verdict=cannot_judge\nregressions=1\nfailures=2\nreport-path=/dev/null\n"
+        "verdict=regression\nregressions=1\nfailures=2\nreport-path=/dev/null\n"
     );
     let text = std::fs::read_to_string(&summary).unwrap();
     assert!(text.contains("**tracegate sweep**"), "{text}");

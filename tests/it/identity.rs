@@ -311,7 +311,7 @@ fn a_sweep_shows_each_configuration_old_to_new() {
     let rows: Vec<&str> = out
         .stdout
         .lines()
-        .filter(|l| l.contains("config-"))
+        .filter(|l| l.starts_with("| ") && l.contains("config-"))
         .collect();
     assert!(
         rows[0].starts_with(&format!("| ❌ | config-a | {OLD} → {NEW} |")),

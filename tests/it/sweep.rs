@@ -59,8 +59,43 @@ const ALL: [&str; 4] = [
     "dsr1-fp8-mi325x-sglang-tp8-conc64",
 ];
 
+/// The configurations README's sweep example expects (`--expect a,b,...`).
+fn readme_expect() -> Vec<String> {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("tracegate sweep ") && l.contains(" --expect "))
+        .expect("README has a sweep example with --expect");
+    let list = line
+        .split_whitespace()
+        .skip_while(|w| *w != "--expect")
+        .nth(1)
+        .expect("--expect takes a list");
+    list.split(',').map(str::to_string).collect()
+}
+
 #[test]
-fn a_sweep_with_a_regression_and_a_missing_verdict() {
+fn the_readme_sweep_example_expects_baseline_stems() {
+    // A sweep names each configuration after its baseline's file stem: an --expect name that is
+    // no stem can never match, and the sweep would fail on it whatever the jobs did.
+    let mut stems: Vec<String> = std::fs::read_dir(root().join("baselines"))
+        .unwrap()
+        .filter_map(|e| {
+            let path = e.unwrap().path();
+            let stem = path.file_stem()?.to_string_lossy().into_owned();
+            (path.extension()? == "toml").then_some(stem)
+        })
+        .collect();
+    stems.sort();
+    let expect = readme_expect();
+    assert!(!expect.is_empty());
+    for name in &expect {
+        assert!(stems.contains(name), "{name} is not among {stems:?}");
+    }
+}
+
+#[test]
+fn a_sweep_with_regressions_and_a_missing_verdict_is_a_regression() {
     let work = tempfile::tempdir().unwrap();
     let verdicts = work.path().join("verdicts");
     std::fs::create_dir(&verdicts).unwrap();
@@ -68,28 +103,61 @@ fn a_sweep_with_a_regression_and_a_missing_verdict() {
     for (scenario, inject, code, baseline) in [
         ("mi355x-dsr1-fp4-tp4", Some("allreduce=1.5"), 1, ALL[0]),
         ("b200-dsr1-fp4-tp4-ep4", None, 0, ALL[1]),
-        ("mi325x-dsr1-fp8-tp8", None, 0, ALL[3]),
+        ("mi325x-dsr1-fp8-tp8", Some("allreduce=1.5"), 1, ALL[3]),
     ] {
         let (status, path) = job(work.path(), scenario, inject, &verdicts);
         assert_eq!(status, code, "{scenario}");
         assert_eq!(path, format!("baselines/{baseline}.toml"), "{scenario}");
     }
-    // The H200 job "crashed": no verdict file. Listed as expected, it fails the sweep.
-    let sweep = |expect: &str| {
-        tracegate()
-            .arg("sweep")
-            .arg(&verdicts)
-            .args(["--expect", expect])
-            .output()
-            .unwrap()
-    };
-    let out = sweep(&ALL.join(","));
-    assert_eq!(out.status.code(), Some(2));
+    // A second passing configuration: the B200 verdict as another concurrency's.
+    let mut b200: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(verdicts.join("b200-dsr1-fp4-tp4-ep4.json")).unwrap(),
+    )
+    .unwrap();
+    let extra = "dsr1-fp4-b200-sglang-tp4-ep4-conc128";
+    b200["baseline"]["path"] = format!("baselines/{extra}.toml").into();
+    std::fs::write(verdicts.join(format!("{extra}.json")), b200.to_string()).unwrap();
+    // The H200 job "crashed": no verdict file. Listed as expected (README's example, which
+    // names every baseline), it is missing.
+    let mut expect = readme_expect();
+    expect.push(extra.to_string());
+    assert!(expect.contains(&ALL[2].to_string()));
+    let out = tracegate()
+        .arg("sweep")
+        .arg(&verdicts)
+        .args(["--expect", &expect.join(",")])
+        .output()
+        .unwrap();
+    // check's precedence: two regressions outrank the missing verdict.
+    common::assert_exit(&out, 1);
     let markdown = String::from_utf8(out.stdout).unwrap();
+    let first = markdown.lines().next().unwrap();
+    assert!(
+        first.starts_with("❌ **tracegate sweep**: REGRESSION: 5 configurations, 2 regressed, 1 could not be judged, 2 passed"),
+        "{first}"
+    );
+    assert!(first.contains(ALL[2]), "the missing one is named: {first}");
+    // Regressions sort first, then the missing one, then the passes.
+    let rows: Vec<&str> = markdown
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.contains(" | dsr1-"))
+        .map(|l| &l[..l.find(" | ").unwrap()])
+        .collect();
+    assert_eq!(rows, ["| ❌", "| ❌", "| ⚠️", "| ✅", "| ✅"], "{markdown}");
     insta::assert_snapshot!("sweep_regression_and_missing", markdown);
-    // Without the missing one expected, the regression decides.
-    let out = sweep(&[ALL[0], ALL[1], ALL[3]].join(","));
-    assert_eq!(out.status.code(), Some(1));
+    // The headline on stderr says the same.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("REGRESSION: 5 configurations"), "{stderr}");
+    // With only the missing one and the passes, it cannot be judged.
+    std::fs::remove_file(verdicts.join("mi355x-dsr1-fp4-tp4.json")).unwrap();
+    std::fs::remove_file(verdicts.join("mi325x-dsr1-fp8-tp8.json")).unwrap();
+    let out = tracegate()
+        .arg("sweep")
+        .arg(&verdicts)
+        .args(["--expect", &expect.join(",")])
+        .output()
+        .unwrap();
+    common::assert_exit(&out, 2);
 }
 
 #[test]
