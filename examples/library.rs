@@ -15,14 +15,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = pipeline::read_run(&paths, &|_, _| {})?;
     let config = AnalysisConfig::default();
     let extraction = pipeline::extract(&run, &paths, &config, None)?;
-    for def in tracegate::metrics::METRICS {
+    for def in tracegate::METRICS {
         if let Some(m) = extraction.metrics.get(def.name) {
             println!("{:<22} {}", def.name, def.unit.figure(m.value));
         }
     }
     if let Some(baseline) = args.next() {
         let baseline = pipeline::load_baseline(&baseline)?;
-        let options = tracegate::gate::CheckOptions::default();
+        let options = tracegate::CheckOptions::default();
         let result = pipeline::check(&run, &paths, &config, &baseline, &options)?;
         println!("{}", result.summary);
         std::process::exit(result.exit_code);

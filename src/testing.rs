@@ -1,4 +1,16 @@
-//! Hand-built rank traces for tests: every time is given in ns so that expected figures are exact.
+//! For tests only, not part of the API: with the `testing` feature (which the integration tests
+//! enable through the crate's dev-dependency on itself), the lower-level readers and helpers that
+//! `tests/` drives directly; in unit tests, hand-built rank traces whose times are given in ns so
+//! that expected figures are exact.
+
+pub use crate::baseline::Tolerance;
+pub use crate::metrics::{extract, ExtractOptions};
+pub use crate::reader::{
+    read_file, read_file_parallel_only, read_file_with_threads, read_run, MAX_NAME,
+};
+pub use crate::stats::{bootstrap_interval, Statistic};
+pub use crate::synth::generate_to_dir;
+pub use crate::taxonomy::Taxonomy;
 
 use std::path::PathBuf;
 

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use proptest::test_runner::{RngAlgorithm, TestCaseError, TestRng, TestRunner};
-use tracegate::baseline::{Baseline, Tolerance};
+use tracegate::testing::Tolerance;
+use tracegate::Baseline;
 
 /// A small real trace (MIT, see tests/it/fixtures/README.md), uncompressed.
 fn seed_trace() -> &'static [u8] {
@@ -35,14 +36,14 @@ fn seed_synth() -> &'static [u8] {
     static TRACE: OnceLock<Vec<u8>> = OnceLock::new();
     TRACE.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let opts = tracegate::synth::SynthOptions {
+        let opts = tracegate::SynthOptions {
             scenario: "mi355x-dsr1-fp4-tp4".into(),
             ranks: Some(1),
             decode_steps: 2,
             python_functions_per_step: 2,
             ..Default::default()
         };
-        let summary = tracegate::synth::generate_to_dir(&opts, dir.path()).unwrap();
+        let summary = tracegate::testing::generate_to_dir(&opts, dir.path()).unwrap();
         let gz = std::fs::read(&summary.files[0]).unwrap();
         std::io::read_to_string(flate2::read::MultiGzDecoder::new(&gz[..]))
             .unwrap()
@@ -69,7 +70,7 @@ fn read_bytes(bytes: &[u8], gzip: bool) -> Result<usize, String> {
         "rank-0.json"
     });
     std::fs::write(&path, bytes).unwrap();
-    tracegate::reader::read_file(&path)
+    tracegate::testing::read_file(&path)
         .map(|ranks| ranks.len())
         .map_err(|e| e.to_string())
 }
@@ -167,16 +168,16 @@ fn framer_agrees(trace: &[u8], chunk: usize) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("merged-1.json");
     std::fs::write(&path, trace).unwrap();
-    let single = tracegate::reader::read_file_with_threads(&path, 1).map_err(|e| e.to_string());
+    let single = tracegate::testing::read_file_with_threads(&path, 1).map_err(|e| e.to_string());
     for threads in [2, 3] {
-        if let Some(got) = tracegate::reader::read_file_parallel_only(&path, threads, chunk)
+        if let Some(got) = tracegate::testing::read_file_parallel_only(&path, threads, chunk)
             .map_err(|e| e.to_string())
             .transpose()
         {
             prop_assert_eq!(&got, &single, "chunk {}", chunk);
         }
         let got =
-            tracegate::reader::read_file_with_threads(&path, threads).map_err(|e| e.to_string());
+            tracegate::testing::read_file_with_threads(&path, threads).map_err(|e| e.to_string());
         prop_assert_eq!(&got, &single);
     }
     Ok(())

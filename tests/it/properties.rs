@@ -7,10 +7,8 @@ use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use serde_json::Value;
-use tracegate::metrics::{extract, ExtractOptions};
-use tracegate::reader::read_run;
-use tracegate::synth::{generate_to_dir, SynthOptions};
-use tracegate::taxonomy::Taxonomy;
+use tracegate::testing::{extract, generate_to_dir, read_run, ExtractOptions, Taxonomy};
+use tracegate::SynthOptions;
 
 /// One small 2-rank run, generated once, as parsed JSON documents per rank file.
 fn base() -> &'static (tempfile::TempDir, Vec<(String, Value)>) {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::{self, synth_cmd, tracegate};
-use tracegate::reader::{read_file_parallel_only, read_file_with_threads};
+use tracegate::testing::{read_file_parallel_only, read_file_with_threads};
 
 fn synth(dir: &Path, layout: &str) -> PathBuf {
     let out = dir.join(layout);

@@ -118,14 +118,14 @@ fn a_long_kernel_name_is_kept_truncated_with_a_marker() {
     let name = "é".repeat(100_000); // 200,000 bytes, a cut inside a character must back off
     let path = trace(dir.path(), "rank-0.json", None, &name, "", "");
     for threads in [1, 3] {
-        let traces = tracegate::reader::read_file_with_threads(&path, threads).unwrap();
+        let traces = tracegate::testing::read_file_with_threads(&path, threads).unwrap();
         let names: Vec<&str> = traces[0]
             .gpu
             .iter()
             .map(|a| traces[0].names.get(a.name))
             .collect();
         let long = names.iter().find(|n| n.starts_with('é')).unwrap();
-        assert!(long.len() <= tracegate::reader::MAX_NAME, "{}", long.len());
+        assert!(long.len() <= tracegate::testing::MAX_NAME, "{}", long.len());
         assert!(
             long.ends_with("…[truncated from 200000 bytes]"),
             "{}",
@@ -182,10 +182,10 @@ fn a_million_pooled_samples_cost_what_thirty_two_thousand_do() {
     let samples: Vec<f64> = (0..n)
         .map(|i| 10.0 + ((i * 7919) % 1000) as f64 / 1000.0)
         .collect();
-    let stat = tracegate::stats::Statistic::Mean;
+    let stat = tracegate::testing::Statistic::Mean;
     let mean = stat.of(&samples);
     let sd = (samples.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
-    let (lo, hi) = tracegate::stats::bootstrap_interval(&samples, stat, 7).unwrap();
+    let (lo, hi) = tracegate::testing::bootstrap_interval(&samples, stat, 7).unwrap();
     let half = 1.96 * sd / (n as f64).sqrt();
     assert!(
         ((hi - lo) / 2.0 / half - 1.0).abs() < 0.15,
