@@ -660,17 +660,17 @@ fn waiting(d: &mut Doc, a: &RunAnalysis, b: &crate::analysis::balance::BalanceSe
     intro.push('.');
     d.para(&intro);
     d.table(&t);
-    // Per-rank compute / wait / transfer bars, side by side (issue 29): markdown only.
-    if d.markdown {
-        let bars: Vec<(String, f64, f64, f64)> = b
-            .ranks
-            .iter()
-            .filter_map(|r| Some((r.label.clone(), r.compute_ms?, r.wait_ms?, r.transfer_ms?)))
-            .collect();
-        if let Some(chart) = super::chart::rank_bars(&bars) {
-            d.out.push_str(&chart);
-        }
+    // Per-rank compute / wait / transfer bars, side by side (issue 29): a figure, so markdown only.
+    let bars: Vec<(String, f64, f64, f64)> = b
+        .ranks
+        .iter()
+        .filter_map(|r| Some((r.label.clone(), r.compute_ms?, r.wait_ms?, r.transfer_ms?)))
+        .collect();
+    if let Some(chart) = super::chart::rank_bars(&bars) {
+        let figure = d.m.figure(&chart);
+        d.out.push_str(&figure);
     }
+
     if let Some(skew) = b.rank_skew_ms {
         let last = b
             .ranks
