@@ -1100,6 +1100,28 @@ mod diff_tests {
     use super::*;
 
     #[test]
+    fn shares_are_given_only_for_a_material_change_and_never_beyond_a_hundred_percent() {
+        let d = |name: &str, delta: f64| delta_of(name, delta);
+        // Time that moved between categories nets out: no share, rather than +187839%.
+        let moved = with_shares(vec![d("other", 3.946), d("moe_gemm", -3.944)], 0.002, 0.03);
+        assert!(moved.iter().all(|d| d.share_of_change_pct.is_none()));
+        // Material, but one category's share would pass 100%: none.
+        let mixed = with_shares(vec![d("comm", 1.5), d("moe_gemm", -0.5)], 1.0, 0.03);
+        assert!(mixed.iter().all(|d| d.share_of_change_pct.is_none()));
+        // Material and within ±100%: every row has its share.
+        let plain = with_shares(vec![d("comm", 0.853), d("norm", 0.0)], 0.853, 0.03);
+        assert_eq!(plain[0].share_of_change_pct, Some(100.0));
+        assert_eq!(plain[1].share_of_change_pct, Some(0.0));
+        // Noise: a 4 µs change is not split into ±50% shares.
+        let noise = with_shares(vec![d("a", 0.002), d("b", 0.002)], 0.004, 0.03);
+        assert!(noise.iter().all(|d| d.share_of_change_pct.is_none()));
+    }
+
+    fn delta_of(name: &str, change: f64) -> Delta {
+        delta(name, None, (1.0, 1.0), (1.0 + change, 1.0))
+    }
+
+    #[test]
     fn the_kernel_diff_of_many_names_is_a_capped_merge() {
         // 300,000 names against 3: a line diff (Myers) of two lists that differ almost
         // everywhere is quadratic and would not finish; the merge of two sorted sets does.

@@ -101,7 +101,7 @@ fn tolerance_text(m: &MetricCheck) -> Option<String> {
         Tolerance::Relative(p) => format!("{p}%"),
         Tolerance::Absolute { amount, unit } => match unit {
             Unit::Pct => format!("{amount} pp"),
-            Unit::Ratio => format!("{amount}"),
+            Unit::Ratio => amount.to_string(),
             u => format!("{amount} {}", u.symbol()),
         },
     })
@@ -521,9 +521,11 @@ pub fn cause_words(cause: &Cause) -> Words {
             delta_ms_per_step,
             ..
         } => {
-            let pct = (*baseline_ms_per_step > 0.0)
-                .then(|| crate::units::percent_delta(delta_ms_per_step / baseline_ms_per_step * 100.0))
-                .unwrap_or_else(|| ms_change(*delta_ms_per_step));
+            let pct = if *baseline_ms_per_step > 0.0 {
+                crate::units::percent_delta(delta_ms_per_step / baseline_ms_per_step * 100.0)
+            } else {
+                ms_change(*delta_ms_per_step)
+            };
             w.name(category.clone())
                 .text(format!(
                     " {} per step, led by renamed ",
@@ -1074,6 +1076,67 @@ fn terminal(result: &CheckResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_image_bump_is_cut_to_the_tag_that_differs() {
+        let tags = |a: &str, b: &str| differing_tags(a, b);
+        assert_eq!(
+            tags(
+                "lmsysorg/sglang:v0.5.8-rocm700-mi35x",
+                "lmsysorg/sglang:v0.5.9-rocm700-mi35x"
+            ),
+            ("v0.5.8".into(), "v0.5.9".into())
+        );
+        assert_eq!(
+            tags("lmsysorg/sglang:v0.5.4", "lmsysorg/sglang:v0.5.5"),
+            ("v0.5.4".into(), "v0.5.5".into())
+        );
+        assert_eq!(
+            tags("a/x:v1-cuda", "b/x:v1-cuda"),
+            ("a/x:v1".into(), "b/x:v1".into())
+        );
+        // A tail that differs only in its suffix is kept whole.
+        assert_eq!(
+            tags("img:v1-rocm", "img:v1-cuda"),
+            ("v1-rocm".into(), "v1-cuda".into())
+        );
+    }
+
+    fn metric(unit: Unit, tolerance: &str, baseline: f64, current: f64) -> MetricCheck {
+        MetricCheck {
+            name: "m".into(),
+            unit,
+            direction: crate::baseline::Direction::Lower,
+            gated: true,
+            baseline: Some(baseline),
+            current: Some(current),
+            change: Some(current - baseline),
+            change_pct: Some((current - baseline) / baseline * 100.0),
+            tolerance: Some(tolerance.into()),
+            allowance: None,
+            interval: None,
+            samples: 0,
+            verdict: Verdict::Ok,
+            artefact: None,
+        }
+    }
+
+    #[test]
+    fn a_change_is_shown_in_the_unit_its_tolerance_uses_without_a_signed_zero() {
+        // rank_skew_ms against an absolute tolerance: milliseconds, not percent.
+        let skew = metric(Unit::Ms, "0.25ms", 168.649, 181.827);
+        assert_eq!(change(&skew), "+13.178 ms");
+        assert_eq!(tolerance_text(&skew).unwrap(), "0.25 ms");
+        let step = metric(Unit::Ms, "3%", 20.127, 20.979);
+        assert_eq!(change(&step), "+4.2%");
+        let util = metric(Unit::Pct, "10pp", 4.2, 4.19999);
+        assert_eq!(change(&util), "0.0 pp");
+        assert_eq!(tolerance_text(&util).unwrap(), "10 pp");
+        let us = metric(Unit::Us, "500us", 15.0, 15.0001);
+        assert_eq!(change(&us), "0.0 µs");
+        assert_eq!(tolerance_text(&us).unwrap(), "500 µs");
+        assert_eq!(change(&metric(Unit::Us, "5%", 127.9, 127.89)), "0.0%");
+    }
 
     #[test]
     fn fences_outgrow_backticks_in_names() {
