@@ -20,7 +20,8 @@ import puppeteer from "puppeteer-core";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
-const out = path.resolve(process.argv[2] ?? path.join(root, "target/browser-check"));
+const outArg = process.argv.slice(2).find((a) => !a.startsWith("--"));
+const out = path.resolve(outArg ?? path.join(root, "target/browser-check"));
 const COLUMN_PX = 900;
 const BACKGROUNDS = { light: "#ffffff", dark: "#0d1117" };
 const MIN_CONTRAST = 3;
