@@ -200,6 +200,11 @@ async function check(browser, files) {
       }
       for (const problem of problems) failures.push({ rel, text: `${rel} (${theme}): ${problem}` });
       await p.screenshot({ path: path.join(out, `${name}-${theme}.png`), fullPage: true });
+      // Each chart on its own too: small enough to look at, or to put in the docs.
+      const shown = await p.$$(".mermaid-chart");
+      for (const [n, el] of shown.entries()) {
+        await el.screenshot({ path: path.join(out, `${name}-${theme}-chart${n + 1}.png`) });
+      }
       await p.close();
     }
   }
