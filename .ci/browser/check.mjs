@@ -20,7 +20,8 @@ import puppeteer from "puppeteer-core";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
-const out = path.resolve(process.argv[2] ?? path.join(root, "target/browser-check"));
+const outArg = process.argv.slice(2).find((a) => !a.startsWith("--"));
+const out = path.resolve(outArg ?? path.join(root, "target/browser-check"));
 const COLUMN_PX = 900;
 const BACKGROUNDS = { light: "#ffffff", dark: "#0d1117" };
 const MIN_CONTRAST = 3;
@@ -199,6 +200,11 @@ async function check(browser, files) {
       }
       for (const problem of problems) failures.push({ rel, text: `${rel} (${theme}): ${problem}` });
       await p.screenshot({ path: path.join(out, `${name}-${theme}.png`), fullPage: true });
+      // Each chart on its own too: small enough to look at, or to put in the docs.
+      const shown = await p.$$(".mermaid-chart");
+      for (const [n, el] of shown.entries()) {
+        await el.screenshot({ path: path.join(out, `${name}-${theme}-chart${n + 1}.png`) });
+      }
       await p.close();
     }
   }

@@ -74,6 +74,10 @@ pub struct RunAnalysis {
     pub coverage: coverage::Coverage,
     /// Kernels in `other`, with a rule to paste for those no rule matched.
     pub unclassified: unclassified::UnclassifiedSection,
+    /// Every decode step of the slowest rank (the one that decides `decode_step_ms`), for the
+    /// report's chart; `None` without a decode step.
+    #[serde(skip)]
+    pub decode_steps: Option<(u32, Vec<crate::steps::DecodePoint>)>,
 }
 
 /// What the run is.
@@ -224,6 +228,31 @@ impl<'a> Context<'a> {
     }
 }
 
+/// Every decode step of the rank that decided `decode_step_ms` (else of the rank with the
+/// slowest median kept step), with what the selection did with each.
+fn slowest_rank_steps(
+    rank_steps: &[RankSteps],
+    extraction: Option<&Extraction>,
+) -> Option<(u32, Vec<crate::steps::DecodePoint>)> {
+    let decided = extraction
+        .and_then(|x| x.metrics.get(DECODE_STEP_MS))
+        .and_then(|m| m.decided_by);
+    let median = |rs: &RankSteps| {
+        let mut w: Vec<i64> = rs.decode.iter().map(Step::wall).collect();
+        w.sort_unstable();
+        w.get(w.len() / 2).copied()
+    };
+    let rs = match decided {
+        Some(r) => rank_steps.iter().find(|rs| rs.rank.index == r),
+        None => rank_steps
+            .iter()
+            .filter(|rs| !rs.decode.is_empty())
+            .max_by_key(|rs| median(rs)),
+    }?;
+    let points = crate::steps::decode_points(rs);
+    (!points.is_empty()).then_some((rs.rank.index, points))
+}
+
 pub(crate) fn ns_to_ms(ns: i64) -> f64 {
     ns as f64 / 1e6
 }
@@ -275,9 +304,11 @@ pub fn analyse_run(
         .collect();
 
     let decode = has_decode.then(|| decode_figures(rank_steps, extraction));
+    let decode_steps = slowest_rank_steps(rank_steps, extraction);
     let breakdown = breakdown(&ctx, extraction);
     let unclassified = unclassified::unclassified_section(&ctx, &breakdown.breakdown);
     RunAnalysis {
+        decode_steps,
         run: RunSummary {
             device,
             ranks,

@@ -132,33 +132,7 @@ pub struct DecodeSeries {
     pub rank: Option<u32>,
 }
 
-impl DecodeSeries {
-    /// Every decode step of the rank that decided `decode_step_ms`, without a baseline (for
-    /// `report`).
-    pub fn of(x: &Extraction) -> DecodeSeries {
-        decode_series(x, &[])
-    }
-}
-
-/// One decode step of a [`DecodeSeries`]: its wall and what the gate did with it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DecodePoint {
-    pub wall_ms: f64,
-    pub kind: PointKind,
-}
-
-/// What the gate did with a decode step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PointKind {
-    /// Dropped at the start of the rank, before the steady state.
-    Warmup,
-    /// Kept: the steps `decode_step_ms` is judged on.
-    Kept,
-    /// Left out as an outlier, slower than the median: a stall.
-    Stall,
-    /// Left out as an outlier, faster than the median.
-    Fast,
-}
+pub use crate::steps::{DecodePoint, PointKind};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BaselineInfo {
@@ -298,7 +272,7 @@ fn decode_series(x: &Extraction, metrics: &[MetricCheck]) -> DecodeSeries {
     let rank = x.metrics.get(DECODE_STEP_MS).and_then(|m| m.decided_by);
     let steps = rank
         .and_then(|r| x.rank_steps.iter().find(|s| s.rank.index == r))
-        .map(decode_points)
+        .map(crate::steps::decode_points)
         .unwrap_or_default();
     DecodeSeries {
         steps,
@@ -306,30 +280,6 @@ fn decode_series(x: &Extraction, metrics: &[MetricCheck]) -> DecodeSeries {
         allowance_ms: judged.and_then(|m| m.allowance),
         rank,
     }
-}
-
-/// Every decode step of one rank in start order, each with what the gate did with it; an
-/// outlier is a stall when slower than the median of the steps after warm-up (as
-/// [`crate::steps::stalls`] counts them).
-fn decode_points(rs: &crate::steps::RankSteps) -> Vec<DecodePoint> {
-    use crate::steps::DropReason;
-    let mut steps: Vec<(&crate::steps::Step, Option<DropReason>)> =
-        rs.decode.iter().map(|s| (s, None)).collect();
-    steps.extend(rs.dropped.iter().map(|d| (&d.step, Some(d.reason))));
-    steps.sort_by_key(|(s, _)| (s.start, s.trace, s.end));
-    let median_ns = crate::steps::stalls(rs).median_ns;
-    steps
-        .into_iter()
-        .map(|(s, reason)| DecodePoint {
-            wall_ms: s.wall() as f64 / 1e6,
-            kind: match reason {
-                None => PointKind::Kept,
-                Some(DropReason::Warmup) => PointKind::Warmup,
-                Some(DropReason::Outlier) if s.wall() as f64 > median_ns => PointKind::Stall,
-                Some(DropReason::Outlier) => PointKind::Fast,
-            },
-        })
-        .collect()
 }
 
 /// Where the hardware a run is judged as comes from.

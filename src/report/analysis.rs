@@ -186,6 +186,7 @@ fn render_text(a: &RunAnalysis, m: &'static dyn Markup) -> String {
         ),
     );
     phases(&mut d, a);
+    decode_chart(&mut d, a);
     breakdown(&mut d, a);
     comm(&mut d, a);
     overlap(&mut d, a);
@@ -243,6 +244,25 @@ fn phases(d: &mut Doc, a: &RunAnalysis) {
     }
     d.table(&t);
     how_found(d, a);
+}
+
+/// The decode steps over time (issue 29): markdown only.
+fn decode_chart(d: &mut Doc, a: &RunAnalysis) {
+    let Some((rank, steps)) = &a.decode_steps else {
+        return;
+    };
+    if !d.markdown {
+        return;
+    }
+    let series = crate::gate::DecodeSeries {
+        steps: steps.clone(),
+        baseline_ms: None,
+        allowance_ms: None,
+        rank: Some(*rank),
+    };
+    if let Some(chart) = super::chart::decode_steps(&series) {
+        d.out.push_str(&chart);
+    }
 }
 
 /// How each rank's steps were found; ranks found the same way (thresholds aside) share one line.

@@ -539,6 +539,48 @@ impl Stalls {
     }
 }
 
+/// One decode step as a chart draws it: its wall and what the steady-state selection did with it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecodePoint {
+    pub wall_ms: f64,
+    pub kind: PointKind,
+}
+
+/// What the steady-state selection did with a decode step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointKind {
+    /// Dropped at the start of the rank, before the steady state.
+    Warmup,
+    /// Kept: the steps the decode metrics are computed from.
+    Kept,
+    /// Left out as an outlier, slower than the median: a stall.
+    Stall,
+    /// Left out as an outlier, faster than the median.
+    Fast,
+}
+
+/// Every decode step of one rank in start order, warm-up and outliers included, each with what
+/// the selection did with it; an outlier is a stall when slower than the median of the steps
+/// after warm-up (as [`stalls`] counts them).
+pub fn decode_points(rs: &RankSteps) -> Vec<DecodePoint> {
+    let mut steps: Vec<(&Step, Option<DropReason>)> = rs.decode.iter().map(|s| (s, None)).collect();
+    steps.extend(rs.dropped.iter().map(|d| (&d.step, Some(d.reason))));
+    steps.sort_by_key(|(s, _)| (s.start, s.trace, s.end));
+    let median_ns = stalls(rs).median_ns;
+    steps
+        .into_iter()
+        .map(|(s, reason)| DecodePoint {
+            wall_ms: s.wall() as f64 / 1e6,
+            kind: match reason {
+                None => PointKind::Kept,
+                Some(DropReason::Warmup) => PointKind::Warmup,
+                Some(DropReason::Outlier) if s.wall() as f64 > median_ns => PointKind::Stall,
+                Some(DropReason::Outlier) => PointKind::Fast,
+            },
+        })
+        .collect()
+}
+
 /// The stalls of one rank (fast outliers are not stalls: they are left out, not counted).
 pub fn stalls(rs: &RankSteps) -> Stalls {
     let mut steps: Vec<(&Step, bool)> = rs.decode.iter().map(|s| (s, false)).collect();
