@@ -1104,11 +1104,12 @@ fn list(names: &[String]) -> String {
     if names.is_empty() {
         "none".into()
     } else {
-        let mut shown: Vec<String> = names
-            .iter()
-            .take(LEAD_NAMES)
-            .map(|n| span(&short_name(n)))
-            .collect();
+        let listed: Vec<&str> = names.iter().take(LEAD_NAMES).map(String::as_str).collect();
+        let mut shown: Vec<String> =
+            crate::taxonomy::names::distinct_labels(&listed, crate::taxonomy::names::NAME_WIDTH)
+                .iter()
+                .map(|n| span(n))
+                .collect();
         if names.len() > LEAD_NAMES {
             shown.push(format!("and {} more", names.len() - LEAD_NAMES));
         }

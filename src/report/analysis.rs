@@ -62,7 +62,7 @@ impl Doc {
     /// A kernel or op name for running text: shortened and, in markdown, escaped so that it
     /// cannot inject markup.
     pub fn name(&self, name: &str) -> String {
-        let shown = display_kernel_name(name);
+        let shown = super::short_name(name);
         if self.markdown {
             escape_markdown(&shown)
         } else {
@@ -780,7 +780,7 @@ fn prefill(d: &mut Doc, a: &RunAnalysis) {
             opt_pct(r.comm_pct),
             r.largest_collective.as_ref().map_or_else(
                 || MISSING.into(),
-                |c| format!("{} ({} ms)", display_kernel_name(&c.name), fixed(c.ms, 2)),
+                |c| format!("{} ({} ms)", super::short_name(&c.name), fixed(c.ms, 2)),
             ),
             fixed(r.idle_ms, 2),
             r.gaps_over_1ms.to_string(),

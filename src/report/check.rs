@@ -339,13 +339,20 @@ fn meta_table(result: &CheckResult) -> Table {
     t
 }
 
+/// The unclassified kernels' names, cut with no two alike ([`super::names::distinct_labels`]).
+fn kernel_labels(u: &Unclassified) -> Vec<String> {
+    let names: Vec<&str> = u.kernels.iter().map(|k| k.name.as_str()).collect();
+    super::names::distinct_labels(&names, super::names::NAME_WIDTH)
+}
+
 /// One line on the time in kernels no rule classifies, naming the top ones with their share
 /// (plain text: the `::warning` annotation and, escaped, the markdown).
 pub fn unclassified_line(u: &Unclassified) -> String {
     let named: Vec<String> = u
         .kernels
         .iter()
-        .map(|k| format!("{} {:.1}%", super::display_kernel_name(&k.name), k.pct))
+        .zip(kernel_labels(u))
+        .map(|(k, name)| format!("{name} {:.1}%", k.pct))
         .collect();
     let baseline = u
         .baseline_other_pct
@@ -363,13 +370,8 @@ fn unclassified_markdown(u: &Unclassified) -> String {
     let named: Vec<String> = u
         .kernels
         .iter()
-        .map(|k| {
-            format!(
-                "{} {:.1}%",
-                super::table::code_span(&super::display_kernel_name(&k.name)),
-                k.pct
-            )
-        })
+        .zip(kernel_labels(u))
+        .map(|(k, name)| format!("{} {:.1}%", super::table::code_span(&name), k.pct))
         .collect();
     let baseline = u
         .baseline_other_pct
