@@ -60,7 +60,7 @@ impl Doc {
     /// A kernel or op name for running text: shortened and, in markdown, escaped so that it
     /// cannot inject markup.
     pub fn name(&self, name: &str) -> String {
-        self.m.inline(&Inline::Text(&display_kernel_name(name)))
+        self.m.inline(&Inline::Text(&super::short_name(name)))
     }
 
     pub fn table(&mut self, table: &Table) {
@@ -780,7 +780,7 @@ fn prefill(d: &mut Doc, a: &RunAnalysis) {
                 |c| {
                     format!(
                         "{} ({} ms)",
-                        display_kernel_name(&c.name),
+                        super::short_name(&c.name),
                         Unit::Ms.number(c.ms)
                     )
                 },

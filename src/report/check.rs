@@ -559,7 +559,7 @@ pub fn cause_words(cause: &Cause) -> Words {
 pub fn why_words(result: &CheckResult) -> Words {
     let e = &result.explanation;
     let w = Words::default();
-    let name = |n: &str| super::display_kernel_name(n);
+    let name = |n: &str| super::short_name(n);
     match &e.cause {
         Cause::Unclassified {
             moved_ms_per_step,
@@ -898,12 +898,15 @@ fn unclassified_words(u: &Unclassified) -> Words {
         "{} of kernel time is in kernels no rule classifies{baseline}: ",
         Unit::Pct.figure(u.other_pct)
     ));
-    for (i, k) in u.kernels.iter().enumerate() {
+    // Distinct labels: two kernels in the list never read the same.
+    let names: Vec<&str> = u.kernels.iter().map(|k| k.name.as_str()).collect();
+    let labels = crate::taxonomy::names::distinct_labels(&names, crate::taxonomy::names::NAME_WIDTH);
+    for (i, (k, label)) in u.kernels.iter().zip(labels).enumerate() {
         if i > 0 {
             w = w.text(", ");
         }
         w = w
-            .name(super::display_kernel_name(&k.name))
+            .name(label)
             .text(format!(" {}", Unit::Pct.figure(k.pct)));
     }
     w.text(". Category figures miss that time; add rules (tracegate report prints them).")

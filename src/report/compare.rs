@@ -3,7 +3,7 @@
 
 use super::analysis::Doc;
 use super::table::{free_text, printable, table_code_span, Align, Table};
-use super::{display_kernel_name, fixed, Format};
+use super::{fixed, Format};
 use crate::analysis::compare::{Comparison, MetricRow};
 use crate::analysis::{Scope, REPORT_SCHEMA_VERSION};
 use crate::units::MISSING;
@@ -84,10 +84,10 @@ fn metric_table(c: &Comparison, rows: &[MetricRow], first: &str) -> Table {
 /// Kernel names as a table cell: code spans in markdown (the column is a
 /// [`Table::markdown_column`]), plain in a terminal; `rest` (a count) after them as text.
 fn names_cell(names: &[String], rest: Option<String>, markdown: bool) -> String {
-    let mut shown: Vec<String> = names
-        .iter()
-        .map(|k| {
-            let name = display_kernel_name(k);
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut shown: Vec<String> = super::names::distinct_labels(&refs, super::names::NAME_WIDTH)
+        .into_iter()
+        .map(|name| {
             if markdown {
                 table_code_span(&name)
             } else {

@@ -62,17 +62,27 @@ pub fn percent(part: u64, whole: u64) -> String {
     Unit::share(part as f64, whole as f64)
 }
 
-/// A kernel name made readable for a table (see [`crate::taxonomy::short_name`]).
+pub use crate::taxonomy::names;
+
+/// A kernel name made readable for a table cell, whole: a [`table::Table::code_column`] cuts
+/// it, keeping different names apart. Running text and lists use [`short_name`] or
+/// [`names::distinct_labels`].
 pub fn display_kernel_name(name: &str) -> String {
+    crate::taxonomy::untruncated_short_name(name)
+}
+
+/// A kernel name for running text: readable and cut in the middle (see
+/// [`crate::taxonomy::short_name`]).
+pub fn short_name(name: &str) -> String {
     crate::taxonomy::short_name(name)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::display_kernel_name;
+    use super::{display_kernel_name, short_name};
 
     #[test]
-    fn kernel_names_lose_void_and_parameters_and_stay_short() {
+    fn kernel_names_lose_void_and_parameters_and_running_text_cuts_them() {
         assert_eq!(
             display_kernel_name("void at::native::vectorized_elementwise_kernel<4, F>(int, F, at::detail::Array<char*, 2>)"),
             "at::native::vectorized_elementwise_kernel<4, F>"
@@ -81,8 +91,9 @@ mod tests {
             display_kernel_name("nvjet_tst_64x32_64x16_2x1_2cta"),
             "nvjet_tst_64x32_64x16_2x1_2cta"
         );
-        let long = "Cijk_".to_string() + &"A".repeat(200);
-        assert_eq!(display_kernel_name(&long).chars().count(), 96);
-        assert!(display_kernel_name(&long).ends_with('…'));
+        let long = "Cijk_".to_string() + &"A".repeat(200) + "_MT64";
+        assert_eq!(display_kernel_name(&long), long, "tables cut it");
+        assert_eq!(short_name(&long).chars().count(), 96);
+        assert!(short_name(&long).ends_with("_MT64"));
     }
 }

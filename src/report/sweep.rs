@@ -38,14 +38,19 @@ fn cell(c: &Configuration, metric: &str) -> String {
     format!("{change} {}", mark(m.verdict))
 }
 
-/// The configuration's image, baseline → run, plain (the table escapes it).
+/// The configuration's image, baseline → run, plain (the table escapes it): the tags alone when
+/// both are of one repository (`v0.5.8 → v0.5.9`), so the column stays narrow; the line above
+/// the table names the images in full.
 fn image_cell(c: &Configuration) -> String {
-    crate::identity::transition(
-        c.baseline_image.as_deref(),
-        c.run.image.as_deref(),
-        str::to_string,
-    )
-    .unwrap_or_else(|| MISSING.into())
+    let (before, after) = (c.baseline_image.as_deref(), c.run.image.as_deref());
+    let (before, after) = match (before, after) {
+        (Some(b), Some(a)) => {
+            let (b, a) = crate::taxonomy::names::image_labels(b, a);
+            (Some(b), Some(a))
+        }
+        pair => pair,
+    };
+    crate::identity::transition(before, after, str::to_string).unwrap_or_else(|| MISSING.into())
 }
 
 fn table(sweep: &Sweep) -> Table {

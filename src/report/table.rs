@@ -23,6 +23,7 @@ pub struct Table {
 }
 
 pub use crate::text::printable;
+use crate::taxonomy::names::{distinct_cuts, NAME_WIDTH};
 use crate::text::{needs_escape, push_escape};
 
 /// Free text (an image, a `--meta` value, a label, a file name, a status) is cut to this many
@@ -238,7 +239,10 @@ impl Table {
         }
     }
 
-    /// Markdown shows column `i` (a kernel or op name) as code spans, not escaped text.
+    /// Column `i` holds names (kernels, ops): markdown shows them as code spans, not escaped
+    /// text, and every output cuts them in the middle to [`NAME_WIDTH`] characters with no two
+    /// different names alike ([`distinct_cuts`]): callers put the whole readable name
+    /// ([`super::display_kernel_name`]) in the cell.
     pub fn code_column(mut self, i: usize) -> Self {
         self.code[i] = true;
         self
@@ -258,6 +262,18 @@ impl Table {
 
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+
+    /// The rows as shown: the cells of each code column cut to distinct labels.
+    fn shown_rows(&self) -> Vec<Vec<String>> {
+        let mut rows = self.rows.clone();
+        for (i, _) in self.code.iter().enumerate().filter(|(_, c)| **c) {
+            let cells: Vec<&str> = self.rows.iter().map(|r| r[i].as_str()).collect();
+            for (row, label) in rows.iter_mut().zip(distinct_cuts(&cells, NAME_WIDTH)) {
+                row[i] = label;
+            }
+        }
+        rows
     }
 
     /// GitHub-flavoured markdown; cells are escaped.
@@ -280,13 +296,13 @@ impl Table {
             })
             .collect();
         out.push_str(&line(&rule));
-        for row in &self.rows {
+        for row in &self.shown_rows() {
             out.push_str(&line(
                 &row.iter()
                     .enumerate()
                     .map(|(i, c)| {
                         if self.code[i] && !c.is_empty() && c != crate::units::MISSING {
-                            table_code_span(&cut(c))
+                            table_code_span(c)
                         } else if self.markdown[i] {
                             c.clone()
                         } else {
@@ -301,8 +317,8 @@ impl Table {
 
     /// Aligned plain text for a terminal; cells are [`printable`].
     pub fn to_terminal(&self) -> String {
-        let shown: Vec<Vec<Cow<'_, str>>> = self
-            .rows
+        let rows = self.shown_rows();
+        let shown: Vec<Vec<Cow<'_, str>>> = rows
             .iter()
             .map(|r| r.iter().map(|c| printable(c)).collect())
             .collect();
@@ -433,6 +449,28 @@ mod tests {
         assert_eq!(free_text("short"), "short");
         // Words that merely contain the letters stay as they are.
         assert_eq!(escape_markdown("ghx-1 awww.b"), "ghx-1 awww.b");
+    }
+
+    #[test]
+    fn code_columns_cut_names_in_the_middle_and_keep_them_apart() {
+        let a = "ck::kernel_moe_mxgemm_2lds<ck::GridwiseMoeGemmMX_BPreshuffle<ck::tensor_layout::gemm::RowMajor, ck::tensor_layout::gemm::ColumnMajor, ck::f4x2_pk_t, ck::e8m0_bexp_t, ck::bhalf_t, float, 32, 256, 128, 16, 16, true, 1>, true, 2, (ck::TailNumber)2>";
+        let b = a.replace("32, 256, 128, 16, 16, true", "32, 128, 256, 16, 16, false");
+        let mut t = Table::new(&[("kernel", Align::Left), ("ms", Align::Right)]).code_column(0);
+        t.row(vec![a.to_string(), "1".into()]);
+        t.row(vec![b.clone(), "2".into()]);
+        t.row(vec![crate::units::MISSING.into(), "3".into()]);
+        let md = t.to_markdown();
+        let cells: Vec<&str> = md.lines().skip(2).map(|l| l.split(" | ").next().unwrap()).collect();
+        assert_ne!(cells[0], cells[1], "{md}");
+        assert_eq!(cells[2], format!("| {}", crate::units::MISSING));
+        for c in &cells[..2] {
+            assert!(c.chars().count() <= NAME_WIDTH + 4, "{c}");
+            assert!(c.starts_with("| `ck::kernel_moe_mxgemm_2lds<"), "{c}");
+        }
+        let text = t.to_terminal();
+        let lines: Vec<&str> = text.lines().skip(2).collect();
+        assert_ne!(lines[0].split("  ").next(), lines[1].split("  ").next(), "{text}");
+        assert!(lines[0].chars().count() < 110, "{text}");
     }
 
     #[test]

@@ -18,9 +18,11 @@ use prefilter::Prefilter;
 use crate::reader::model::{GpuActivity, GpuKind, NameId, NameTable, RankTrace};
 
 mod demangle;
+pub mod names;
 mod prefilter;
 mod suggest;
 pub use demangle::{demangle, readable};
+pub use names::{distinguishing_names, short_name, untruncated_short_name};
 pub use suggest::{rule_stem, suggest, Suggestion};
 
 /// What a GPU activity does, as far as the gate cares.
@@ -779,85 +781,6 @@ impl NameClasses {
 /// Share of kernel time in `other` above which a run's figures are suspect: `check` warns, the
 /// report says so, and the coverage tests hold every real trace and synth scenario at or below it.
 pub const OTHER_LIMIT_PCT: f64 = 5.0;
-
-/// Longest kernel name shown in a table; the JSON keeps full names.
-const NAME_WIDTH: usize = 96;
-
-/// A kernel name made readable for people: demangled, no `void ` prefix, no parameter list, and
-/// at most `NAME_WIDTH` characters (the cut is marked with `…`).
-pub fn short_name(name: &str) -> String {
-    let shown = untruncated_short_name(name);
-    if shown.chars().count() <= NAME_WIDTH {
-        return shown;
-    }
-    let head: String = shown.chars().take(NAME_WIDTH - 1).collect();
-    format!("{head}…")
-}
-
-/// [`short_name`] without the cut to `NAME_WIDTH`.
-pub fn untruncated_short_name(name: &str) -> String {
-    let readable = readable(name);
-    // Control characters shown escaped: a name cannot break a line of any report.
-    let readable = crate::text::printable(&readable).into_owned();
-    let name = readable.as_str();
-    let mut shown = name.strip_prefix("void ").unwrap_or(name);
-    // Only C++ signatures carry a parameter list; "Memcpy DtoH (Device -> Host)" keeps its words.
-    if shown.ends_with(')') && (name.starts_with("void ") || shown.contains("::")) {
-        // Drop the parameter list: the last balanced "(...)" group at the end.
-        let mut depth = 0i32;
-        for (i, c) in shown.char_indices().rev() {
-            match c {
-                ')' => depth += 1,
-                '(' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        if i > 0 {
-                            shown = &shown[..i];
-                        }
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    shown.to_string()
-}
-
-/// Two names of one kernel (old, new) shortened so that each still shows where they differ:
-/// [`short_name`] when that tells them apart, else each with the shared middle elided
-/// (`head<…, (ck::TailNumber)2, 1>`).
-pub fn distinguishing_names(old: &str, new: &str) -> (String, String) {
-    let (a, b) = (short_name(old), short_name(new));
-    if a != b {
-        return (a, b);
-    }
-    let (a, b) = (untruncated_short_name(old), untruncated_short_name(new));
-    let (ac, bc): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let common = ac.iter().zip(&bc).take_while(|(x, y)| x == y).count();
-    let head_len = ac.iter().position(|&c| c == '<').unwrap_or(24).min(48);
-    let cut = |cs: &[char]| -> String {
-        let mut from = common.saturating_sub(24).max(head_len);
-        // Start at a word: after a space, a comma or a bracket.
-        while from < common && !matches!(cs[from - 1], ' ' | ',' | '<' | '(') {
-            from += 1;
-        }
-        let head: String = cs[..head_len].iter().collect();
-        let tail: String = cs[from..].iter().collect();
-        let s = if from > head_len {
-            format!("{head}…{tail}")
-        } else {
-            cs.iter().collect()
-        };
-        if s.chars().count() > NAME_WIDTH {
-            let kept: String = s.chars().take(NAME_WIDTH - 1).collect();
-            format!("{kept}…")
-        } else {
-            s
-        }
-    };
-    (cut(&ac), cut(&bc))
-}
 
 #[cfg(test)]
 mod tests;

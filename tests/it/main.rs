@@ -22,6 +22,7 @@ mod hostile;
 mod identity;
 mod inspect;
 mod install;
+mod names;
 mod properties;
 mod real_baselines;
 mod real_traces;
