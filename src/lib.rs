@@ -8,9 +8,9 @@
 //! ```no_run
 //! use tracegate::{pipeline, AnalysisConfig, CheckOptions};
 //! let paths = [std::path::PathBuf::from("traces/")];
-//! let run = pipeline::read_run(&paths, &|_, _| {})?;
-//! let baseline = pipeline::load_baseline("baselines/x.toml".as_ref())?;
 //! let config = AnalysisConfig::default();
+//! let run = pipeline::read_run(&paths, &config, &|_, _| {})?;
+//! let baseline = pipeline::load_baseline("baselines/x.toml".as_ref())?;
 //! let result = pipeline::check(&run, &paths, &config, &baseline, &CheckOptions::default())?;
 //! std::process::exit(result.exit_code);
 //! # Ok::<(), tracegate::PipelineError>(())

@@ -1,8 +1,11 @@
 //! The pipeline as a library: read → classify → steps → metrics (or the full analysis) → gate.
 //!
-//! Every command of the CLI is a thin wrapper over these functions; a program that embeds
+//! Every command of the CLI is a thin wrapper over these functions (settings → `pipeline::x` →
+//! a renderer → exit status; `.ci/layers.py` holds the CLI to it); a program that embeds
 //! tracegate calls them the same way (see `examples/library.rs`). Nothing here parses arguments,
-//! prints or exits.
+//! prints or exits, and nothing is process-wide: the limits of an analysis
+//! ([`ReadLimits`]) travel in its [`AnalysisConfig`], and each call runs on a thread pool of its
+//! own.
 
 use std::path::{Path, PathBuf};
 
