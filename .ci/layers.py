@@ -25,6 +25,7 @@ import sys
 
 SRC = pathlib.Path("src")
 USE = re.compile(r"\bcrate::([a-z_]+)")
+GROUP = re.compile(r"\bcrate::\{([^}]*)\}")
 PRINT = re.compile(r"\b(e?print(?:ln)?|dbg)!\s*\(")
 
 CLI_MAY_NAME = {"pipeline", "report", "github", "units", "exit", "output", "confine", "text"}
@@ -73,10 +74,17 @@ def main() -> int:
         top = path.relative_to(SRC).parts[0].removesuffix(".rs")
         if top in NOT_CHECKED or path.stem == "tests":
             continue
-        for number, line in code_of(path.read_text()):
+        lines = code_of(path.read_text())
+        code = "\n".join(line for _, line in lines)
+        # (line number, module) for every crate path, `crate::{a, b::c}` groups over lines too.
+        found = [(code.count("\n", 0, m.start()) + 1, m.group(1)) for m in USE.finditer(code)]
+        for m in GROUP.finditer(code):
+            at = code.count("\n", 0, m.start()) + 1
+            found += [(at, name) for name in re.findall(r"(?:^|,)\s*([a-z_]+)", m.group(1))]
+        for number, line in lines:
             where = f"{path}:{number}"
-            for m in USE.finditer(line):
-                dst = m.group(1)
+            named = [dst for at, dst in found if at == number]
+            for dst in named:
                 if dst not in tops or dst == top:
                     continue
                 if top == "cli" and dst not in CLI_MAY_NAME:
