@@ -47,7 +47,7 @@
 //!
 //! // Read a run and extract its figures: every metric of the registry the run produces.
 //! let clean = [synth("clean", &[])?];
-//! let run = pipeline::read_run(&clean, &|_done, _total| {})?;
+//! let run = pipeline::read_run(&clean, &config, &|_done, _total| {})?;
 //! let extraction = pipeline::extract(&run, &clean, &config, None)?;
 //! let step = METRICS.iter().find(|def| def.name == "decode_step_ms").unwrap();
 //! let value = extraction.metrics.get(step.name).unwrap().value;
@@ -69,7 +69,7 @@
 //!
 //! // ...and one whose allreduce is twice as slow is a regression.
 //! let slow = [synth("slow", &["allreduce=2"])?];
-//! let run = pipeline::read_run(&slow, &|_, _| {})?;
+//! let run = pipeline::read_run(&slow, &config, &|_, _| {})?;
 //! let result = pipeline::check(&run, &slow, &config, &baseline, &CheckOptions::default())?;
 //! assert_eq!(result.exit_code, exit::REGRESSION, "{}", result.summary);
 //! # Ok(())

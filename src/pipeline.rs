@@ -1,18 +1,37 @@
 //! The pipeline as a library: read → classify → steps → metrics (or the full analysis) → gate.
 //!
-//! Every command of the CLI is a thin wrapper over these functions; a program that embeds
+//! Every command of the CLI is a thin wrapper over these functions (settings → `pipeline::x` →
+//! a renderer → exit status; `.ci/layers.py` holds the CLI to it); a program that embeds
 //! tracegate calls them the same way (see `examples/library.rs`). Nothing here parses arguments,
-//! prints or exits.
+//! prints or exits, and nothing is process-wide: the limits of an analysis
+//! ([`ReadLimits`]) travel in its [`AnalysisConfig`], and each call runs on a thread pool of its
+//! own.
 
 use std::path::{Path, PathBuf};
 
-use crate::analysis::{AnalysisOptions, RunAnalysis};
+use crate::analysis::AnalysisOptions;
+pub use crate::analysis::RunAnalysis;
 use crate::baseline::{Baseline, BaselineError};
-use crate::gate::{CheckOptions, CheckResult};
 use crate::metrics::{ExtractOptions, Extraction, MetricsError};
-use crate::reader::{ReadError, Run};
-use crate::steps::DEFAULT_WARMUP_STEPS;
+use crate::reader::ReadError;
 use crate::taxonomy::{Taxonomy, TaxonomyError};
+
+mod baselines;
+
+pub use crate::analysis::compare::Comparison;
+pub use crate::gate::{CheckOptions, CheckResult, Status};
+pub use crate::identity::{resolve as resolve_identity, Identity};
+pub use crate::inspect::RunInspection;
+pub use crate::reader::{parse_size, ReadLimits, Run};
+pub use crate::steps::{segment::parse_duration, DEFAULT_WARMUP_STEPS};
+pub use crate::sweep::Sweep;
+pub use crate::synth::{
+    scenario_names, Injection, InjectionKind, Layout, SynthError, SynthOptions, SynthSummary,
+};
+pub use baselines::{
+    calibrate, calibrate_target, check_identity, new_baseline, update_baseline, BaselineText,
+    CalibrateSettings, NewSettings, Note, Progress, UpdateSettings, WriteSettings,
+};
 
 /// How a run is analysed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +49,9 @@ pub struct AnalysisConfig {
     /// `warmup_steps` was asked for: not below a rank's decode steps is an error (see
     /// [`ExtractOptions::warmup_asked`]).
     pub warmup_asked: bool,
+    /// Memory, longest string and threads for this analysis alone: the reader and every stage
+    /// after it run under them, on a thread pool built for the call.
+    pub limits: ReadLimits,
 }
 
 impl Default for AnalysisConfig {
@@ -41,6 +63,7 @@ impl Default for AnalysisConfig {
             hta_comm: false,
             step_gap: None,
             warmup_asked: false,
+            limits: ReadLimits::default(),
         }
     }
 }
@@ -54,6 +77,12 @@ pub enum PipelineError {
     Rules(#[from] TaxonomyError),
     #[error(transparent)]
     Baseline(#[from] BaselineError),
+    #[error(transparent)]
+    Synth(#[from] crate::synth::SynthError),
+    #[error("no built-in baseline for scenario {scenario:?}; valid: {valid}")]
+    NoShippedBaseline { scenario: String, valid: String },
+    #[error(transparent)]
+    Discovery(#[from] crate::baseline::discover::DiscoveryError),
     // The metrics error is part of the message, not a source: a chain of causes would print it
     // twice ("PATH: no decode step ...: no decode step ...").
     #[error("{paths}: {error}")]
@@ -67,8 +96,8 @@ pub enum PipelineError {
 }
 
 /// The end of a stage: an error when the process has held more than `--max-memory` so far.
-fn stage_done(stage: &'static str, run: &Run) -> Result<(), PipelineError> {
-    crate::reader::check_stage(stage).map_err(|error| {
+fn stage_done(stage: &'static str, run: &Run, limits: &ReadLimits) -> Result<(), PipelineError> {
+    limits.check_stage(stage).map_err(|error| {
         let mut files: Vec<PathBuf> = run.traces.iter().map(|t| t.file.clone()).collect();
         files.dedup();
         PipelineError::Memory {
@@ -117,13 +146,14 @@ impl AnalysisConfig {
     }
 }
 
-/// Reads the traces of one run (files or directories), in parallel; `on_file(done, total)` is
-/// called as files finish.
+/// Reads the traces of one run (files or directories), in parallel under `config.limits`;
+/// `on_file(done, total)` is called as files finish.
 pub fn read_run(
     paths: &[PathBuf],
+    config: &AnalysisConfig,
     on_file: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Run, ReadError> {
-    crate::reader::read_run_with_progress(paths, on_file)
+    crate::reader::read_run_with(paths, &config.limits, on_file)
 }
 
 /// The gated figures of a run already read, with a baseline's rules and MoE layers if given.
@@ -133,34 +163,52 @@ pub fn extract(
     config: &AnalysisConfig,
     baseline: Option<&Baseline>,
 ) -> Result<Extraction, PipelineError> {
+    config
+        .limits
+        .install(|| extract_here(run, paths, config, baseline))
+}
+
+/// [`extract`] on the caller's thread pool.
+fn extract_here(
+    run: &Run,
+    paths: &[PathBuf],
+    config: &AnalysisConfig,
+    baseline: Option<&Baseline>,
+) -> Result<Extraction, PipelineError> {
+    let limits = &config.limits;
     let (taxonomy, options) = config.taxonomy_and_options(baseline)?;
     let classes = taxonomy.classify_run(run);
-    stage_done("classifying kernels", run)?;
+    stage_done("classifying kernels", run, limits)?;
     let extraction = crate::metrics::extract(run, &classes, &options).map_err(|error| {
         PipelineError::Metrics {
             paths: describe_paths(paths),
             error,
         }
     })?;
-    stage_done("computing the figures", run)?;
+    stage_done("computing the figures", run, limits)?;
     Ok(extraction)
 }
 
 /// The full analysis of a run already read (`report`, `compare`): the gated figures where decode
 /// steps exist, the whole trace otherwise.
 pub fn analyse(run: &Run, config: &AnalysisConfig) -> Result<RunAnalysis, PipelineError> {
+    config.limits.install(|| analyse_here(run, config))
+}
+
+fn analyse_here(run: &Run, config: &AnalysisConfig) -> Result<RunAnalysis, PipelineError> {
+    let limits = &config.limits;
     let taxonomy = config.taxonomy()?;
     let classes = taxonomy.classify_run(run);
-    stage_done("classifying kernels", run)?;
+    stage_done("classifying kernels", run, limits)?;
     // No decode step is not an error here: the analysis covers the whole trace instead.
     let extraction = crate::metrics::extract(run, &classes, &config.extract_options()).ok();
-    stage_done("computing the figures", run)?;
+    stage_done("computing the figures", run, limits)?;
     let options = AnalysisOptions {
         warmup_steps: config.warmup_steps,
         step_gap: config.step_gap,
     };
     let analysis = crate::analysis::analyse_run(run, &classes, extraction.as_ref(), &options);
-    stage_done("analysing the run", run)?;
+    stage_done("analysing the run", run, limits)?;
     Ok(analysis)
 }
 
@@ -172,10 +220,138 @@ pub fn check(
     baseline: &Baseline,
     options: &CheckOptions,
 ) -> Result<CheckResult, PipelineError> {
-    let extraction = extract(run, paths, config, Some(baseline))?;
-    let result = crate::gate::check(&extraction, baseline, options);
-    stage_done("gating", run)?;
-    Ok(result)
+    config.limits.install(|| {
+        let extraction = extract_here(run, paths, config, Some(baseline))?;
+        let result = crate::gate::check(&extraction, baseline, options);
+        stage_done("gating", run, &config.limits)?;
+        Ok(result)
+    })
+}
+
+/// What a run holds, for `inspect`: files, ranks, event counts, steps found (no taxonomy).
+pub fn inspect(
+    run: &Run,
+    paths: &[PathBuf],
+    config: &AnalysisConfig,
+) -> Result<RunInspection, PipelineError> {
+    let inspection = config.limits.install(|| crate::inspect::inspect(run));
+    // --max-memory holds after reading too.
+    config
+        .limits
+        .check_stage("inspecting the run")
+        .map_err(|error| PipelineError::Memory {
+            paths: describe_paths(paths),
+            error,
+        })?;
+    Ok(inspection)
+}
+
+/// Several runs analysed side by side (`compare`), in the order given, with their names.
+pub fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
+    crate::analysis::compare::compare(runs)
+}
+
+/// Where `check` takes its baseline from.
+#[derive(Debug, Clone, Copy)]
+pub enum BaselineChoice<'a> {
+    /// This file (`--baseline FILE`).
+    File(&'a Path),
+    /// The one baseline of `dir` that matches the run (`--baselines DIR`): its hardware
+    /// (`hardware`, else the device the trace names), its ranks, the framework the trace tells,
+    /// and every `keys` pair (`name=value`, see [`crate::baseline::discover`]).
+    Discover {
+        dir: &'a Path,
+        hardware: Option<&'a str>,
+        keys: &'a [String],
+    },
+}
+
+/// The baseline a run is checked against, as `check` picks it. `env` reads the environment:
+/// in a workflow (`GITHUB_WORKSPACE` set), a baseline of the directory that leads out of the
+/// job's directories is refused.
+pub fn select_baseline(
+    run: &Run,
+    choice: BaselineChoice<'_>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Baseline, PipelineError> {
+    use crate::baseline::discover::{discover_confined, parse_keys, RunIdentity};
+    match choice {
+        BaselineChoice::File(path) => load_baseline(path),
+        BaselineChoice::Discover {
+            dir,
+            hardware,
+            keys,
+        } => {
+            let identity = RunIdentity {
+                hardware: hardware
+                    .map(str::to_string)
+                    .or_else(|| crate::metrics::run_device(run)),
+                ranks: run.rank_indices().len(),
+                framework: crate::identity::framework_of(run).map(str::to_string),
+                keys: parse_keys(keys)?,
+            };
+            Ok(discover_confined(dir, &identity, env)?)
+        }
+    }
+}
+
+/// The verdict files of a sweep merged into one verdict (`sweep`): `expect` names the
+/// configurations that must be there (blank names are ignored), `run` is the identity of the
+/// sweep's own run (`--image`, `--meta`).
+pub fn sweep(paths: &[PathBuf], expect: &[String], run: Identity) -> Sweep {
+    let expect: Vec<String> = expect
+        .iter()
+        .map(|e| e.trim().to_string())
+        .filter(|e| !e.is_empty())
+        .collect();
+    crate::sweep::merge(paths, &expect).with_run(run)
+}
+
+/// Writes a synthetic run (`synth`), on a thread pool of `limits.threads`.
+pub fn synth(
+    options: &SynthOptions,
+    out: &Path,
+    limits: &ReadLimits,
+) -> Result<SynthSummary, SynthError> {
+    limits.install(|| crate::synth::generate_to_dir(options, out))
+}
+
+/// The built-in baseline of a synthetic scenario (`demo`): its file name and text.
+pub fn shipped_baseline(scenario: &str) -> Result<(&'static str, &'static str), PipelineError> {
+    crate::baseline::shipped::for_scenario(scenario).ok_or_else(|| {
+        PipelineError::NoShippedBaseline {
+            scenario: scenario.to_string(),
+            valid: scenario_names().join(", "),
+        }
+    })
+}
+
+/// One run of `demo`: a synthetic run of `scenario` (seed 42, with `inject` if given) written
+/// to `dir`, read and checked against the scenario's built-in baseline.
+pub fn demo_run(
+    scenario: &str,
+    dir: &Path,
+    inject: Option<&str>,
+    config: &AnalysisConfig,
+    on_file: &(dyn Fn(usize, usize) + Sync),
+) -> Result<CheckResult, PipelineError> {
+    let (file, text) = shipped_baseline(scenario)?;
+    let injections = inject
+        .map(str::parse::<Injection>)
+        .transpose()?
+        .into_iter()
+        .collect();
+    let options = SynthOptions {
+        scenario: scenario.to_string(),
+        seed: 42,
+        injections,
+        ..Default::default()
+    };
+    synth(&options, dir, &config.limits)?;
+    let baseline = Baseline::parse(text, Path::new(file))?;
+    let paths = [dir.to_path_buf()];
+    let run = read_run(&paths, config, on_file)?;
+    check(&run, &paths, config, &baseline, &CheckOptions::default())
 }
 
 /// Reads a baseline file.

@@ -11,6 +11,7 @@ pub use crate::reader::{
 pub use crate::stats::{bootstrap_interval, Statistic};
 pub use crate::synth::generate_to_dir;
 pub use crate::taxonomy::Taxonomy;
+pub use crate::taxonomy::{names::distinct_labels, untruncated_short_name};
 
 use std::path::PathBuf;
 

@@ -9,13 +9,14 @@ use super::{confine_paths, read_run, write_output};
 use crate::exit;
 use crate::pipeline::{self, AnalysisConfig};
 
-pub(super) fn inspect(args: InspectArgs) -> Result<i32> {
+pub(super) fn inspect(args: InspectArgs, limits: pipeline::ReadLimits) -> Result<i32> {
     confine_paths(&[], &[("--output", args.output.as_ref())])?;
-    let run = read_run(&args.paths)?;
-    let inspection = crate::inspect::inspect(&run);
-    // --max-memory holds after reading too.
-    crate::reader::check_stage("inspecting the run")
-        .with_context(|| pipeline::describe_paths(&args.paths))?;
+    let config = AnalysisConfig {
+        limits,
+        ..Default::default()
+    };
+    let run = read_run(&args.paths, &config)?;
+    let inspection = pipeline::inspect(&run, &args.paths, &config)?;
     write_output(
         &crate::report::inspect::render(&inspection, args.format),
         args.output.as_ref(),
@@ -23,13 +24,14 @@ pub(super) fn inspect(args: InspectArgs) -> Result<i32> {
     Ok(exit::PASS)
 }
 
-pub(super) fn extract(args: ExtractArgs) -> Result<i32> {
+pub(super) fn extract(args: ExtractArgs, limits: pipeline::ReadLimits) -> Result<i32> {
     confine_paths(
         &[("--rules", args.analysis.rules.as_ref())],
         &[("--output", args.output.as_ref())],
     )?;
-    let run = read_run(&args.paths)?;
-    let extraction = pipeline::extract(&run, &args.paths, &args.analysis.config(), None)?;
+    let config = args.analysis.config(limits);
+    let run = read_run(&args.paths, &config)?;
+    let extraction = pipeline::extract(&run, &args.paths, &config, None)?;
     write_output(
         &crate::report::extract::render(&extraction, args.format),
         args.output.as_ref(),
@@ -38,20 +40,17 @@ pub(super) fn extract(args: ExtractArgs) -> Result<i32> {
 }
 
 /// Reads and analyses one run for `report` and `compare`.
-fn analyse_report(
-    paths: &[PathBuf],
-    config: &AnalysisConfig,
-) -> Result<crate::analysis::RunAnalysis> {
-    let run = read_run(paths)?;
+fn analyse_report(paths: &[PathBuf], config: &AnalysisConfig) -> Result<pipeline::RunAnalysis> {
+    let run = read_run(paths, config)?;
     Ok(pipeline::analyse(&run, config)?)
 }
 
-pub(super) fn report(args: ReportArgs) -> Result<i32> {
+pub(super) fn report(args: ReportArgs, limits: pipeline::ReadLimits) -> Result<i32> {
     confine_paths(
         &[("--rules", args.analysis.rules.as_ref())],
         &[("--output", args.output.as_ref())],
     )?;
-    let analysis = analyse_report(&args.paths, &args.analysis.config())?;
+    let analysis = analyse_report(&args.paths, &args.analysis.config(limits))?;
     write_output(
         &crate::report::analysis::render(&analysis, args.format),
         args.output.as_ref(),
@@ -100,22 +99,22 @@ fn compare_runs(args: &CompareArgs) -> Result<Vec<(String, PathBuf)>> {
     Ok(runs)
 }
 
-pub(super) fn compare(args: CompareArgs) -> Result<i32> {
+pub(super) fn compare(args: CompareArgs, limits: pipeline::ReadLimits) -> Result<i32> {
     confine_paths(
         &[("--rules", args.analysis.rules.as_ref())],
         &[("--output", args.output.as_ref())],
     )?;
     let runs = compare_runs(&args)?;
-    let config = args.analysis.config();
+    let config = args.analysis.config(limits);
     let mut analyses = Vec::with_capacity(runs.len());
     for (name, path) in &runs {
         let analysis = analyse_report(std::slice::from_ref(path), &config)
             .with_context(|| format!("run {name}"))?;
         analyses.push((name.clone(), analysis));
     }
-    let refs: Vec<(String, &crate::analysis::RunAnalysis)> =
+    let refs: Vec<(String, &pipeline::RunAnalysis)> =
         analyses.iter().map(|(n, a)| (n.clone(), a)).collect();
-    let comparison = crate::analysis::compare::compare(&refs);
+    let comparison = pipeline::compare(&refs);
     write_output(
         &crate::report::compare::render(&comparison, args.format),
         args.output.as_ref(),

@@ -464,7 +464,7 @@ pub struct SynthArgs {
     /// (pids "[TPnn] pid", ids repeating across ranks).
     #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_enum, default_value = "per-rank")]
-    pub layout: crate::synth::Layout,
+    pub layout: crate::pipeline::Layout,
     /// gzip level of the trace files, 0 (store) to 9, or `none` for plain `.json` files (about 15x
     /// larger, quicker to write and to read); the JSON is the same whatever the encoding, only
     /// the files' size and the time to write them change (tests use 1, or none for a run read once).
@@ -531,22 +531,23 @@ pub struct AnalysisArgs {
     pub hta_comm: bool,
     /// Idle GPU time that separates two forward passes (e.g. 500us, 2ms), instead of the
     /// threshold chosen from the run's own gaps and host syncs.
-    #[arg(long, value_name = "DURATION", value_parser = crate::steps::segment::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::pipeline::parse_duration)]
     pub step_gap: Option<i64>,
 }
 
 impl AnalysisArgs {
-    /// The library's configuration for these flags.
-    pub fn config(&self) -> AnalysisConfig {
+    /// The library's configuration for these flags, under the command's limits.
+    pub fn config(&self, limits: crate::pipeline::ReadLimits) -> AnalysisConfig {
         AnalysisConfig {
             rules: self.rules.clone(),
             moe_layers: self.moe_layers,
             warmup_steps: self
                 .warmup_steps
-                .unwrap_or(crate::steps::DEFAULT_WARMUP_STEPS),
+                .unwrap_or(crate::pipeline::DEFAULT_WARMUP_STEPS),
             hta_comm: self.hta_comm,
             step_gap: self.step_gap,
             warmup_asked: self.warmup_steps.is_some(),
+            limits,
         }
     }
 }
@@ -602,8 +603,8 @@ pub struct IdentityArgs {
 
 impl IdentityArgs {
     /// The identity from the command line and this process's environment.
-    pub fn resolve(&self) -> anyhow::Result<crate::identity::Identity> {
-        crate::identity::resolve(self.image.as_deref(), &self.meta, std::env::vars())
+    pub fn resolve(&self) -> anyhow::Result<crate::pipeline::Identity> {
+        crate::pipeline::resolve_identity(self.image.as_deref(), &self.meta, std::env::vars())
             .map_err(anyhow::Error::msg)
     }
 }
@@ -706,10 +707,10 @@ mod help_tests {
         let mut cmd = super::Cli::command();
         let synth = cmd.find_subcommand_mut("synth").unwrap();
         let help = synth.render_long_help().to_string();
-        for scenario in crate::synth::scenario_names() {
+        for scenario in crate::pipeline::scenario_names() {
             assert!(help.contains(scenario), "synth --help lacks {scenario}");
         }
-        for kind in crate::synth::InjectionKind::ALL {
+        for kind in crate::pipeline::InjectionKind::ALL {
             assert!(
                 help.contains(kind.as_str()),
                 "synth --help lacks {}",

@@ -5,19 +5,19 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use super::args::{DemoArgs, SynthArgs};
-use super::{read_run, write_verdict_output};
+use super::write_verdict_output;
 use crate::exit;
 use crate::pipeline;
 
-pub(super) fn synth(args: SynthArgs) -> Result<i32> {
+pub(super) fn synth(args: SynthArgs, limits: pipeline::ReadLimits) -> Result<i32> {
     // The directory written, confined like every other output in a workflow.
     super::confine_paths(&[], &[("--out", Some(&args.out))])?;
     let injections = args
         .inject
         .iter()
-        .map(|spec| spec.parse::<crate::synth::Injection>())
+        .map(|spec| spec.parse::<pipeline::Injection>())
         .collect::<Result<Vec<_>, _>>()?;
-    let options = crate::synth::SynthOptions {
+    let options = pipeline::SynthOptions {
         scenario: args.scenario,
         ranks: args.ranks,
         decode_steps: args.decode_steps,
@@ -29,7 +29,7 @@ pub(super) fn synth(args: SynthArgs) -> Result<i32> {
         gzip_level: args.gzip_level.0,
         run_jitter: args.run_jitter,
     };
-    let summary = crate::synth::generate_to_dir(&options, &args.out)?;
+    let summary = pipeline::synth(&options, &args.out, &limits)?;
     crate::output::note(&format!(
         "wrote {} trace files and {} ({:.1} MB of JSON, {:.1} MB on disk)",
         summary.files.len(),
@@ -45,50 +45,27 @@ fn demo_check(
     args: &DemoArgs,
     dir: &std::path::Path,
     inject: Option<&str>,
-) -> Result<crate::gate::CheckResult> {
-    let (file, text) = crate::baseline::shipped::for_scenario(&args.scenario).ok_or_else(|| {
-        anyhow::anyhow!(
-            "no built-in baseline for scenario {:?}; valid: {}",
-            args.scenario,
-            crate::synth::scenario_names().join(", ")
-        )
-    })?;
-    let injections = inject
-        .map(str::parse::<crate::synth::Injection>)
-        .transpose()?
-        .into_iter()
-        .collect();
-    let options = crate::synth::SynthOptions {
-        scenario: args.scenario.clone(),
-        seed: 42,
-        injections,
-        ..Default::default()
-    };
-    crate::synth::generate_to_dir(&options, dir)?;
-    let baseline = crate::baseline::Baseline::parse(text, std::path::Path::new(file))?;
-    let paths = [dir.to_path_buf()];
-    let run = read_run(&paths)?;
-    Ok(pipeline::check(
-        &run,
-        &paths,
-        &pipeline::AnalysisConfig::default(),
-        &baseline,
-        &crate::gate::CheckOptions::default(),
-    )?)
+    config: &pipeline::AnalysisConfig,
+) -> Result<pipeline::CheckResult> {
+    let bar = super::progress_bar();
+    let result = pipeline::demo_run(&args.scenario, dir, inject, config, &|done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    });
+    bar.finish_and_clear();
+    Ok(result?)
 }
 
-pub(super) fn demo(args: DemoArgs) -> Result<i32> {
+pub(super) fn demo(args: DemoArgs, limits: pipeline::ReadLimits) -> Result<i32> {
     // Every argument is checked before anything is generated.
-    if crate::baseline::shipped::for_scenario(&args.scenario).is_none() {
-        anyhow::bail!(
-            "no built-in baseline for scenario {:?}; valid: {}",
-            args.scenario,
-            crate::synth::scenario_names().join(", ")
-        );
-    }
+    pipeline::shipped_baseline(&args.scenario)?;
     args.inject
-        .parse::<crate::synth::Injection>()
+        .parse::<pipeline::Injection>()
         .with_context(|| format!("--inject {:?}", args.inject))?;
+    let config = pipeline::AnalysisConfig {
+        limits,
+        ..Default::default()
+    };
     // Removed when the demo ends, however it ends (an error included).
     let temp = TempDir(tempfile_dir()?);
     let root = args.keep.clone().unwrap_or_else(|| temp.0.clone());
@@ -97,12 +74,12 @@ pub(super) fn demo(args: DemoArgs) -> Result<i32> {
         args.scenario,
         root.display()
     ));
-    let clean = demo_check(&args, &root.join("clean"), None)?;
+    let clean = demo_check(&args, &root.join("clean"), None, &config)?;
     crate::output::stdout(&format!(
         "1. A clean run against its baseline: {}\n\n",
         crate::text::printable(&clean.summary)
     ));
-    let regressed = demo_check(&args, &root.join("regressed"), Some(&args.inject))?;
+    let regressed = demo_check(&args, &root.join("regressed"), Some(&args.inject), &config)?;
     crate::output::stdout(&format!(
         "2. The same run with `--inject {}`:\n\n",
         crate::text::printable(&args.inject)
@@ -112,7 +89,7 @@ pub(super) fn demo(args: DemoArgs) -> Result<i32> {
         None,
         false,
     )?;
-    let expected = (crate::gate::Status::Pass, crate::gate::Status::Regression);
+    let expected = (pipeline::Status::Pass, pipeline::Status::Regression);
     if (clean.status, regressed.status) == expected {
         Ok(exit::PASS)
     } else {

@@ -4,9 +4,9 @@ use anyhow::Result;
 
 use super::args::{CheckArgs, GithubArgs, SweepArgs};
 use super::{confine_paths, read_run, write_output, write_verdict_output};
-use crate::pipeline;
+use crate::pipeline::{self, BaselineChoice};
 
-pub(super) fn check(args: CheckArgs) -> Result<i32> {
+pub(super) fn check(args: CheckArgs, limits: pipeline::ReadLimits) -> Result<i32> {
     confine_paths(
         &[
             ("--baseline", args.baseline.as_ref()),
@@ -20,30 +20,24 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
     )?;
     check_event_file(&args.github)?;
     let identity = args.identity.resolve()?;
-    let run = read_run(&args.paths)?;
-    let baseline = match (&args.baseline, &args.baselines) {
-        (Some(file), _) => crate::baseline::Baseline::load(file)?,
-        (None, Some(dir)) => {
-            let identity = crate::baseline::discover::RunIdentity {
-                hardware: args
-                    .hardware
-                    .clone()
-                    .or_else(|| crate::metrics::run_device(&run)),
-                ranks: run.rank_indices().len(),
-                framework: crate::identity::framework_of(&run).map(str::to_string),
-                keys: crate::baseline::discover::parse_keys(&args.key)?,
-            };
-            let env = |name: &str| std::env::var(name).ok();
-            crate::baseline::discover::discover_confined(dir, &identity, &env)?
-        }
+    let config = args.analysis.config(limits);
+    let run = read_run(&args.paths, &config)?;
+    let choice = match (&args.baseline, &args.baselines) {
+        (Some(file), _) => BaselineChoice::File(file),
+        (None, Some(dir)) => BaselineChoice::Discover {
+            dir,
+            hardware: args.hardware.as_deref(),
+            keys: &args.key,
+        },
         (None, None) => anyhow::bail!("check needs --baseline FILE or --baselines DIR"),
     };
-    let options = crate::gate::CheckOptions {
+    let env = |name: &str| std::env::var(name).ok();
+    let baseline = pipeline::select_baseline(&run, choice, &env)?;
+    let options = pipeline::CheckOptions {
         fail_on_improvement: args.fail_on_improvement,
         allow_other_hardware: args.allow_other_hardware,
         hardware: args.hardware.clone(),
     };
-    let config = args.analysis.config();
     let mut result = pipeline::check(&run, &args.paths, &config, &baseline, &options)?;
     result.run.identity = identity;
     if let Some(path) = &args.verdict_out {
@@ -73,13 +67,7 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
 pub(super) fn sweep(args: SweepArgs) -> Result<i32> {
     confine_paths(&[], &[("--output", args.output.as_ref())])?;
     check_event_file(&args.github)?;
-    let expect: Vec<String> = args
-        .expect
-        .iter()
-        .map(|e| e.trim().to_string())
-        .filter(|e| !e.is_empty())
-        .collect();
-    let merged = crate::sweep::merge(&args.paths, &expect).with_run(args.identity.resolve()?);
+    let merged = pipeline::sweep(&args.paths, &args.expect, args.identity.resolve()?);
     write_verdict_output(
         &crate::report::sweep::render(&merged, args.format),
         args.output.as_ref(),

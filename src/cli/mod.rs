@@ -13,51 +13,54 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
+use crate::pipeline;
 use args::BaselineCommand;
 pub use args::{Cli, Command};
 
 /// Runs the parsed command and returns the exit status.
 pub fn run(cli: Cli) -> Result<i32> {
-    let max_memory = cli.max_memory.clone().or_else(|| {
-        std::env::var("TRACEGATE_MAX_MEMORY")
-            .ok()
-            .filter(|v| !v.is_empty())
-    });
-    if let Some(text) = max_memory {
-        let bytes =
-            crate::reader::parse_size(&text).map_err(|e| anyhow::anyhow!("--max-memory: {e}"))?;
-        crate::reader::set_memory_limit(Some(bytes));
-    }
-    let max_string = cli.max_string.clone().or_else(|| {
-        std::env::var("TRACEGATE_MAX_STRING")
-            .ok()
-            .filter(|v| !v.is_empty())
-    });
-    if let Some(text) = max_string {
-        let bytes =
-            crate::reader::parse_size(&text).map_err(|e| anyhow::anyhow!("--max-string: {e}"))?;
-        crate::reader::set_string_limit(Some(bytes));
-    }
-    if let Some(n) = cli.threads {
-        crate::reader::set_threads(Some(n.into()));
-        // Every later stage's parallel work too; it only fails if a pool already exists.
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(n.into())
-            .build_global();
-    }
+    let limits = limits(&cli)?;
     match cli.command {
-        Command::Inspect(args) => analyse::inspect(args),
-        Command::Extract(args) => analyse::extract(args),
-        Command::Check(args) => gate::check(args),
-        Command::Baseline(BaselineCommand::New(args)) => baseline::new(args),
-        Command::Baseline(BaselineCommand::Update(args)) => baseline::update(args),
-        Command::Baseline(BaselineCommand::Calibrate(args)) => baseline::calibrate(args),
-        Command::Synth(args) => demo::synth(args),
-        Command::Demo(args) => demo::demo(args),
-        Command::Report(args) => analyse::report(args),
-        Command::Compare(args) => analyse::compare(args),
+        Command::Inspect(args) => analyse::inspect(args, limits),
+        Command::Extract(args) => analyse::extract(args, limits),
+        Command::Check(args) => gate::check(args, limits),
+        Command::Baseline(BaselineCommand::New(args)) => baseline::new(args, limits),
+        Command::Baseline(BaselineCommand::Update(args)) => baseline::update(args, limits),
+        Command::Baseline(BaselineCommand::Calibrate(args)) => baseline::calibrate(args, limits),
+        Command::Synth(args) => demo::synth(args, limits),
+        Command::Demo(args) => demo::demo(args, limits),
+        Command::Report(args) => analyse::report(args, limits),
+        Command::Compare(args) => analyse::compare(args, limits),
         Command::Sweep(args) => gate::sweep(args),
     }
+}
+
+/// `--max-memory`, `--max-string` (or their environment variables) and `--threads`: the limits
+/// every analysis of this command runs under, handed to the pipeline inside its configuration.
+fn limits(cli: &Cli) -> Result<pipeline::ReadLimits> {
+    let from_env = |flag: &Option<String>, var: &str| {
+        flag.clone()
+            .or_else(|| std::env::var(var).ok().filter(|v| !v.is_empty()))
+    };
+    let size = |text: Option<String>, flag: &str| -> Result<Option<u64>> {
+        text.map(|t| pipeline::parse_size(&t).map_err(|e| anyhow::anyhow!("{flag}: {e}")))
+            .transpose()
+    };
+    let mut limits = pipeline::ReadLimits {
+        memory: size(
+            from_env(&cli.max_memory, "TRACEGATE_MAX_MEMORY"),
+            "--max-memory",
+        )?,
+        threads: cli.threads.map(usize::from),
+        ..Default::default()
+    };
+    if let Some(bytes) = size(
+        from_env(&cli.max_string, "TRACEGATE_MAX_STRING"),
+        "--max-string",
+    )? {
+        limits.max_string = bytes;
+    }
+    Ok(limits)
 }
 
 /// `tracegate: error: ...` on stderr for an error that ends the command; a failed write is
@@ -98,15 +101,23 @@ pub(crate) fn write_verdict_output(
     }
 }
 
-/// Reads a run, showing a progress bar on a terminal (nothing when stderr is not one).
-pub(crate) fn read_run(paths: &[PathBuf]) -> Result<crate::reader::Run> {
-    let bar = indicatif::ProgressBar::new(0).with_style(
+/// The bar of files read, drawn on a terminal (nothing when stderr is not one).
+fn progress_bar() -> indicatif::ProgressBar {
+    indicatif::ProgressBar::new(0).with_style(
         indicatif::ProgressStyle::with_template(
             "reading traces {bar:30} {pos}/{len} files {elapsed}",
         )
         .expect("valid template"),
-    );
-    let run = crate::pipeline::read_run(paths, &|done, total| {
+    )
+}
+
+/// Reads a run, showing a progress bar on a terminal.
+pub(crate) fn read_run(
+    paths: &[PathBuf],
+    config: &pipeline::AnalysisConfig,
+) -> Result<pipeline::Run> {
+    let bar = progress_bar();
+    let run = pipeline::read_run(paths, config, &|done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     });
@@ -124,7 +135,7 @@ pub(crate) fn confine_paths(
     for (flag, path) in inputs {
         if let Some(path) = path {
             // Everywhere, not only in a workflow: a device or a FIFO is refused before any work.
-            crate::files::check_not_special(path)
+            crate::confine::check_not_special(path)
                 .with_context(|| format!("{flag} {}", path.display()))?;
             crate::confine::confine(flag, path, &env)?;
         }

@@ -535,7 +535,10 @@ fn mark_artefacts(metrics: &mut [MetricCheck], e: &Explanation) {
     } else {
         None
     };
-    for m in metrics.iter_mut().filter(|m| m.verdict == Verdict::Improved) {
+    for m in metrics
+        .iter_mut()
+        .filter(|m| m.verdict == Verdict::Improved)
+    {
         let name = m.name.as_str();
         m.artefact = if let Some(why) = moved_out.filter(|_| CATEGORY_METRICS.contains(&name)) {
             Some(why.to_string())

@@ -22,9 +22,7 @@ use crate::metrics::{
     Extraction, ALLREDUCE_TRANSFER_US, ALLREDUCE_US, DECODE_STALL_MS_PER_STEP, DECODE_STALL_PCT,
     DECODE_STEP_MS, OTHER_PCT, RANK_SKEW_MS,
 };
-use crate::taxonomy::{
-    readable, untruncated_short_name, Category, OTHER_LIMIT_PCT,
-};
+use crate::taxonomy::{readable, untruncated_short_name, Category, OTHER_LIMIT_PCT};
 
 /// A vanished and an appeared kernel of one category are the same kernel renamed when their
 /// demangled, shortened names are at least this similar (`similar`'s character ratio: twice the
@@ -949,7 +947,6 @@ fn metric_change(metrics: &[MetricCheck], name: &str) -> Option<f64> {
 /// Lines of the kernel diff kept for the report and the comment; the verdict JSON lists every
 /// name in `appeared` and `vanished`.
 pub const KERNEL_DIFF_LINES: usize = 200;
-
 
 /// Unified diff of sorted kernel names (demangled, as every table shows them); only changed
 /// lines and no context, to stay short, and at most [`KERNEL_DIFF_LINES`] of them. Both sides

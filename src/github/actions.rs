@@ -368,13 +368,19 @@ mod tests {
             artefact,
         ]);
         let lines = annotations(&r, false);
-        assert!(!lines.iter().any(|l| l.contains("moe_us_per_layer")), "{lines:?}");
+        assert!(
+            !lines.iter().any(|l| l.contains("moe_us_per_layer")),
+            "{lines:?}"
+        );
         let notice = lines.iter().find(|l| l.starts_with("::notice")).unwrap();
         assert!(!notice.contains("worth re-baselining"), "{notice}");
         // A passing run's real improvement is still worth re-baselining.
         r.status = Status::Pass;
         let lines = annotations(&r, false);
-        assert!(lines.iter().any(|l| l.contains("worth re-baselining")), "{lines:?}");
+        assert!(
+            lines.iter().any(|l| l.contains("worth re-baselining")),
+            "{lines:?}"
+        );
     }
 
     #[test]

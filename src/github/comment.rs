@@ -347,12 +347,23 @@ mod tests {
         let url = Some("https://github.example/o/r/actions/runs/1");
         let whole = body("<!-- m -->", &["a".repeat(100)], url);
         assert!(!whole.contains("job summary"), "{whole}");
-        assert!(whole.ends_with("_From the [workflow run](https://github.example/o/r/actions/runs/1)._\n"), "{whole}");
+        assert!(
+            whole.ends_with(
+                "_From the [workflow run](https://github.example/o/r/actions/runs/1)._\n"
+            ),
+            "{whole}"
+        );
         let big = vec!["b".repeat(40_000), "c".repeat(40_000)];
         let cut = body("<!-- m -->", &big, None);
         assert!(cut.chars().count() <= GITHUB_COMMENT_LIMIT);
-        assert!(cut.contains("left out to fit"), "{}", &cut[cut.len() - 300..]);
-        assert!(cut.ends_with("_Sections left out here are in the job summary of the workflow run._\n"));
+        assert!(
+            cut.contains("left out to fit"),
+            "{}",
+            &cut[cut.len() - 300..]
+        );
+        assert!(
+            cut.ends_with("_Sections left out here are in the job summary of the workflow run._\n")
+        );
     }
 
     #[test]

@@ -185,8 +185,9 @@ fn event_place(head: &[u8]) -> String {
 pub(super) fn read_stream<R: Read>(
     src: R,
     gzip: bool,
+    limits: super::memory::ReadLimits,
 ) -> Result<(FileContents, u64), ReadErrorKind> {
-    let mut scan = Scanner::new(src);
+    let mut scan = Scanner::with_limits(src, limits);
     match read_scanned(&mut scan, gzip) {
         Err(e @ (ReadErrorKind::Json { .. } | ReadErrorKind::TruncatedJson { .. })) if gzip => {
             // Corrupt deflate data often decodes to garbage before the CRC check fails: the
@@ -437,7 +438,7 @@ pub(super) fn read_event_list<R: Read>(
             || scan.offset() >= checked_at + super::memory::CHECK_EVERY_BYTES
         {
             checked_at = scan.offset();
-            super::memory::check()?;
+            scan.limits().check()?;
         }
         read_one_event(scan, contents, gzip, &mut last)?;
         match scan.peek().map_err(ctx)? {
@@ -600,7 +601,7 @@ fn read_one_event<R: Read>(
         Some(Ok(used)) => {
             // Framing measures strings; an event parsed straight from the buffer is measured
             // here, when it is long enough to hold one over the limit.
-            let limit = super::memory::string_limit();
+            let limit = scan.limits().max_string;
             if used as u64 > limit {
                 if let Some(at) = first_long_string(&scan.buffered()[..used], limit) {
                     return Err(ReadErrorKind::StringTooLong {
@@ -868,7 +869,8 @@ mod tests {
         // number, not as a cut, so the reader must re-parse the framed event.
         let event = r#"{"ph": "X", "cat": "kernel", "name": "k\u00e9", "pid": 0, "tid": 7, "ts": 1767000000123.456, "dur": 12.5e0, "args": {"stream": 7, "correlation": 3, "grid": [1, 2, 3]}}"#;
         let text = format!(r#"{{"traceEvents": [{}]}}"#, vec![event; 40].join(", "));
-        let (contents, bytes) = read_stream(Trickle(text.as_bytes()), false).unwrap();
+        let (contents, bytes) =
+            read_stream(Trickle(text.as_bytes()), false, Default::default()).unwrap();
         assert_eq!(bytes, text.len() as u64);
         assert_eq!(contents.malformed, 0);
         let gpu = &contents.sinks[0].gpu;
@@ -883,14 +885,17 @@ mod tests {
     fn a_long_event_is_parsed_once_not_on_every_refill() {
         // A 24 MiB name spans 96 refills of the 256 KiB buffer: parsing the buffer again from
         // the event's start at each would hand serde about 1.2 GB; framing first, about 48 MiB.
-        crate::reader::set_string_limit(Some(64 << 20));
+        let limits = crate::reader::ReadLimits {
+            max_string: 64 << 20,
+            ..Default::default()
+        };
         let name = "n".repeat(24 << 20);
         let text = format!(
             r#"{{"traceEvents": [{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, "ts": 1, "dur": 1}}]}}"#
         );
         PARSED.with(|p| p.set(0));
-        let (contents, _) = read_stream(std::io::Cursor::new(text.as_bytes()), false).unwrap();
-        crate::reader::set_string_limit(None);
+        let (contents, _) =
+            read_stream(std::io::Cursor::new(text.as_bytes()), false, limits).unwrap();
         assert_eq!(contents.sinks[0].gpu.len(), 1);
         let parsed = PARSED.with(|p| p.get());
         assert!(

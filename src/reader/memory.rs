@@ -1,42 +1,44 @@
 //! A guard on resident memory: a clear error naming the file and the limit beats being killed by
 //! the OS half-way through a multi-gigabyte run.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use super::error::ReadErrorKind;
 
-/// The limit in bytes; 0 means none.
-static LIMIT: AtomicU64 = AtomicU64::new(0);
+/// What one analysis may use while it reads and works: resident memory (`--max-memory`), the
+/// longest JSON string (`--max-string`) and threads (`--threads`). Carried by value inside the
+/// analysis configuration down to the reader, never stored process-wide: two analyses in one
+/// process can run side by side with different limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// The most resident memory the process may hold, in bytes; `None`: no limit.
+    pub memory: Option<u64>,
+    /// The longest single JSON string the reader frames, in bytes; longer is an error naming the
+    /// event. Kernel names are shorter still in the model (see `event::MAX_NAME`).
+    pub max_string: u64,
+    /// Threads for reading and for every later stage's parallel work; `None`: one per core. The
+    /// result is the same for any number.
+    pub threads: Option<usize>,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        ReadLimits {
+            memory: None,
+            max_string: DEFAULT_STRING_LIMIT,
+            threads: None,
+        }
+    }
+}
 
 /// How many events pass between two looks at the resident size (a read of /proc/self/status).
 pub(crate) const CHECK_EVERY: u64 = 1 << 15;
-
-/// The longest single JSON string the reader frames, in bytes (`--max-string`); longer is an
-/// error naming the event. Kernel names are shorter still in the model (see `event::MAX_NAME`).
-static STRING_LIMIT: AtomicU64 = AtomicU64::new(DEFAULT_STRING_LIMIT);
 
 /// The default of `--max-string`: 16 MiB, far above any string a profiler writes (stacks and
 /// `Input Dims` of real traces stay under 1 MiB).
 pub const DEFAULT_STRING_LIMIT: u64 = 16 << 20;
 
-/// Sets (or with `None` resets to the default) the longest string the reader accepts.
-pub fn set_string_limit(bytes: Option<u64>) {
-    STRING_LIMIT.store(bytes.unwrap_or(DEFAULT_STRING_LIMIT), Ordering::Relaxed);
-}
-
-/// The longest string the reader accepts, in bytes.
-pub fn string_limit() -> u64 {
-    STRING_LIMIT.load(Ordering::Relaxed)
-}
-
 /// Bytes of input between two looks at the resident size, whatever the number of events: what
 /// the reader keeps cannot grow faster than what it reads.
 pub(crate) const CHECK_EVERY_BYTES: u64 = 64 << 20;
-
-/// Sets (or with `None` clears) the resident-memory limit for every read that follows.
-pub fn set_memory_limit(bytes: Option<u64>) {
-    LIMIT.store(bytes.unwrap_or(0), Ordering::Relaxed);
-}
 
 /// Parses `512M`, `4G`, `1.5G`, `800k` or a plain byte count (powers of 1024).
 pub fn parse_size(text: &str) -> Result<u64, String> {
@@ -77,25 +79,62 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
-/// Errors when the process holds more than the limit.
-pub(crate) fn check() -> Result<(), ReadErrorKind> {
-    check_room(0)
-}
-
-/// Errors when the process, holding `extra` bytes more, would hold more than the limit: checked
-/// before a buffer grows, so that the growth itself never passes the limit.
-pub(crate) fn check_room(extra: u64) -> Result<(), ReadErrorKind> {
-    let limit = LIMIT.load(Ordering::Relaxed);
-    if limit == 0 {
-        return Ok(());
+impl ReadLimits {
+    /// The number of threads: [`Self::threads`], or one per core.
+    pub fn thread_count(&self) -> usize {
+        match self.threads {
+            Some(n) if n > 0 => n,
+            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
     }
-    match resident_bytes() {
-        Some(held) if held.saturating_add(extra) > limit => Err(ReadErrorKind::MemoryLimit {
-            held,
-            needed: extra,
-            limit,
-        }),
-        _ => Ok(()),
+
+    /// Runs `work` on a rayon pool of [`Self::thread_count`] threads built for it alone, so that
+    /// every parallel stage inside it uses this analysis's threads and no other's (no global
+    /// pool is ever configured). Where no pool can be built, `work` runs on the caller's.
+    pub fn install<T: Send>(&self, work: impl FnOnce() -> T + Send) -> T {
+        match rayon::ThreadPoolBuilder::new()
+            .num_threads(self.thread_count())
+            .build()
+        {
+            Ok(pool) => pool.install(work),
+            Err(_) => work(),
+        }
+    }
+
+    /// Errors when the process holds more than the limit.
+    pub(crate) fn check(&self) -> Result<(), ReadErrorKind> {
+        self.check_room(0)
+    }
+
+    /// Errors when the process, holding `extra` bytes more, would hold more than the limit:
+    /// checked before a buffer grows, so that the growth itself never passes the limit.
+    pub(crate) fn check_room(&self, extra: u64) -> Result<(), ReadErrorKind> {
+        let Some(limit) = self.memory.filter(|&l| l > 0) else {
+            return Ok(());
+        };
+        match resident_bytes() {
+            Some(held) if held.saturating_add(extra) > limit => Err(ReadErrorKind::MemoryLimit {
+                held,
+                needed: extra,
+                limit,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Errors when the process has held more than the memory limit at any time so far: its
+    /// peak resident size (`VmHWM`), not the present one, so that a stage that grew past the
+    /// limit and freed what it held is caught all the same. Called at the end of every stage
+    /// after reading (the reader checks as it reads), so that a run over the limit is an error
+    /// whichever stage grew.
+    pub fn check_stage(&self, stage: &'static str) -> Result<(), OverMemory> {
+        let Some(limit) = self.memory.filter(|&l| l > 0) else {
+            return Ok(());
+        };
+        match status_bytes("VmHWM:") {
+            Some(held) if held > limit => Err(OverMemory { stage, held, limit }),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -111,21 +150,6 @@ pub struct OverMemory {
     pub stage: &'static str,
     pub held: u64,
     pub limit: u64,
-}
-
-/// Errors when the process has held more than the limit at any time so far: its peak resident
-/// size (`VmHWM`), not the present one, so that a stage that grew past the limit and freed
-/// what it held is caught all the same. Called at the end of every stage after reading (the
-/// reader checks as it reads), so that a run over the limit is an error whichever stage grew.
-pub fn check_stage(stage: &'static str) -> Result<(), OverMemory> {
-    let limit = LIMIT.load(Ordering::Relaxed);
-    if limit == 0 {
-        return Ok(());
-    }
-    match status_bytes("VmHWM:") {
-        Some(held) if held > limit => Err(OverMemory { stage, held, limit }),
-        _ => Ok(()),
-    }
 }
 
 /// The resident set size, from `VmRSS` (Linux); `None` elsewhere, where the guard is off.
@@ -178,6 +202,41 @@ mod tests {
             .contains("too large"));
         assert!(parse_size("0.5").unwrap_err().contains("above zero"));
         assert!(parse_size("-1G").unwrap_err().contains("above zero"));
+    }
+
+    #[test]
+    fn each_analysis_runs_on_a_pool_of_its_own_threads() {
+        let limits = |n| ReadLimits {
+            threads: Some(n),
+            ..Default::default()
+        };
+        let (one, three) = std::thread::scope(|s| {
+            let one = s.spawn(|| limits(1).install(rayon::current_num_threads));
+            let three = s.spawn(|| limits(3).install(rayon::current_num_threads));
+            (one.join().unwrap(), three.join().unwrap())
+        });
+        assert_eq!((one, three), (1, 3));
+        // No limit: one thread per core; the global pool is never configured.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(
+            ReadLimits::default().install(rayon::current_num_threads),
+            cores
+        );
+    }
+
+    #[test]
+    fn a_memory_limit_is_the_analysis_own() {
+        let tight = ReadLimits {
+            memory: Some(1 << 20),
+            ..Default::default()
+        };
+        if cfg!(target_os = "linux") {
+            assert!(tight.check().is_err());
+            assert!(tight.check_stage("testing").is_err());
+        }
+        // Beside it, in the same process, no limit holds.
+        assert!(ReadLimits::default().check().is_ok());
+        assert!(ReadLimits::default().check_stage("testing").is_ok());
     }
 
     #[test]

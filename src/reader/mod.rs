@@ -20,9 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 
 pub use error::{ReadError, ReadErrorKind};
-pub use memory::{
-    check_stage, parse_size, set_memory_limit, set_string_limit, OverMemory, DEFAULT_STRING_LIMIT,
-};
+pub use memory::{parse_size, OverMemory, ReadLimits, DEFAULT_STRING_LIMIT};
 pub use model::*;
 
 /// File names a directory walk skips: the files `tracegate synth` and `check` write beside traces.
@@ -65,32 +63,17 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
     Ok(files)
 }
 
-/// Threads the reader uses; 0: one per core.
-static THREADS: AtomicUsize = AtomicUsize::new(0);
-
-/// Sets how many threads [`read_run`] uses (`--threads`); `None`: one per core. The result is
-/// the same for any number.
-pub fn set_threads(threads: Option<usize>) {
-    THREADS.store(threads.unwrap_or(0), Ordering::Relaxed);
-}
-
-/// The number of threads [`read_run`] uses.
-pub fn threads() -> usize {
-    match THREADS.load(Ordering::Relaxed) {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    }
-}
-
-/// Reads one file; a merged file gives one trace per rank.
+/// Reads one file, with one thread per core and no limit but the default longest string; a
+/// merged file gives one trace per rank.
 pub fn read_file(path: &Path) -> Result<Vec<RankTrace>, ReadError> {
-    read_one(path, threads())
+    let limits = ReadLimits::default();
+    read_one(path, limits.thread_count(), limits)
 }
 
 /// Reads one file with `threads` threads (one: a single pass; more: inflate on one thread,
 /// parse chunks of events on the others). The result does not depend on `threads`.
 pub fn read_file_with_threads(path: &Path, threads: usize) -> Result<Vec<RankTrace>, ReadError> {
-    read_one(path, threads)
+    read_one(path, threads, ReadLimits::default())
 }
 
 /// The parallel pass alone, with chunks of about `chunk` bytes and no single-pass fallback:
@@ -104,37 +87,36 @@ pub fn read_file_parallel_only(
     read_one_parallel_only(path, threads, chunk)
 }
 
-/// Reads every file of a run in parallel. The first error, in argument order, wins, so the
-/// message does not depend on thread timing. Two traces of the same rank and stage are an error.
+/// Reads every file of a run in parallel, with the default [`ReadLimits`]. The first error, in
+/// argument order, wins, so the message does not depend on thread timing. Two traces of the
+/// same rank and stage are an error.
 pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
-    read_run_with_progress(paths, &|_, _| {})
+    read_run_with(paths, &ReadLimits::default(), &|_, _| {})
 }
 
-/// [`read_run`], calling `on_file(files_done, files_total)` as each file finishes (from any thread).
-pub fn read_run_with_progress(
+/// [`read_run`] under `limits`, calling `on_file(files_done, files_total)` as each file
+/// finishes (from any thread).
+pub fn read_run_with(
     paths: &[PathBuf],
+    limits: &ReadLimits,
     on_file: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Run, ReadError> {
     let files = expand_paths(paths)?;
     let done = AtomicUsize::new(0);
     // Files are read side by side; when there are fewer files than threads, each file is read
     // with its share of the threads.
-    let threads = threads();
-    let per_file = (threads / files.len().max(1)).max(1);
-    let read_all = || -> Vec<Result<Vec<RankTrace>, ReadError>> {
+    let per_file = (limits.thread_count() / files.len().max(1)).max(1);
+    let limits = *limits;
+    let results: Vec<Result<Vec<RankTrace>, ReadError>> = limits.install(|| {
         files
             .par_iter()
             .map(|f| {
-                let result = read_one(f, per_file);
+                let result = read_one(f, per_file, limits);
                 on_file(done.fetch_add(1, Ordering::Relaxed) + 1, files.len());
                 result
             })
             .collect()
-    };
-    let results = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-        Ok(pool) => pool.install(read_all),
-        Err(_) => read_all(),
-    };
+    });
     let mut traces = Vec::new();
     for result in results {
         traces.extend(result?);
@@ -274,23 +256,23 @@ fn check_complete(traces: &[RankTrace], paths: &[PathBuf]) -> Result<(), ReadErr
 /// one thread and parse chunks of events on the others (`parallel`). The result is the same
 /// for any number: whatever the parallel pass cannot vouch for (bad input, a chunk boundary
 /// guessed inside a string) is read again in a single pass, so errors read the same too.
-fn read_one(path: &Path, threads: usize) -> Result<Vec<RankTrace>, ReadError> {
+fn read_one(path: &Path, threads: usize, limits: ReadLimits) -> Result<Vec<RankTrace>, ReadError> {
     let err = |kind| ReadError {
         path: path.to_path_buf(),
         kind,
     };
     let (src, gzip) = file::open(path).map_err(err)?;
     let read = if threads > 1 {
-        match parallel::read(src, gzip, threads) {
+        match parallel::read(src, gzip, threads, limits) {
             Ok(Some(read)) => Ok(read),
             Err(e @ ReadErrorKind::MemoryLimit { .. }) => Err(e),
             Ok(None) | Err(_) => {
                 let (src, gzip) = file::open(path).map_err(err)?;
-                file::read_stream(src, gzip)
+                file::read_stream(src, gzip, limits)
             }
         }
     } else {
-        file::read_stream(src, gzip)
+        file::read_stream(src, gzip, limits)
     };
     let (contents, json_bytes) = read.map_err(err)?;
     file::assemble(path, contents, json_bytes).map_err(err)
@@ -308,7 +290,7 @@ fn read_one_parallel_only(
         kind,
     };
     let (src, gzip) = file::open(path).map_err(err)?;
-    match parallel::read_chunked(src, gzip, threads, chunk).map_err(err)? {
+    match parallel::read_chunked(src, gzip, threads, chunk, ReadLimits::default()).map_err(err)? {
         Some((contents, json_bytes)) => file::assemble(path, contents, json_bytes)
             .map(Some)
             .map_err(err),

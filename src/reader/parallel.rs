@@ -20,6 +20,7 @@ use std::sync::Mutex;
 
 use super::error::ReadErrorKind;
 use super::file::{self, FileContents, ListEnd, Stop};
+use super::memory::ReadLimits;
 use super::scan::Scanner;
 
 /// Bytes of JSON per chunk: large enough that per-chunk work (a name table, a merge) is noise,
@@ -60,8 +61,9 @@ pub(super) fn read<R: Read + Send>(
     src: R,
     gzip: bool,
     threads: usize,
+    limits: ReadLimits,
 ) -> Result<Option<(FileContents, u64)>, ReadErrorKind> {
-    read_chunked(src, gzip, threads, CHUNK)
+    read_chunked(src, gzip, threads, CHUNK, limits)
 }
 
 /// [`read`] with chunks of about `chunk` bytes (tests use tiny ones, to put chunk boundaries
@@ -71,6 +73,7 @@ pub(super) fn read_chunked<R: Read + Send>(
     gzip: bool,
     threads: usize,
     chunk: usize,
+    limits: ReadLimits,
 ) -> Result<Option<(FileContents, u64)>, ReadErrorKind> {
     let workers = threads.max(1);
     let chunk = chunk.max(1);
@@ -92,10 +95,10 @@ pub(super) fn read_chunked<R: Read + Send>(
         for _ in 0..workers {
             let done = done_tx.clone();
             let (work_rx, stop) = (&work_rx, &stop);
-            scope.spawn(move || work(work_rx, done, gzip, stop));
+            scope.spawn(move || work(work_rx, done, gzip, limits, stop));
         }
         drop(done_tx);
-        let result = merge(&done_rx, &free_tx, gzip);
+        let result = merge(&done_rx, &free_tx, gzip, limits);
         // Whatever happened, let the other threads finish: they stop at their next step.
         stop.store(true, Ordering::Relaxed);
         drop(free_tx);
@@ -249,7 +252,13 @@ pub(super) fn boundary(buf: &[u8]) -> Option<usize> {
 }
 
 /// A parsing worker: takes chunks until there are none, sends back what it made of each.
-fn work(work: &Mutex<Receiver<Chunk>>, done: Sender<Message>, gzip: bool, stop: &AtomicBool) {
+fn work(
+    work: &Mutex<Receiver<Chunk>>,
+    done: Sender<Message>,
+    gzip: bool,
+    limits: ReadLimits,
+    stop: &AtomicBool,
+) {
     // Returns only once the producer is gone: after a stop it drains the queue unparsed, so
     // that the producer is never left blocked on a full queue.
     loop {
@@ -258,7 +267,7 @@ fn work(work: &Mutex<Receiver<Chunk>>, done: Sender<Message>, gzip: bool, stop: 
         if stop.load(Ordering::Relaxed) {
             continue;
         }
-        let (chunk, outcome) = parse_chunk(chunk, gzip);
+        let (chunk, outcome) = parse_chunk(chunk, gzip, limits);
         if done
             .send(Message::Parsed(Box::new((chunk, outcome))))
             .is_err()
@@ -270,14 +279,14 @@ fn work(work: &Mutex<Receiver<Chunk>>, done: Sender<Message>, gzip: bool, stop: 
 
 /// Parses the events of one chunk: the first one from the top of the file, the others from
 /// their first byte, assumed to open an event of `traceEvents`.
-fn parse_chunk(chunk: Chunk, gzip: bool) -> (Chunk, Outcome) {
+fn parse_chunk(chunk: Chunk, gzip: bool, limits: ReadLimits) -> (Chunk, Outcome) {
     let Chunk {
         index,
         base,
         buf,
         len,
     } = chunk;
-    let mut scan = Scanner::over(buf, len, base);
+    let mut scan = Scanner::over(buf, len, base, limits);
     let mut contents = FileContents::new();
     let outcome = (|| {
         if index == 0 && file::read_top(&mut scan, &mut contents, gzip, true)? != Stop::AtEvents {
@@ -317,6 +326,7 @@ fn merge(
     done: &Receiver<Message>,
     free: &SyncSender<Vec<u8>>,
     gzip: bool,
+    limits: ReadLimits,
 ) -> Result<Option<(FileContents, u64)>, ReadErrorKind> {
     let mut contents = FileContents::new();
     let mut phase = Phase::Events;
@@ -370,7 +380,7 @@ fn merge(
     // The rest of the top-level object (keys after traceEvents, such as the deviceProperties of
     // SGLang's merged file), read the way a single pass reads it.
     let len = bytes.len();
-    let mut scan = Scanner::over(bytes, len, base);
+    let mut scan = Scanner::over(bytes, len, base, limits);
     let tail = (|| {
         if contents.top_is_object
             && file::more_members(&mut scan, gzip)?

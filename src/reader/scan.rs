@@ -69,14 +69,15 @@ pub struct Scanner<R> {
     /// Stream offset of `buf[0]`.
     base: u64,
     eof: bool,
-    /// The longest string framed or skipped, in bytes.
-    max_string: u64,
+    /// The analysis's limits: the longest string framed or skipped, the memory checked as the
+    /// buffer grows.
+    limits: super::memory::ReadLimits,
 }
 
 impl Scanner<io::Empty> {
     /// A scanner over bytes already in memory, `buf[..len]` (one chunk of a file, starting at
     /// stream offset `base`): their end is the end of the data.
-    pub fn over(buf: Vec<u8>, len: usize, base: u64) -> Self {
+    pub fn over(buf: Vec<u8>, len: usize, base: u64, limits: super::memory::ReadLimits) -> Self {
         Scanner {
             src: io::empty(),
             end: len.min(buf.len()),
@@ -84,7 +85,7 @@ impl Scanner<io::Empty> {
             start: 0,
             base,
             eof: true,
-            max_string: super::memory::string_limit(),
+            limits,
         }
     }
 
@@ -95,7 +96,14 @@ impl Scanner<io::Empty> {
 }
 
 impl<R: Read> Scanner<R> {
+    /// A scanner with the default limits (no memory limit, the default longest string).
     pub fn new(src: R) -> Self {
+        Self::with_limits(src, super::memory::ReadLimits::default())
+    }
+
+    /// A scanner that frames no string longer than `limits.max_string` and checks
+    /// `limits.memory` as its buffer grows.
+    pub fn with_limits(src: R, limits: super::memory::ReadLimits) -> Self {
         Scanner {
             src,
             buf: vec![0; CHUNK],
@@ -103,8 +111,13 @@ impl<R: Read> Scanner<R> {
             end: 0,
             base: 0,
             eof: false,
-            max_string: super::memory::string_limit(),
+            limits,
         }
+    }
+
+    /// The limits this scanner reads under.
+    pub fn limits(&self) -> &super::memory::ReadLimits {
+        &self.limits
     }
 
     /// Gives the underlying reader back (to drain it after an error).
@@ -154,7 +167,7 @@ impl<R: Read> Scanner<R> {
             // costs linear time (amortised) and few checks.
             let grow = self.buf.len().max(CHUNK);
             if self.buf.len() >= CHUNK * 4 {
-                super::memory::check_room(grow as u64).map_err(|e| match e {
+                self.limits.check_room(grow as u64).map_err(|e| match e {
                     super::error::ReadErrorKind::MemoryLimit {
                         held,
                         needed,
@@ -364,10 +377,10 @@ impl<R: Read> Scanner<R> {
     fn string_end(&mut self, mut rel: usize) -> Result<usize, ScanError> {
         let opened = rel - 1;
         loop {
-            if (rel - opened) as u64 > self.max_string.saturating_add(1) {
+            if (rel - opened) as u64 > self.limits.max_string.saturating_add(1) {
                 return Err(ScanError::StringTooLong {
                     offset: self.offset() + opened as u64,
-                    limit: self.max_string,
+                    limit: self.limits.max_string,
                 });
             }
             if !self.ensure(rel)? {

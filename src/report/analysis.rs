@@ -246,14 +246,11 @@ fn phases(d: &mut Doc, a: &RunAnalysis) {
     how_found(d, a);
 }
 
-/// The decode steps over time (issue 29): markdown only.
+/// The decode steps over time (issue 29): a figure, so markdown only.
 fn decode_chart(d: &mut Doc, a: &RunAnalysis) {
     let Some((rank, steps)) = &a.decode_steps else {
         return;
     };
-    if !d.markdown {
-        return;
-    }
     let series = crate::gate::DecodeSeries {
         steps: steps.clone(),
         baseline_ms: None,
@@ -261,7 +258,8 @@ fn decode_chart(d: &mut Doc, a: &RunAnalysis) {
         rank: Some(*rank),
     };
     if let Some(chart) = super::chart::decode_steps(&series) {
-        d.out.push_str(&chart);
+        let figure = d.m.figure(&chart);
+        d.out.push_str(&figure);
     }
 }
 

@@ -469,10 +469,11 @@ pub fn cause_words(cause: &Cause) -> Words {
                 ms(*moved_ms_per_step)
             ));
             match kernel {
-                Some(k) => w
-                    .text(", led by ")
-                    .name(kernel_head(k))
-                    .text(if *new { " (new)" } else { "" }),
+                Some(k) => {
+                    w.text(", led by ")
+                        .name(kernel_head(k))
+                        .text(if *new { " (new)" } else { "" })
+                }
                 None => w,
             }
         }
@@ -748,9 +749,11 @@ fn headline_parts(result: &CheckResult) -> Vec<Words> {
     }
     match result.status {
         Status::Pass => parts.push(Words::default().text("no change beyond noise")),
-        Status::Regression => {
-            parts.push(Words::default().text("cause: ").text(cause_words(&result.explanation.cause).plain()))
-        }
+        Status::Regression => parts.push(
+            Words::default()
+                .text("cause: ")
+                .text(cause_words(&result.explanation.cause).plain()),
+        ),
         Status::CannotJudge => {
             let why = match result.problems.first() {
                 Some(p) => p.clone(),
@@ -873,10 +876,10 @@ fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
             ),
         ]);
         if shares {
-            row.push(
-                d.share_of_change_pct
-                    .map_or_else(|| MISSING.into(), |s| format!("{}%", crate::units::signed(s, 0))),
-            );
+            row.push(d.share_of_change_pct.map_or_else(
+                || MISSING.into(),
+                |s| format!("{}%", crate::units::signed(s, 0)),
+            ));
         }
         t.row(row);
     }
@@ -900,14 +903,13 @@ fn unclassified_words(u: &Unclassified) -> Words {
     ));
     // Distinct labels: two kernels in the list never read the same.
     let names: Vec<&str> = u.kernels.iter().map(|k| k.name.as_str()).collect();
-    let labels = crate::taxonomy::names::distinct_labels(&names, crate::taxonomy::names::NAME_WIDTH);
+    let labels =
+        crate::taxonomy::names::distinct_labels(&names, crate::taxonomy::names::NAME_WIDTH);
     for (i, (k, label)) in u.kernels.iter().zip(labels).enumerate() {
         if i > 0 {
             w = w.text(", ");
         }
-        w = w
-            .name(label)
-            .text(format!(" {}", Unit::Pct.figure(k.pct)));
+        w = w.name(label).text(format!(" {}", Unit::Pct.figure(k.pct)));
     }
     w.text(". Category figures miss that time; add rules (tracegate report prints them).")
 }
@@ -980,10 +982,7 @@ pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
         let summary = if pass {
             "Categories".to_string()
         } else {
-            format!(
-                "Categories within noise (under {} per step)",
-                ms(noise)
-            )
+            format!("Categories within noise (under {} per step)", ms(noise))
         };
         parts.push(details(
             &escape_html(&summary),

@@ -22,8 +22,8 @@ pub struct Table {
     rows: Vec<Vec<String>>,
 }
 
-pub use crate::text::printable;
 use crate::taxonomy::names::{distinct_cuts, NAME_WIDTH};
+pub use crate::text::printable;
 use crate::text::{needs_escape, push_escape};
 
 /// Free text (an image, a `--meta` value, a label, a file name, a status) is cut to this many
@@ -460,7 +460,11 @@ mod tests {
         t.row(vec![b.clone(), "2".into()]);
         t.row(vec![crate::units::MISSING.into(), "3".into()]);
         let md = t.to_markdown();
-        let cells: Vec<&str> = md.lines().skip(2).map(|l| l.split(" | ").next().unwrap()).collect();
+        let cells: Vec<&str> = md
+            .lines()
+            .skip(2)
+            .map(|l| l.split(" | ").next().unwrap())
+            .collect();
         assert_ne!(cells[0], cells[1], "{md}");
         assert_eq!(cells[2], format!("| {}", crate::units::MISSING));
         for c in &cells[..2] {
@@ -469,7 +473,11 @@ mod tests {
         }
         let text = t.to_terminal();
         let lines: Vec<&str> = text.lines().skip(2).collect();
-        assert_ne!(lines[0].split("  ").next(), lines[1].split("  ").next(), "{text}");
+        assert_ne!(
+            lines[0].split("  ").next(),
+            lines[1].split("  ").next(),
+            "{text}"
+        );
         assert!(lines[0].chars().count() < 110, "{text}");
     }
 

@@ -272,7 +272,12 @@ mod tests {
     #[test]
     fn the_mi355x_moe_pair_reads_apart_and_each_shows_its_arguments() {
         // The head alone (the old cut) reads the same for both.
-        let head = |n: &str| untruncated_short_name(n).chars().take(NAME_WIDTH - 1).collect::<String>();
+        let head = |n: &str| {
+            untruncated_short_name(n)
+                .chars()
+                .take(NAME_WIDTH - 1)
+                .collect::<String>()
+        };
         assert_eq!(head(MOE_GATE), head(MOE_DOWN));
         assert_ne!(short_name(MOE_GATE), short_name(MOE_DOWN));
         let labels = distinct_labels(&[MOE_GATE, MOE_DOWN, MOE_GATE], NAME_WIDTH);
@@ -340,7 +345,10 @@ mod tests {
             image_labels("host:5000/repo", "host:5000/repo:2"),
             ("host:5000/repo", "host:5000/repo:2")
         );
-        assert_eq!(image_labels("r@sha256:aa", "r@sha256:bb"), ("sha256:aa", "sha256:bb"));
+        assert_eq!(
+            image_labels("r@sha256:aa", "r@sha256:bb"),
+            ("sha256:aa", "sha256:bb")
+        );
     }
 
     proptest! {

@@ -274,9 +274,5 @@ fn baselines_key_and_hardware_pick_the_baseline_with_the_real_binary() {
     let report = std::fs::read_to_string(step.temp.join("tracegate/mi355x.md")).unwrap();
     assert!(report.contains("asserted"), "{report}");
     // And the verdict is in the step's log.
-    assert!(
-        step.stderr.contains("✅ PASS · "),
-        "{}",
-        step.stderr
-    );
+    assert!(step.stderr.contains("✅ PASS · "), "{}", step.stderr);
 }

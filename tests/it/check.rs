@@ -287,7 +287,12 @@ fn slower_attention_is_caught_and_attention_named() {
             let cause = &c.verdict["explanation"]["cause"];
             assert_eq!(cause["kind"], "category", "{}: {cause}", s.name);
             assert_eq!(cause["category"], "attention", "{}: {cause}", s.name);
-            assert!(lead(c).starts_with("attention moved by +"), "{}: {}", s.name, lead(c));
+            assert!(
+                lead(c).starts_with("attention moved by +"),
+                "{}: {}",
+                s.name,
+                lead(c)
+            );
         },
     );
 }
@@ -394,8 +399,7 @@ fn a_straggler_is_caught_and_its_rank_and_category_named_first(s: &Scenario) {
             })
             .map(|(c, _)| c.clone())
             .unwrap();
-        let first =
-            format!("Rank {rank} is the straggler: its compute per decode step is +");
+        let first = format!("Rank {rank} is the straggler: its compute per decode step is +");
         assert!(lead(&c).starts_with(&first), "{what}: {}", lead(&c));
         let (sentence, support) = lead(&c).split_once(". ").unwrap();
         assert!(

@@ -435,14 +435,18 @@ fn story(scenario: &str, injections: &[&str], baseline: &str, bump: bool) -> (i3
     let run = common::synth_run(&args);
     let tmp = tempfile::tempdir().unwrap();
     let mut cmd = tracegate();
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR")).arg("check").arg(&run);
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("check")
+        .arg(&run);
     if bump {
         let path = tmp.path().join(Path::new(baseline).file_name().unwrap());
         let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(baseline))
             .unwrap()
             .replacen("[meta]\n", &format!("[meta]\nimage = \"{OLD_IMAGE}\"\n"), 1);
         std::fs::write(&path, text).unwrap();
-        cmd.arg("--baseline").arg(&path).args(["--image", NEW_IMAGE]);
+        cmd.arg("--baseline")
+            .arg(&path)
+            .args(["--image", NEW_IMAGE]);
     } else {
         cmd.args(["--baseline", baseline]);
     }
@@ -500,12 +504,7 @@ fn assert_no_improvement(md: &str) {
 
 #[test]
 fn an_allreduce_regression_names_the_collective_kernel_in_the_first_line() {
-    let (code, md) = story(
-        "mi355x-dsr1-fp4-tp4",
-        &["allreduce=1.5"],
-        BASELINE,
-        false,
-    );
+    let (code, md) = story("mi355x-dsr1-fp4-tp4", &["allreduce=1.5"], BASELINE, false);
     assert_eq!(code, 1, "{md}");
     assert_first_line(
         &md,
@@ -519,22 +518,39 @@ fn an_allreduce_regression_names_the_collective_kernel_in_the_first_line() {
 
 #[test]
 fn a_straggler_is_named_once_and_its_utilisation_is_no_improvement() {
-    let (code, md) = story("h200-dsr1-fp8-tp8", &["straggler=5:1.3"], H200_BASELINE, false);
+    let (code, md) = story(
+        "h200-dsr1-fp8-tp8",
+        &["straggler=5:1.3"],
+        H200_BASELINE,
+        false,
+    );
     assert_eq!(code, 1, "{md}");
     assert_first_line(
         &md,
         "dsr1-fp8-h200-sglang-tp8-conc64",
         "cause: rank 5 is the straggler \\(+",
     );
-    assert!(md.lines().next().unwrap().ends_with(" ms compute per step\\)"), "{md}");
+    assert!(
+        md.lines()
+            .next()
+            .unwrap()
+            .ends_with(" ms compute per step\\)"),
+        "{md}"
+    );
     assert_clean_figures(&md);
     assert_no_improvement(&md);
     // Said once: the Why names the rank, nothing else repeats it.
     assert_eq!(md.matches("is the straggler").count(), 2, "{md}");
-    assert!(md.contains("not an improvement: the other ranks wait for rank 5"), "{md}");
+    assert!(
+        md.contains("not an improvement: the other ranks wait for rank 5"),
+        "{md}"
+    );
     // The skew is shown in the unit of its absolute tolerance.
     let skew = md.lines().find(|l| l.contains("rank\\_skew\\_ms")).unwrap();
-    assert!(skew.contains("| +13.") && skew.contains(" ms | 0.25 ms |"), "{skew}");
+    assert!(
+        skew.contains("| +13.") && skew.contains(" ms | 0.25 ms |"),
+        "{skew}"
+    );
     insta::assert_snapshot!("story_straggler", md);
 }
 
@@ -573,8 +589,14 @@ fn an_unknown_moe_kernel_is_the_cause_and_the_moe_figure_is_no_improvement() {
     );
     assert_clean_figures(&md);
     assert_no_improvement(&md);
-    let moe = md.lines().find(|l| l.contains("moe\\_us\\_per\\_layer")).unwrap();
-    assert!(moe.contains("not an improvement: its time moved into kernels no rule classifies"), "{moe}");
+    let moe = md
+        .lines()
+        .find(|l| l.contains("moe\\_us\\_per\\_layer"))
+        .unwrap();
+    assert!(
+        moe.contains("not an improvement: its time moved into kernels no rule classifies"),
+        "{moe}"
+    );
     // +3.9 ms into `other` and −3.9 ms out of moe_gemm net to nothing: no share is shown.
     assert!(!md.contains("share of change"), "{md}");
     insta::assert_snapshot!("story_unknown_moe", md);
@@ -598,7 +620,10 @@ fn a_pass_says_no_change_beyond_noise_in_one_line_with_its_tables_folded() {
     let (code, md) = story("mi355x-dsr1-fp4-tp4", &[], BASELINE, false);
     assert_eq!(code, 0, "{md}");
     let first = md.lines().next().unwrap();
-    assert!(first.starts_with("✅ **PASS** · dsr1-fp4-mi355x-sglang-tp4-conc64 · decode step "), "{first}");
+    assert!(
+        first.starts_with("✅ **PASS** · dsr1-fp4-mi355x-sglang-tp4-conc64 · decode step "),
+        "{first}"
+    );
     assert!(first.ends_with(" · no change beyond noise"), "{first}");
     assert!(!md.contains("#### Why"), "{md}");
     assert!(!md.contains("share of change"), "{md}");

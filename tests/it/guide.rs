@@ -118,8 +118,5 @@ fn the_guides_commands_run_on_the_shared_h200_trace() {
         report.starts_with("✅ **PASS** · ") && report.contains("tracegate on NVIDIA H200:"),
         "{report}"
     );
-    assert!(
-        stderr.contains("✅ PASS · "),
-        "{stderr}"
-    );
+    assert!(stderr.contains("✅ PASS · "), "{stderr}");
 }

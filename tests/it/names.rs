@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::common::{synth_run, tracegate};
-use tracegate::taxonomy::untruncated_short_name;
+use tracegate::testing::untruncated_short_name;
 
 /// Every string in a JSON document, made readable as tables make names readable.
 fn readable_strings(v: &serde_json::Value, out: &mut BTreeSet<String>) {
@@ -71,7 +71,12 @@ fn code(cell: &str) -> Option<&str> {
         return None;
     }
     let inner = &cell[fence..cell.len() - fence];
-    Some(inner.strip_prefix(' ').and_then(|i| i.strip_suffix(' ')).unwrap_or(inner))
+    Some(
+        inner
+            .strip_prefix(' ')
+            .and_then(|i| i.strip_suffix(' '))
+            .unwrap_or(inner),
+    )
 }
 
 /// Asserts that in each table, a label two rows share is the label of one name only: two
@@ -117,7 +122,12 @@ fn mi355x_run(injects: &[&str]) -> std::path::PathBuf {
 }
 
 fn stdout(args: &[&str], run: &Path, extra: &[&Path]) -> String {
-    let out = tracegate().args(args).arg(run).args(extra).output().unwrap();
+    let out = tracegate()
+        .args(args)
+        .arg(run)
+        .args(extra)
+        .output()
+        .unwrap();
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -125,8 +135,8 @@ const MOE: &str = "ck::kernel_moe_mxgemm_2lds<";
 
 #[test]
 fn no_two_kernels_read_the_same_in_check_or_report_of_the_mi355x_run() {
-    let baseline =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml");
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml");
     // An image bump: the main MoE GEMM renamed and 10% slower.
     let bump = mi355x_run(&["rename-moe", "moe=1.1"]);
     let check = |format: &str| {
@@ -144,19 +154,28 @@ fn no_two_kernels_read_the_same_in_check_or_report_of_the_mi355x_run() {
     let report_plain = stdout(&["report", "--format", "json"], &plain, &[]);
     readable_strings(&serde_json::from_str(&report_plain).unwrap(), &mut names);
     let moe: Vec<&String> = names.iter().filter(|n| n.starts_with(MOE)).collect();
-    assert!(moe.len() >= 3, "both MoE GEMMs and the renamed one: {moe:#?}");
+    assert!(
+        moe.len() >= 3,
+        "both MoE GEMMs and the renamed one: {moe:#?}"
+    );
     assert!(moe.iter().all(|n| n.chars().count() > 96), "{moe:#?}");
 
     let markdown = check("markdown");
     let labels = assert_distinct("check", &markdown, &names);
     let moe_labels: BTreeSet<&String> = labels.iter().filter(|l| l.starts_with(MOE)).collect();
-    assert!(moe_labels.len() >= 2, "the MoE GEMMs in check's tables: {markdown}");
+    assert!(
+        moe_labels.len() >= 2,
+        "the MoE GEMMs in check's tables: {markdown}"
+    );
 
     for run in [&bump, &plain] {
         let markdown = stdout(&["report", "--format", "markdown"], run, &[]);
         let labels = assert_distinct("report", &markdown, &names);
         let moe_labels: BTreeSet<&String> = labels.iter().filter(|l| l.starts_with(MOE)).collect();
-        assert!(moe_labels.len() >= 2, "both MoE GEMMs in report's tables: {markdown}");
+        assert!(
+            moe_labels.len() >= 2,
+            "both MoE GEMMs in report's tables: {markdown}"
+        );
     }
 }
 
@@ -170,7 +189,7 @@ fn the_table_checker_sees_two_names_that_read_the_same() {
     let markdown = format!("| k |\n| --- |\n| `{}` |\n| `{}` |\n", head(&a), head(&b));
     let caught = std::panic::catch_unwind(|| assert_distinct("old", &markdown, &names));
     assert!(caught.is_err());
-    let labels = tracegate::taxonomy::names::distinct_labels(&[&a, &b], 96);
+    let labels = tracegate::testing::distinct_labels(&[&a, &b], 96);
     let markdown = format!("| k |\n| --- |\n| `{}` |\n| `{}` |\n", labels[0], labels[1]);
     assert_eq!(assert_distinct("new", &markdown, &names).len(), 2);
 }

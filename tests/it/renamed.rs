@@ -55,7 +55,10 @@ fn a_renamed_and_slower_moe_kernel_leads_as_renamed_not_as_appeared_and_vanished
     assert!(lead.starts_with("moe_gemm moved by +"), "{lead}");
     assert!(lead.contains("(renamed from "), "{lead}");
     assert_eq!(e["cause"]["kind"], "renamed", "{e}");
-    assert_eq!((e["cause"]["old"].as_str(), e["cause"]["new"].as_str()), (Some(old), Some(new)));
+    assert_eq!(
+        (e["cause"]["old"].as_str(), e["cause"]["new"].as_str()),
+        (Some(old), Some(new))
+    );
     assert!(lead.contains(&format!("{delta:+.3} ms per step")), "{lead}");
     assert!(
         !lead.contains("appeared") && !lead.contains("vanished"),

@@ -132,3 +132,81 @@ fn real_traces_read_the_same_on_any_number_of_threads() {
         .count();
     assert_eq!(by_parallel_pass, readable, "of {} files", files.len());
 }
+
+/// The limits travel inside each analysis's configuration, not in the process: two analyses of
+/// the same synth run, side by side on two threads of one process, one under a `--max-memory`
+/// it cannot fit in (and a thread count of 1), the other under none (3 threads). Each gets its
+/// own verdict: the first a memory error naming the run, the second the run's figures, the same
+/// as alone.
+#[test]
+fn two_analyses_in_one_process_keep_their_own_limits() {
+    use tracegate::pipeline::{self, AnalysisConfig, ReadLimits};
+    let run = common::synth_run(&["--scenario", "mi355x-dsr1-fp4-tp4", "--seed", "3"]);
+    let paths = vec![run];
+    let config = |memory: Option<u64>, threads: usize| AnalysisConfig {
+        limits: ReadLimits {
+            memory,
+            threads: Some(threads),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let analyse = |config: &AnalysisConfig| -> Result<String, String> {
+        let run = pipeline::read_run(&paths, config, &|_, _| {}).map_err(|e| e.to_string())?;
+        let x = pipeline::extract(&run, &paths, config, None).map_err(|e| e.to_string())?;
+        Ok(format!("{:?}", x.metrics))
+    };
+    let alone = analyse(&config(None, 2)).unwrap();
+    for _ in 0..3 {
+        let start = std::sync::Barrier::new(2);
+        let (tight, free) = std::thread::scope(|s| {
+            let tight = s.spawn(|| {
+                start.wait();
+                analyse(&config(Some(1 << 20), 1))
+            });
+            let free = s.spawn(|| {
+                start.wait();
+                analyse(&config(None, 3))
+            });
+            (tight.join().unwrap(), free.join().unwrap())
+        });
+        let error = tight.unwrap_err();
+        assert!(error.contains("1.0 MiB"), "{error}");
+        assert!(error.contains(&*paths[0].to_string_lossy()), "{error}");
+        assert_eq!(free.unwrap(), alone);
+    }
+}
+
+/// A string limit is the analysis's own too: a run read under a limit below its kernel names'
+/// length is refused, the same run read beside it with the default is not.
+#[test]
+fn two_reads_in_one_process_keep_their_own_string_limit() {
+    use tracegate::pipeline::{self, AnalysisConfig, ReadLimits};
+    let run = common::synth_run(&["--scenario", "mi355x-dsr1-fp4-tp4", "--seed", "3"]);
+    let paths = vec![run];
+    let config = |max_string: u64| AnalysisConfig {
+        limits: ReadLimits {
+            max_string,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let (short, long) = std::thread::scope(|s| {
+        let short = s.spawn(|| pipeline::read_run(&paths, &config(8), &|_, _| {}).map(|_| ()));
+        let long = s.spawn(|| {
+            pipeline::read_run(
+                &paths,
+                &config(ReadLimits::default().max_string),
+                &|_, _| {},
+            )
+            .map(|r| r.traces.len())
+        });
+        (short.join().unwrap(), long.join().unwrap())
+    });
+    let error = short.unwrap_err().to_string();
+    assert!(
+        error.contains("8 bytes") || error.contains("longer"),
+        "{error}"
+    );
+    assert_eq!(long.unwrap(), 4);
+}
