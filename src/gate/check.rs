@@ -542,17 +542,16 @@ fn mark_artefacts(metrics: &mut [MetricCheck], e: &Explanation) {
         let name = m.name.as_str();
         m.artefact = if let Some(why) = moved_out.filter(|_| CATEGORY_METRICS.contains(&name)) {
             Some(why.to_string())
-        } else if let Some(s) = e
-            .straggler
-            .as_ref()
-            .filter(|_| UTILISATION_METRICS.contains(&name))
-        {
-            Some(format!(
-                "the other ranks wait for rank {} inside their collectives, which counts as busy",
-                s.rank
-            ))
         } else {
-            None
+            e.straggler
+                .as_ref()
+                .filter(|_| UTILISATION_METRICS.contains(&name))
+                .map(|s| {
+                    format!(
+                        "the other ranks wait for rank {} inside their collectives, which counts as busy",
+                        s.rank
+                    )
+                })
         };
     }
 }
