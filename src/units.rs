@@ -230,8 +230,6 @@ pub fn percent_change(pct: f64) -> String {
 }
 
 /// A signed share in whole percent, such as a category's share of a change: `+62%`, `-5%`, `±0%`.
-// For the check report's "share of change" column (src/report/check.rs, being rewritten).
-#[allow(dead_code)]
 pub fn signed_share(pct: f64) -> String {
     format!("{}%", fixed_signed(pct, 0))
 }
@@ -393,55 +391,5 @@ mod tests {
         }
         assert_eq!(Unit::parse("µs"), Some(Unit::Us));
         assert_eq!(Unit::parse("furlongs"), None);
-    }
-}
-
-// ---- Added by helper D (issue 29, check's output) until helper G's signed-zero-free change
-// formatter lands; the coordinator may fold these into G's.
-
-/// A signed figure with `decimals` decimals that never reads as a signed zero: `+1.5`, `-0.2`,
-/// and `0.0` where the rounding is zero (never `-0.0` nor `+0.0`).
-pub fn signed(value: f64, decimals: usize) -> String {
-    let text = fixed_signed(value, decimals);
-    let digits = &text[1..];
-    if digits.chars().all(|c| c == '0' || c == '.') {
-        digits.to_string()
-    } else {
-        text
-    }
-}
-
-/// A change in a unit, as [`Unit::change`] without a signed zero: `+0.420 ms`, `-1.2 pp`,
-/// `0.0 pp`.
-pub fn unit_change(unit: Unit, delta: f64) -> String {
-    let n = signed(delta, unit.decimals());
-    match unit {
-        Unit::Pct => format!("{n} pp"),
-        Unit::Ratio => n,
-        _ => format!("{n} {}", unit.symbol()),
-    }
-}
-
-/// A relative change in percent without a signed zero: `+4.6%`, `-0.4%`, `0.0%`.
-pub fn percent_delta(pct: f64) -> String {
-    format!("{}%", signed(pct, 1))
-}
-
-#[cfg(test)]
-mod signed_tests {
-    use super::*;
-
-    #[test]
-    fn a_change_that_rounds_to_zero_has_no_sign() {
-        assert_eq!(signed(-0.00004, 3), "0.000");
-        assert_eq!(signed(0.00004, 1), "0.0");
-        assert_eq!(signed(-0.04, 1), "0.0");
-        assert_eq!(signed(-0.05001, 1), "-0.1");
-        assert_eq!(signed(2.0, 0), "+2");
-        assert_eq!(unit_change(Unit::Pct, -0.01), "0.0 pp");
-        assert_eq!(unit_change(Unit::Ms, 13.178), "+13.178 ms");
-        assert_eq!(unit_change(Unit::Us, -6.93), "-6.9 µs");
-        assert_eq!(percent_delta(-0.001), "0.0%");
-        assert_eq!(percent_delta(50.04), "+50.0%");
     }
 }

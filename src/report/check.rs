@@ -90,8 +90,8 @@ pub fn change(m: &MetricCheck) -> String {
     };
     let absolute = matches!(tolerance_of(m), Some(Tolerance::Absolute { .. }));
     match m.change_pct {
-        Some(p) if m.unit != Unit::Pct && !absolute => crate::units::percent_delta(p),
-        _ => crate::units::unit_change(m.unit, c),
+        Some(p) if m.unit != Unit::Pct && !absolute => crate::units::percent_change(p),
+        _ => (m.unit).change(c),
     }
 }
 
@@ -388,7 +388,7 @@ fn ms(v: f64) -> String {
 }
 
 fn ms_change(v: f64) -> String {
-    crate::units::unit_change(Unit::Ms, v)
+    (Unit::Ms).change(v)
 }
 
 /// The configuration a check judged: the baseline's file stem, as the sweep names it.
@@ -443,8 +443,8 @@ fn decode_step_words(result: &CheckResult) -> Option<String> {
     let m = result.metrics.iter().find(|m| m.name == DECODE_STEP_MS)?;
     let (base, cur) = (m.baseline?, m.current?);
     let change = match m.change_pct {
-        Some(p) => crate::units::percent_delta(p),
-        None => crate::units::unit_change(m.unit, cur - base),
+        Some(p) => crate::units::percent_change(p),
+        None => (m.unit).change(cur - base),
     };
     Some(format!(
         "decode step {change} ({} → {} {})",
@@ -509,8 +509,8 @@ pub fn cause_words(cause: &Cause) -> Words {
             w.text(format!(
                 "{} per call",
                 change_pct.map_or_else(
-                    || crate::units::unit_change(Unit::Us, *change_us),
-                    crate::units::percent_delta
+                    || (Unit::Us).change(*change_us),
+                    crate::units::percent_change
                 )
             ))
         }
@@ -523,7 +523,7 @@ pub fn cause_words(cause: &Cause) -> Words {
             ..
         } => {
             let pct = if *baseline_ms_per_step > 0.0 {
-                crate::units::percent_delta(delta_ms_per_step / baseline_ms_per_step * 100.0)
+                crate::units::percent_change(delta_ms_per_step / baseline_ms_per_step * 100.0)
             } else {
                 ms_change(*delta_ms_per_step)
             };
@@ -658,11 +658,11 @@ pub fn why_words(result: &CheckResult) -> Words {
             comm_delta_ms_per_step,
         } => {
             let pct = change_pct
-                .map(|p| format!(" ({})", crate::units::percent_delta(p)))
+                .map(|p| format!(" ({})", crate::units::percent_change(p)))
                 .unwrap_or_default();
             let w = w.text(format!(
                 "The {collective} itself is slower: {} per call net of waiting{pct}",
-                crate::units::unit_change(Unit::Us, *change_us)
+                (Unit::Us).change(*change_us)
             ));
             let w = match kernel {
                 Some(k) => w.text(", led by ").name(name(k)),
@@ -868,7 +868,7 @@ fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
         row.extend([
             Unit::Ms.number(d.baseline_ms_per_step),
             Unit::Ms.number(d.current_ms_per_step),
-            crate::units::signed(d.delta_ms_per_step, Unit::Ms.decimals()),
+            crate::units::fixed_signed(d.delta_ms_per_step, Unit::Ms.decimals()),
             format!(
                 "{} → {}",
                 crate::units::count(d.baseline_calls_per_step),
@@ -876,10 +876,10 @@ fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
             ),
         ]);
         if shares {
-            row.push(d.share_of_change_pct.map_or_else(
-                || MISSING.into(),
-                |s| format!("{}%", crate::units::signed(s, 0)),
-            ));
+            row.push(
+                d.share_of_change_pct
+                    .map_or_else(|| MISSING.into(), |s| crate::units::signed_share(s)),
+            );
         }
         t.row(row);
     }
@@ -1132,12 +1132,12 @@ mod tests {
         let step = metric(Unit::Ms, "3%", 20.127, 20.979);
         assert_eq!(change(&step), "+4.2%");
         let util = metric(Unit::Pct, "10pp", 4.2, 4.19999);
-        assert_eq!(change(&util), "0.0 pp");
+        assert_eq!(change(&util), "±0 pp");
         assert_eq!(tolerance_text(&util).unwrap(), "10 pp");
         let us = metric(Unit::Us, "500us", 15.0, 15.0001);
-        assert_eq!(change(&us), "0.0 µs");
+        assert_eq!(change(&us), "±0 µs");
         assert_eq!(tolerance_text(&us).unwrap(), "500 µs");
-        assert_eq!(change(&metric(Unit::Us, "5%", 127.9, 127.89)), "0.0%");
+        assert_eq!(change(&metric(Unit::Us, "5%", 127.9, 127.89)), "±0%");
     }
 
     #[test]
