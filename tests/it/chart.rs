@@ -55,7 +55,7 @@ fn the_stall_chart_has_a_point_per_decode_step_found() {
     // The caption names the stalled steps with the numbers the stall sentence gives them.
     let sentence = md
         .lines()
-        .find(|l| l.contains("decode steps stalled at"))
+        .find(|l| l.contains("stalled at") && l.contains("(steps "))
         .unwrap_or_else(|| panic!("no stall sentence: {md}"));
     let steps = sentence
         .split("(steps ")

@@ -62,7 +62,8 @@ fn stalls_fail_the_gate_by_the_time_they_cost() {
     ]);
     let (code, stdout, stderr) = check(&[stalled.path()], &shipped(BASELINE), &[]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
-    let headline = stdout.lines().next().unwrap_or_default();
+    // The verdict line, then the hardware's line with the regressed metrics.
+    let headline = stdout.lines().take(3).collect::<Vec<_>>().join("\n");
     assert!(
         headline.contains("regressed: decode\\_stall\\_ms\\_per\\_step"),
         "{headline}"
@@ -78,9 +79,9 @@ fn stalls_fail_the_gate_by_the_time_they_cost() {
     // baseline's figure.
     let why = stdout
         .lines()
-        .find(|l| l.contains("decode steps stalled at"))
+        .find(|l| l.contains("stalled at") && l.contains(" ms per decode step"))
         .unwrap_or_else(|| panic!("no stall sentence: {stdout}"));
-    assert!(why.starts_with("9 of 100 decode steps stalled at"), "{why}");
+    assert!(why.starts_with("9 of 100 decode steps of rank"), "{why}");
     let per_step: f64 = why
         .split(" ms per decode step")
         .next()

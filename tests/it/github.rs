@@ -286,7 +286,7 @@ fn a_passing_run_sets_pass_outputs_and_no_error() {
     );
     assert!(std::fs::read_to_string(&summary)
         .unwrap()
-        .contains("PASS: "));
+        .contains("**PASS**"));
 
     // --no-github wins over GITHUB_ACTIONS=true: nothing written, nothing printed but the report.
     let summary2 = dir.path().join("summary2.md");

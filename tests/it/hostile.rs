@@ -241,7 +241,9 @@ fn unknown_hardware_is_judged_only_when_asserted() {
     let (code, stdout, stderr) = check(&paths, &baseline, &["--hardware", "AMD Instinct MI355X"]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(
-        stdout.contains("on AMD Instinct MI355X (asserted by --hardware)"),
+        stdout
+            .replace('\\', "")
+            .contains("on AMD Instinct MI355X (asserted by --hardware)"),
         "{stdout}"
     );
     // Asserting another device than the baseline's is another hardware.
