@@ -34,7 +34,7 @@ pub(crate) fn push_escape(out: &mut String, c: char) {
 /// so that no name can start a line of its own (a forged `+` line in a diff, a workflow command),
 /// move a terminal's cursor, ring its bell or reorder the text around it. The one escaping
 /// function of names: the terminal table, markdown (`report::table::escape_markdown`, `code_span`), kernel
-/// names ([`crate::taxonomy::short_name`]) and the kernel diff all use it. Borrows when there is
+/// names (the taxonomy's `short_name`) and the kernel diff all use it. Borrows when there is
 /// nothing to escape.
 pub fn printable(text: &str) -> Cow<'_, str> {
     if !text.chars().any(needs_escape) {

@@ -31,11 +31,11 @@ pub(super) fn synth(args: SynthArgs, limits: pipeline::ReadLimits) -> Result<i32
     };
     let summary = pipeline::synth(&options, &args.out, &limits)?;
     crate::output::note(&format!(
-        "wrote {} trace files and {} ({:.1} MB of JSON, {:.1} MB on disk)",
+        "wrote {} trace files and {} ({} MB of JSON, {} MB on disk)",
         summary.files.len(),
         summary.truth_path.display(),
-        summary.bytes_uncompressed as f64 / 1e6,
-        summary.bytes_compressed as f64 / 1e6
+        crate::units::fixed(summary.bytes_uncompressed as f64 / 1e6, 1),
+        crate::units::fixed(summary.bytes_compressed as f64 / 1e6, 1)
     ));
     Ok(exit::PASS)
 }

@@ -425,10 +425,10 @@ fn report_calibration(calibration: &cal::Calibration, total: usize, note: &dyn F
         }
     }
     note(Note::Block(format!(
-        "calibrated from {n} of {total} runs, false-alarm budget {}% over {} gated metrics (z {:.2} each):\n{}",
+        "calibrated from {n} of {total} runs, false-alarm budget {}% over {} gated metrics (z {} each):\n{}",
         calibration.false_alarm_pct,
         calibration.metrics.len(),
-        calibration.z,
+        crate::units::stat(calibration.z),
         cal::table(calibration)
     )));
 }

@@ -142,9 +142,9 @@ impl ReadLimits {
 /// computing figures, analysing, gating): the process's peak resident size is over it.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error(
-    "stopped after {stage}: tracegate held {:.1} MiB at its peak, over the --max-memory limit of {:.1} MiB",
-    *held as f64 / 1048576.0,
-    *limit as f64 / 1048576.0
+    "stopped after {stage}: tracegate held {} MiB at its peak, over the --max-memory limit of {} MiB",
+    crate::units::fixed(*held as f64 / 1048576.0, 1),
+    crate::units::fixed(*limit as f64 / 1048576.0, 1)
 )]
 pub struct OverMemory {
     pub stage: &'static str,
