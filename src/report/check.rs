@@ -878,7 +878,7 @@ fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
         if shares {
             row.push(
                 d.share_of_change_pct
-                    .map_or_else(|| MISSING.into(), |s| crate::units::signed_share(s)),
+                    .map_or_else(|| MISSING.into(), crate::units::signed_share),
             );
         }
         t.row(row);
