@@ -7,6 +7,10 @@ use serde::Serialize;
 
 use super::{ns_to_ms, Context};
 use crate::metrics::waits::{RankWait, Waits};
+use crate::metrics::{
+    Extraction, MetricMap, ALLREDUCE_RANK_RATIO, COMM_PCT, DECODE_STEP_MS, GPU_UTIL_PCT,
+    RANK_SKEW_MS,
+};
 use crate::stats::{mean, median};
 use crate::steps::is_allreduce;
 
@@ -21,8 +25,8 @@ pub struct BalanceSection {
     /// transfer are measured on these), and those left out because the sequences differed.
     pub matched_steps: usize,
     pub mismatched_steps: usize,
-    /// `rank_skew_ms`: per matched step, the wait of the rank that waits most minus the rank that
-    /// waits least; the median. And those two ranks.
+    /// The registry's `rank_skew_ms` (per matched step, the wait of the rank that waits most
+    /// minus the rank that waits least), and those two ranks.
     pub rank_skew_ms: Option<f64>,
     pub waits_most_rank: Option<u32>,
     pub waits_least_rank: Option<u32>,
@@ -34,7 +38,7 @@ pub struct BalanceSection {
     pub comm_skew_ms: Option<f64>,
     pub comm_max_rank: Option<u32>,
     pub comm_min_rank: Option<u32>,
-    /// Highest over lowest per-rank mean allreduce call (`allreduce_rank_ratio`).
+    /// The registry's `allreduce_rank_ratio`: highest over lowest per-rank mean allreduce call.
     pub allreduce_rank_ratio: Option<f64>,
     /// The allreduce-class kernel with the most calls: outliers are judged on its calls alone,
     /// so that a few long NCCL calls do not blur a per-layer allreduce's asymmetry.
@@ -42,8 +46,9 @@ pub struct BalanceSection {
     pub allreduce_outliers: Vec<AllreduceOutlier>,
 }
 
-/// Medians over the rank's kept decode steps (so `wall_ms` and `comm_pct` are the rank's
-/// `decode_step_ms` and `comm_pct`).
+/// One rank's decode figures: `wall_ms`, `comm_pct` and `gpu_util_pct` are the rank's values of
+/// the registry's `decode_step_ms`, `comm_pct` and `gpu_util_pct` (read from the extraction, not
+/// recomputed); the others are medians over the rank's kept decode steps.
 #[derive(Debug, Clone, Serialize)]
 pub struct RankBalance {
     pub rank: u32,
@@ -114,9 +119,16 @@ fn kernel_mean_us(ctx: &Context<'_>, rs: &crate::steps::RankSteps, name: &str) -
     mean(&durations)
 }
 
-pub(crate) fn balance_section(ctx: &Context<'_>, waits: Option<&Waits>) -> BalanceSection {
+/// A registry metric's value for one rank, as the extraction computed it.
+fn rank_value(metrics: &MetricMap, name: &str, rank: u32) -> Option<f64> {
+    metrics.get(name)?.per_rank.get(&rank).copied()
+}
+
+/// The balance of the extraction's decode steps; registry figures are read from it.
+pub(crate) fn balance_section(ctx: &Context<'_>, x: &Extraction) -> BalanceSection {
     let main_allreduce_kernel = main_allreduce(ctx);
-    let waits = waits.filter(|w| !w.steps.is_empty());
+    let metrics = &x.metrics;
+    let waits = x.waits.as_ref().filter(|w| !w.steps.is_empty());
     let mut ranks = Vec::new();
     for (i, rs) in ctx.rank_steps.iter().enumerate() {
         let wait_median = |f: fn(&RankWait) -> i64| waits.and_then(|w| median(&mut w.series(i, f)));
@@ -134,15 +146,16 @@ pub(crate) fn balance_section(ctx: &Context<'_>, waits: Option<&Waits>) -> Balan
             median(&mut v)
         };
         let allreduce_us: Vec<f64> = allreduce.iter().map(|&ns| ns as f64 / 1e3).collect();
+        let rank = rs.rank.index;
         ranks.push(RankBalance {
-            rank: rs.rank.index,
+            rank,
             label: rs.rank.label.clone(),
             steps: figures.len(),
-            wall_ms: med(&|f| Some(f.wall_ms())),
+            wall_ms: rank_value(metrics, DECODE_STEP_MS, rank),
             kernel_ms: med(&|f| Some(ns_to_ms(f.kernel_ns))),
             comm_ms: med(&|f| Some(ns_to_ms(f.comm_ns))),
-            comm_pct: med(&|f| f.comm_pct()),
-            gpu_util_pct: med(&|f| f.gpu_util_pct()),
+            comm_pct: rank_value(metrics, COMM_PCT, rank),
+            gpu_util_pct: rank_value(metrics, GPU_UTIL_PCT, rank),
             allreduce_calls: allreduce_us.len(),
             allreduce_mean_us: mean(&allreduce_us),
             main_allreduce_mean_us: main_allreduce_kernel
@@ -158,6 +171,7 @@ pub(crate) fn balance_section(ctx: &Context<'_>, waits: Option<&Waits>) -> Balan
         });
     }
     let skew = waits.and_then(Waits::skew);
+    let value = |name: &str| metrics.get(name).map(|m| m.value);
     let rank_of = |i: usize| ranks.get(i).map(|r: &RankBalance| r.rank);
     let last_arrival_rank = ranks
         .iter()
@@ -187,14 +201,6 @@ pub(crate) fn balance_section(ctx: &Context<'_>, waits: Option<&Waits>) -> Balan
     } else {
         None
     };
-    let all_means: Vec<f64> = ranks.iter().filter_map(|r| r.allreduce_mean_us).collect();
-    let allreduce_rank_ratio = (all_means.len() >= 2)
-        .then(|| {
-            let hi = all_means.iter().copied().fold(f64::MIN, f64::max);
-            let lo = all_means.iter().copied().fold(f64::MAX, f64::min);
-            (lo > 0.0).then(|| hi / lo)
-        })
-        .flatten();
     let means: Vec<(u32, &str, f64)> = ranks
         .iter()
         .filter_map(|r| {
@@ -232,9 +238,7 @@ pub(crate) fn balance_section(ctx: &Context<'_>, waits: Option<&Waits>) -> Balan
     BalanceSection {
         matched_steps: waits.map_or(0, |w| w.steps.len()),
         mismatched_steps: waits.map_or(0, |w| w.mismatched_steps),
-        rank_skew_ms: skew
-            .as_ref()
-            .and_then(|(_, _, samples)| median(&mut samples.clone())),
+        rank_skew_ms: value(RANK_SKEW_MS),
         waits_most_rank: skew.as_ref().and_then(|s| rank_of(s.0)),
         waits_least_rank: skew.as_ref().and_then(|s| rank_of(s.1)),
         last_arrival_rank,
@@ -242,7 +246,7 @@ pub(crate) fn balance_section(ctx: &Context<'_>, waits: Option<&Waits>) -> Balan
         comm_skew_ms: comm_spread.map(|s| s.0),
         comm_max_rank: comm_spread.map(|s| s.1),
         comm_min_rank: comm_spread.map(|s| s.2),
-        allreduce_rank_ratio,
+        allreduce_rank_ratio: value(ALLREDUCE_RANK_RATIO),
         main_allreduce_kernel,
         allreduce_outliers,
         ranks,

@@ -6,7 +6,15 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::{RunAnalysis, Scope};
+use crate::metrics::catalog::METRICS;
+use crate::metrics::COMM_PCT;
 use crate::taxonomy::Category;
+use crate::units::Unit;
+
+/// Version of the `compare --format json` schema; bumped on any incompatible change (2: `metrics`
+/// holds the registry's metrics alone, the analysis' own figures moved to `figures`, and the main
+/// allreduce kernel's mean is `main_allreduce_kernel_us`, no longer `allreduce_us`).
+pub const COMPARE_SCHEMA_VERSION: u32 = 2;
 
 /// Kernels per category and run shown as "what it uses".
 pub const TOP_KERNELS_PER_CATEGORY: usize = 3;
@@ -14,8 +22,12 @@ pub const TOP_KERNELS_PER_CATEGORY: usize = 3;
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
     pub runs: Vec<ComparedRun>,
-    /// Figures side by side, with the ratio of each run to the first.
+    /// The registry's metrics side by side, as `extract` computed them for each run, with the
+    /// ratio of each run to the first; keyed by the metric's name.
     pub metrics: Vec<MetricRow>,
+    /// The analysis' own figures side by side (none is a registry metric, and none has a
+    /// registry metric's name).
+    pub figures: Vec<MetricRow>,
     /// Time per category per step (or per rank over the whole trace), ms.
     pub categories: Vec<MetricRow>,
     /// Words side by side (allreduce kernel and protocol, main kernels).
@@ -36,10 +48,15 @@ pub struct ComparedRun {
 pub struct MetricRow {
     pub key: String,
     pub label: String,
-    pub unit: &'static str,
+    #[serde(serialize_with = "unit_json")]
+    pub unit: Unit,
     pub values: Vec<Option<f64>>,
     /// value / first run's value; `None` where either is missing or the first is zero.
     pub ratios: Vec<Option<f64>>,
+}
+
+fn unit_json<S: serde::Serializer>(unit: &Unit, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(unit.json())
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -58,7 +75,7 @@ pub struct LibraryRow {
     pub only_here: Vec<Vec<String>>,
 }
 
-fn metric_row(key: &str, label: &str, unit: &'static str, values: Vec<Option<f64>>) -> MetricRow {
+fn metric_row(key: &str, label: &str, unit: Unit, values: Vec<Option<f64>>) -> MetricRow {
     let first = values.first().copied().flatten();
     let ratios = values
         .iter()
@@ -94,24 +111,18 @@ fn top_kernel(a: &RunAnalysis, c: Category) -> Option<String> {
         .map(|k| k.name.clone())
 }
 
-/// The rank of the decode head-to-head: the one with the highest comm share (the rank
-/// `comm_pct` reports).
+/// The rank of the decode head-to-head: the one that decided `comm_pct` (the highest comm share).
 fn decisive_rank(a: &RunAnalysis) -> Option<&super::balance::RankBalance> {
     let b = a.balance.as_ref()?;
+    let decided = a.metrics.get(COMM_PCT).and_then(|m| m.decided_by);
     b.ranks
         .iter()
-        .filter(|r| r.comm_pct.is_some())
-        .max_by(|x, y| {
-            x.comm_pct
-                .unwrap_or(0.0)
-                .total_cmp(&y.comm_pct.unwrap_or(0.0))
-                .then(y.rank.cmp(&x.rank))
-        })
+        .find(|r| Some(r.rank) == decided)
         .or_else(|| b.ranks.first())
 }
 
-/// Kernel and comm time (ms) as the head-to-head shows them: per decode step of the rank with
-/// the highest comm share (the rank `comm_pct` reports), else per rank over the whole trace.
+/// Kernel and comm time (ms) as the head-to-head shows them: per decode step of the rank that
+/// decided `comm_pct`, else per rank over the whole trace.
 fn decisive(a: &RunAnalysis) -> Option<(f64, f64)> {
     if a.balance.is_some() {
         return decisive_rank(a).and_then(|r| Some((r.kernel_ms?, r.comm_ms.unwrap_or(0.0))));
@@ -119,41 +130,41 @@ fn decisive(a: &RunAnalysis) -> Option<(f64, f64)> {
     Some((a.breakdown.total_ms, a.comm.ms))
 }
 
-/// Compares analysed runs, the first being the reference of the ratios.
-pub fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
-    let values = |f: &dyn Fn(&RunAnalysis) -> Option<f64>| -> Vec<Option<f64>> {
-        runs.iter().map(|(_, a)| f(a)).collect()
-    };
-    let main_allreduce = |a: &RunAnalysis| {
-        a.comm
-            .kernels
-            .iter()
-            .find(|k| k.collective == Some(crate::taxonomy::Collective::Allreduce))
-            .cloned()
-    };
-    let metrics = vec![
-        metric_row(
-            "decode_step_ms",
-            "Decode wall time",
-            "ms",
-            values(&|a| a.decode.as_ref().and_then(|d| d.wall_ms)),
-        ),
+/// The main allreduce kernel (the allreduce-class kernel with the most time) of a run.
+fn main_allreduce(a: &RunAnalysis) -> Option<&super::comm::CommKernel> {
+    a.comm
+        .kernels
+        .iter()
+        .find(|k| k.collective == Some(crate::taxonomy::Collective::Allreduce))
+}
+
+/// A figure of runs analysed over the whole trace (no decode step), where no registry metric
+/// exists; `None` for a decode run, which has the registry's.
+fn whole_trace(a: &RunAnalysis, value: Option<f64>) -> Option<f64> {
+    value.filter(|_| a.run.scope == Scope::WholeTrace)
+}
+
+/// The analysis' own figures, under names no registry metric has.
+fn own_figures(
+    values: &dyn Fn(&dyn Fn(&RunAnalysis) -> Option<f64>) -> Vec<Option<f64>>,
+) -> Vec<MetricRow> {
+    vec![
         metric_row(
             "kernel_ms",
-            "Kernel time (decode: rank with the highest comm %)",
-            "ms",
+            "Kernel time (decode: the rank that decided comm_pct)",
+            Unit::Ms,
             values(&|a| decisive(a).map(|f| f.0)),
         ),
         metric_row(
             "compute_ms",
             "Compute time (kernel − comm, same rank)",
-            "ms",
+            Unit::Ms,
             values(&|a| decisive(a).map(|f| f.0 - f.1)),
         ),
         metric_row(
             "comm_ms",
             "Comm time (same rank)",
-            "ms",
+            Unit::Ms,
             values(&|a| {
                 decisive(a)
                     .map(|f| f.1)
@@ -163,54 +174,37 @@ pub fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
         metric_row(
             "wait_ms",
             "of which waiting for the last rank (same rank)",
-            "ms",
+            Unit::Ms,
             values(&|a| decisive_rank(a).and_then(|r| r.wait_ms)),
         ),
         metric_row(
             "transfer_ms",
             "of which transfer (same rank)",
-            "ms",
+            Unit::Ms,
             values(&|a| decisive_rank(a).and_then(|r| r.transfer_ms)),
         ),
         metric_row(
-            "rank_skew_ms",
-            "Rank skew: time per step lost waiting for the slowest rank",
-            "ms",
-            values(&|a| a.balance.as_ref().and_then(|b| b.rank_skew_ms)),
-        ),
-        metric_row(
-            "comm_pct",
-            "Comm %",
-            "%",
-            values(&|a| {
-                a.decode
-                    .as_ref()
-                    .and_then(|d| d.comm_pct)
-                    .or(a.comm.pct_of_kernel_time)
-            }),
-        ),
-        metric_row(
-            "gpu_util_pct",
-            "GPU utilization",
-            "%",
-            values(&|a| a.decode.as_ref().and_then(|d| d.gpu_util_pct)),
-        ),
-        metric_row(
-            "allreduce_us",
-            "Main allreduce, mean per call",
-            "us",
+            "main_allreduce_kernel_us",
+            "Main allreduce kernel, mean per call",
+            Unit::Us,
             values(&|a| main_allreduce(a).map(|k| k.mean_us)),
         ),
         metric_row(
-            "overlap_pct",
-            "Comm overlapped by compute (lowest rank)",
-            "%",
-            values(&|a| a.overlap.min_overlap_pct),
+            "whole_trace_comm_pct",
+            "Comm % of kernel time (whole trace)",
+            Unit::Pct,
+            values(&|a| whole_trace(a, a.comm.pct_of_kernel_time)),
+        ),
+        metric_row(
+            "whole_trace_overlap_pct",
+            "Comm overlapped by compute (whole trace, lowest rank)",
+            Unit::Pct,
+            values(&|a| whole_trace(a, a.overlap.min_overlap_pct)),
         ),
         metric_row(
             "streams",
             "Streams (most on a rank)",
-            "count",
+            Unit::Count,
             values(&|a| {
                 a.overlap
                     .ranks
@@ -223,24 +217,40 @@ pub fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
         metric_row(
             "ranks",
             "Ranks",
-            "count",
+            Unit::Count,
             values(&|a| Some(a.run.ranks.len() as f64)),
         ),
         metric_row(
-            "prefill_ms",
+            "prefill_wall_slowest_rank_ms",
             "Prefill wall (slowest rank)",
-            "ms",
+            Unit::Ms,
             values(&|a| {
                 a.prefill
                     .as_ref()
                     .and_then(|p| p.ranks.iter().map(|r| r.wall_ms).max_by(f64::total_cmp))
             }),
         ),
-    ];
+    ]
+}
+
+/// Compares analysed runs, the first being the reference of the ratios.
+pub fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
+    let values = |f: &dyn Fn(&RunAnalysis) -> Option<f64>| -> Vec<Option<f64>> {
+        runs.iter().map(|(_, a)| f(a)).collect()
+    };
+    // Read, not recomputed: each run's value is the one its extraction computed.
+    let metrics = METRICS
+        .iter()
+        .map(|def| {
+            let value = |a: &RunAnalysis| a.metrics.get(def.name).map(|m| m.value);
+            metric_row(def.name, def.name, def.unit, values(&value))
+        })
+        .collect();
+    let figures = own_figures(&values);
     let categories = Category::ALL
         .iter()
         .filter(|&&c| runs.iter().any(|(_, a)| category_ms(a, c).is_some()))
-        .map(|&c| metric_row(c.key(), c.label(), "ms", values(&|a| category_ms(a, c))))
+        .map(|&c| metric_row(c.key(), c.label(), Unit::Ms, values(&|a| category_ms(a, c))))
         .collect();
     let facts_of = |f: &dyn Fn(&RunAnalysis) -> Option<String>| -> Vec<Option<String>> {
         runs.iter().map(|(_, a)| f(a)).collect()
@@ -254,12 +264,12 @@ pub fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
         fact(
             "allreduce_kernel",
             "Allreduce kernel",
-            facts_of(&|a| main_allreduce(a).map(|k| k.name)),
+            facts_of(&|a| main_allreduce(a).map(|k| k.name.clone())),
         ),
         fact(
             "allreduce_protocol",
             "Allreduce protocol",
-            facts_of(&|a| main_allreduce(a).and_then(|k| k.note)),
+            facts_of(&|a| main_allreduce(a).and_then(|k| k.note.clone())),
         ),
         fact(
             "moe_gemm_kernel",
@@ -349,6 +359,7 @@ pub fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
             })
             .collect(),
         metrics,
+        figures,
         categories,
         facts,
         libraries,

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::metrics::breakdown::{combine, Breakdown, RankTotals};
 use crate::metrics::compute::{step_figures, Scratch, StepFigures};
-use crate::metrics::{Extraction, COMM_PCT, DECODE_STEP_MS, GPU_UTIL_PCT};
+use crate::metrics::{Extraction, MetricMap, COMM_PCT, DECODE_STEP_MS, GPU_UTIL_PCT};
 use crate::reader::model::{GpuActivity, Run};
 use crate::steps::{category_of, Detection, RankSteps, Step};
 use crate::taxonomy::Class;
@@ -58,6 +58,10 @@ pub struct RunAnalysis {
     pub run: RunSummary,
     /// Steps found per rank.
     pub phases: Vec<RankPhases>,
+    /// The registry's metrics as `extract` computed them (the same values, never recomputed
+    /// here); empty without a steady decode step.
+    #[serde(skip_serializing_if = "MetricMap::is_empty")]
+    pub metrics: MetricMap,
     /// Decode wall clock, utilization and comm share; `None` without a decode step.
     pub decode: Option<DecodeFigures>,
     /// Kernel time by category and kernel, per decode step or per rank over the whole trace.
@@ -303,6 +307,8 @@ pub fn analyse_run(
         })
         .collect();
 
+    let metrics: MetricMap = extraction.map(|x| x.metrics.clone()).unwrap_or_default();
+    let overlap = overlap::overlap_section(&ctx, &metrics);
     let decode = has_decode.then(|| decode_figures(rank_steps, extraction));
     let decode_steps = slowest_rank_steps(rank_steps, extraction);
     let breakdown = breakdown(&ctx, extraction);
@@ -317,22 +323,17 @@ pub fn analyse_run(
             scope,
         },
         phases: phases(&ctx),
+        metrics,
         decode,
         breakdown,
         comm: comm::comm_section(&ctx),
-        overlap: overlap::overlap_section(&ctx),
+        overlap,
         whole_trace: overlap::whole_trace(&ctx),
-        balance: has_decode.then(|| {
-            let found;
-            let waits = match extraction.and_then(|x| x.waits.as_ref()) {
-                Some(w) => Some(w),
-                None => {
-                    found = crate::metrics::waits::match_collectives(run, classes, rank_steps);
-                    found.as_ref()
-                }
-            };
-            balance::balance_section(&ctx, waits)
-        }),
+        // Per-rank figures only where the extraction computed the registry's (it did wherever a
+        // steady decode step exists); they are read from it, not recomputed.
+        balance: extraction
+            .filter(|_| has_decode)
+            .map(|x| balance::balance_section(&ctx, x)),
         prefill: prefill::prefill_section(&ctx),
         shapes: crate::analysis::shapes::shape_section(run, classes, rank_steps, scope),
         coverage: coverage::coverage(run),
@@ -455,12 +456,18 @@ mod tests {
     use crate::taxonomy::Category;
     use crate::testing::{run_of, TraceBuilder, MS, US};
 
+    /// The analysis as the pipeline runs it: with the extraction when one succeeds.
     fn analyse(traces: Vec<(crate::reader::RankTrace, Vec<Class>)>) -> RunAnalysis {
         let (run, classes) = run_of(traces);
+        let options = crate::metrics::ExtractOptions {
+            warmup_steps: 0,
+            ..crate::metrics::ExtractOptions::default()
+        };
+        let extraction = crate::metrics::extract(&run, &classes, &options).ok();
         analyse_run(
             &run,
             &classes,
-            None,
+            extraction.as_ref(),
             &AnalysisOptions {
                 warmup_steps: 0,
                 step_gap: None,
@@ -563,8 +570,18 @@ mod tests {
     fn comparing_a_run_with_itself_gives_ratios_of_one() {
         let a = decode_run();
         let c = compare::compare(&[("a".into(), &a), ("b".into(), &a)]);
-        let kernel = c.metrics.iter().find(|m| m.key == "kernel_ms").unwrap();
+        let kernel = c.figures.iter().find(|m| m.key == "kernel_ms").unwrap();
         assert_eq!(kernel.ratios, vec![Some(1.0), Some(1.0)]);
+        // The registry's figures are read from the extraction, one row per metric.
+        assert_eq!(c.metrics.len(), crate::metrics::METRICS.len());
+        let step = c
+            .metrics
+            .iter()
+            .find(|m| Some(m.key.as_str()) == crate::metrics::METRICS.first().map(|d| d.name));
+        assert_eq!(
+            step.unwrap().values,
+            vec![a.decode.as_ref().and_then(|d| d.wall_ms); 2]
+        );
         assert!(c
             .libraries
             .iter()

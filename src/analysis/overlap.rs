@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{ns_to_ms, Context, Scope};
 use crate::metrics::intervals::{intersection_len, total_len, union_in_place, Interval};
-use crate::stats::median;
+use crate::metrics::{MetricMap, OVERLAP_PCT};
 use crate::taxonomy::Category;
 
 /// Below this overlap (%) communication is called near-zero overlapped.
@@ -197,7 +197,9 @@ fn unions(ctx: &Context<'_>, acts: &[(usize, u32)]) -> [Vec<Interval>; 3] {
     [all, comm, compute]
 }
 
-pub(crate) fn overlap_section(ctx: &Context<'_>) -> OverlapSection {
+/// Overlap per rank; in decode scope each rank's share is the registry's `overlap_pct` for the
+/// rank, read from `metrics` (the extraction's), not recomputed.
+pub(crate) fn overlap_section(ctx: &Context<'_>, metrics: &MetricMap) -> OverlapSection {
     let mut ranks = Vec::new();
     for rs in ctx.rank_steps {
         let (acts, units) = ctx.rank_activities(rs);
@@ -214,7 +216,7 @@ pub(crate) fn overlap_section(ctx: &Context<'_>) -> OverlapSection {
             Scope::Decode => {
                 let (figures, _) = ctx.decode_figures(rs);
                 let n = figures.len().max(1) as f64;
-                let mut pcts: Vec<f64> = figures.iter().filter_map(|f| f.overlap_pct()).collect();
+                let registry = metrics.get(OVERLAP_PCT);
                 (
                     figures
                         .iter()
@@ -226,7 +228,7 @@ pub(crate) fn overlap_section(ctx: &Context<'_>) -> OverlapSection {
                         .map(|f| ns_to_ms(f.overlap_ns))
                         .fold(0.0, |a, b| a + b)
                         / n,
-                    median(&mut pcts),
+                    registry.and_then(|m| m.per_rank.get(&rs.rank.index).copied()),
                 )
             }
             Scope::WholeTrace => {

@@ -186,6 +186,7 @@ fn render_text(a: &RunAnalysis, m: &'static dyn Markup) -> String {
         ),
     );
     phases(&mut d, a);
+    metrics(&mut d, a);
     decode_chart(&mut d, a);
     breakdown(&mut d, a);
     comm(&mut d, a);
@@ -244,6 +245,16 @@ fn phases(d: &mut Doc, a: &RunAnalysis) {
     }
     d.table(&t);
     how_found(d, a);
+}
+
+/// The registry's metrics, in `extract`'s own table: the same figures `check` gates.
+fn metrics(d: &mut Doc, a: &RunAnalysis) {
+    if a.metrics.is_empty() {
+        return;
+    }
+    d.heading(3, "Metrics");
+    d.para("The figures tracegate check gates, as tracegate extract computes them (per-step figures over the kept decode steps).");
+    d.table(&super::extract::metrics_table(&a.metrics));
 }
 
 /// The decode steps over time (issue 29): a figure, so markdown only.

@@ -3,15 +3,15 @@
 
 use super::analysis::Doc;
 use super::table::{free_text, printable, table_code_span, Align, Table};
-use super::{fixed, Format};
-use crate::analysis::compare::{Comparison, MetricRow};
-use crate::analysis::{Scope, REPORT_SCHEMA_VERSION};
+use super::Format;
+use crate::analysis::compare::{Comparison, MetricRow, COMPARE_SCHEMA_VERSION};
+use crate::analysis::Scope;
 use crate::units::MISSING;
 
 pub fn render(c: &Comparison, format: Format) -> String {
     match format {
         Format::Json => {
-            let mut value = serde_json::json!({ "schema_version": REPORT_SCHEMA_VERSION });
+            let mut value = serde_json::json!({ "schema_version": COMPARE_SCHEMA_VERSION });
             if let (Some(out), serde_json::Value::Object(fields)) = (
                 value.as_object_mut(),
                 serde_json::to_value(c).expect("comparison serialises"),
@@ -22,27 +22,6 @@ pub fn render(c: &Comparison, format: Format) -> String {
         }
         Format::Markdown => render_text(c, true),
         Format::Table => render_text(c, false),
-    }
-}
-
-fn decimals(unit: &str) -> usize {
-    match unit {
-        "count" => 0,
-        "us" | "%" => 1,
-        _ => 2,
-    }
-}
-
-fn value_text(v: Option<f64>, unit: &str) -> String {
-    match (v, unit) {
-        (None, _) => MISSING.into(),
-        (Some(v), "%") => format!("{}%", fixed(v, 1)),
-        (Some(v), "count") => fixed(v, 0),
-        (Some(v), u) => format!(
-            "{} {}",
-            fixed(v, decimals(u)),
-            if u == "us" { "µs" } else { u }
-        ),
     }
 }
 
@@ -69,12 +48,12 @@ fn metric_table(c: &Comparison, rows: &[MetricRow], first: &str) -> Table {
             continue;
         }
         let mut row = vec![m.label.clone()];
-        row.extend(m.values.iter().map(|v| value_text(*v, m.unit)));
+        row.extend(m.values.iter().map(|v| m.unit.figure_or_missing(*v)));
         row.extend(
             m.ratios
                 .iter()
                 .skip(1)
-                .map(|r| r.map_or_else(|| MISSING.into(), |r| format!("{}x", fixed(r, 2)))),
+                .map(|r| r.map_or_else(|| MISSING.into(), crate::units::times)),
         );
         t.row(row);
     }
@@ -136,8 +115,10 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
         ]);
     }
     d.table(&runs);
-    d.heading(3, "Head-to-head");
+    d.heading(3, "Metrics, as extract computes them");
     d.table(&metric_table(c, &c.metrics, "Metric"));
+    d.heading(3, "Head-to-head");
+    d.table(&metric_table(c, &c.figures, "Figure"));
     let mut facts = Table::new(
         &std::iter::once(("", Align::Left))
             .chain(c.runs.iter().map(|r| (r.label.as_str(), Align::Left)))

@@ -3,7 +3,7 @@
 use super::markup::{Inline, Markdown, Markup, Terminal};
 use super::table::{Align, Table};
 use super::ExtractFormat;
-use crate::metrics::{Extraction, Metric, METRICS};
+use crate::metrics::{Extraction, Metric, MetricMap, METRICS};
 use crate::taxonomy::Category;
 use crate::units::{Unit, MISSING};
 
@@ -79,6 +79,27 @@ fn metric_row(name: &str, m: &Metric) -> Vec<String> {
     ]
 }
 
+/// The registry's metrics of a run, in the registry's order: the one table `extract` and `report`
+/// print them in, so that a figure reads the same in both.
+pub(crate) fn metrics_table(metrics: &MetricMap) -> Table {
+    let mut t = Table::new(&[
+        ("metric", Align::Left),
+        ("value", Align::Right),
+        ("p50", Align::Right),
+        ("p90", Align::Right),
+        ("p99", Align::Right),
+        ("unit", Align::Left),
+        ("better", Align::Left),
+        ("range over ranks", Align::Right),
+    ]);
+    for def in METRICS {
+        if let Some(m) = metrics.get(def.name) {
+            t.row(metric_row(def.name, m));
+        }
+    }
+    t
+}
+
 fn render_text(x: &Extraction, m: &dyn Markup) -> String {
     let mut out = String::new();
     let section = |title: &str, table: &Table, out: &mut String| {
@@ -113,21 +134,7 @@ fn render_text(x: &Extraction, m: &dyn Markup) -> String {
         Inline::Prose(" dropped as warm-up)."),
     ]));
 
-    let mut t = Table::new(&[
-        ("metric", Align::Left),
-        ("value", Align::Right),
-        ("p50", Align::Right),
-        ("p90", Align::Right),
-        ("p99", Align::Right),
-        ("unit", Align::Left),
-        ("better", Align::Left),
-        ("range over ranks", Align::Right),
-    ]);
-    for def in METRICS {
-        if let Some(m) = x.metrics.get(def.name) {
-            t.row(metric_row(def.name, m));
-        }
-    }
+    let t = metrics_table(&x.metrics);
     section("Metrics", &t, &mut out);
 
     let mut t = Table::new(&[

@@ -30,6 +30,7 @@ mod reference_tables;
 mod renamed;
 mod render;
 mod report;
+mod same_figures;
 mod sweep;
 mod threads;
 mod unbounded;

@@ -246,11 +246,13 @@ fn compare_b200_h200_reproduces_the_head_to_head() {
         String::from_utf8_lossy(&out.stderr)
     );
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The registry's metrics under "metrics", the analysis' own figures under "figures".
     let metric = |key: &str| {
         json["metrics"]
             .as_array()
             .unwrap()
             .iter()
+            .chain(json["figures"].as_array().unwrap())
             .find(|m| m["key"] == key)
             .unwrap()
             .clone()
