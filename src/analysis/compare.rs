@@ -144,10 +144,11 @@ fn whole_trace(a: &RunAnalysis, value: Option<f64>) -> Option<f64> {
     value.filter(|_| a.run.scope == Scope::WholeTrace)
 }
 
+/// A figure of one run.
+type Figure<'a> = &'a dyn Fn(&RunAnalysis) -> Option<f64>;
+
 /// The analysis' own figures, under names no registry metric has.
-fn own_figures(
-    values: &dyn Fn(&dyn Fn(&RunAnalysis) -> Option<f64>) -> Vec<Option<f64>>,
-) -> Vec<MetricRow> {
+fn own_figures(values: &dyn Fn(Figure<'_>) -> Vec<Option<f64>>) -> Vec<MetricRow> {
     vec![
         metric_row(
             "kernel_ms",
