@@ -30,7 +30,8 @@ pub use crate::synth::{
 };
 pub use baselines::{
     calibrate, calibrate_target, check_identity, new_baseline, update_baseline, BaselineText,
-    CalibrateSettings, NewSettings, Note, Progress, UpdateSettings, WriteSettings,
+    BaselineWriteError, CalibrateSettings, NewSettings, Note, Progress, UpdateSettings,
+    WriteSettings,
 };
 
 /// How a run is analysed.

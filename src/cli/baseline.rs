@@ -18,7 +18,10 @@ fn show(note: Note) {
 }
 
 /// Runs `work` with a progress bar of the files read and the notes shown on stderr.
-fn with_progress<T>(work: impl FnOnce(&Progress<'_>) -> Result<T>) -> Result<T> {
+fn with_progress<T, E>(work: impl FnOnce(&Progress<'_>) -> Result<T, E>) -> Result<T>
+where
+    anyhow::Error: From<E>,
+{
     let bar = super::progress_bar();
     let on_file = |done: usize, total: usize| {
         bar.set_length(total as u64);
@@ -30,7 +33,7 @@ fn with_progress<T>(work: impl FnOnce(&Progress<'_>) -> Result<T>) -> Result<T> 
     };
     let result = work(&progress);
     bar.finish_and_clear();
-    result
+    Ok(result?)
 }
 
 /// The settings `baseline new` and `baseline update` share; `--image` and `--meta` are

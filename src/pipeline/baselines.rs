@@ -5,14 +5,66 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
-
-use super::{describe_paths, extract, read_run, AnalysisConfig};
+use super::{describe_paths, extract, read_run, AnalysisConfig, PipelineError};
 use crate::baseline::calibrate::{self as cal, Bound, RunFigures};
 use crate::baseline::{Baseline, BaselineError};
 use crate::identity::Identity;
 use crate::metrics::Extraction;
 use crate::reader::Run;
+
+/// Why a baseline could not be written (`baseline new`, `update`, `calibrate`). Displays as one
+/// line naming the file and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineWriteError {
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    #[error(transparent)]
+    Baseline(#[from] BaselineError),
+    #[error(transparent)]
+    File(#[from] crate::baseline::file::BaselineFileError),
+    #[error("cannot write the baseline: {0}")]
+    Write(crate::baseline::file::BaselineFileError),
+    #[error(transparent)]
+    Calibrate(#[from] cal::CalibrateError),
+    /// What was asked contradicts the run, the file or another option; nothing was written.
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Trace(#[from] crate::reader::ReadError),
+    #[error("{path}: cannot read: {source}")]
+    CannotRead {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The baseline's text could not be edited (not TOML, or not a baseline's layout).
+    #[error("{path}: {message}")]
+    Edit { path: PathBuf, message: String },
+}
+
+type Result<T, E = BaselineWriteError> = std::result::Result<T, E>;
+
+/// Returns `Refused` with a formatted message.
+macro_rules! refused {
+    ($($arg:tt)*) => {
+        Err(BaselineWriteError::Refused(format!($($arg)*)))
+    };
+}
+
+/// An edit of the baseline at `path` that failed.
+fn edit_error(path: &Path) -> impl Fn(&dyn std::fmt::Display) -> BaselineWriteError + '_ {
+    move |e| BaselineWriteError::Edit {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+/// Reads a baseline's text.
+fn read_text(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| BaselineWriteError::CannotRead {
+        path: path.to_path_buf(),
+        source,
+    })
+}
 
 /// What the writing of a baseline says on the way, for the caller to show (on stderr).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,14 +170,16 @@ impl BaselineText {
     /// crash or a full disk cannot leave half of it; through a symlink, keeping its mode,
     /// refusing a read-only one (`baseline::file`).
     pub fn write(&self) -> Result<()> {
-        crate::baseline::file::write(&self.path, self.new.as_bytes())
-            .with_context(|| format!("{}: cannot write baseline", self.path.display()))
+        Ok(crate::baseline::file::write(
+            &self.path,
+            self.new.as_bytes(),
+        )?)
     }
 }
 
 /// `--image` and `--meta`, refused before any trace is read when a baseline cannot hold them.
 pub fn check_identity(identity: &Identity) -> Result<()> {
-    crate::baseline::write::check_identity(identity).map_err(anyhow::Error::msg)
+    crate::baseline::write::check_identity(identity).map_err(BaselineWriteError::Refused)
 }
 
 fn stamp_for(
@@ -179,11 +233,13 @@ fn check_run_identity(
     }
     match problems.first() {
         Some(_) if w.force => Ok(()),
-        Some(_) => anyhow::bail!(
-            "{}: {}; nothing written (--force to write it anyway)",
-            w.baseline.display(),
-            problems.join("; ")
-        ),
+        Some(_) => {
+            return refused!(
+                "{}: {}; nothing written (--force to write it anyway)",
+                w.baseline.display(),
+                problems.join("; ")
+            )
+        }
         None => Ok(()),
     }
 }
@@ -201,7 +257,7 @@ fn baseline_hardware(
     match (asserted, traced) {
         (Some(h), _) => Ok((h.to_string(), traced.is_none())),
         (None, Some(t)) => Ok((t.to_string(), false)),
-        (None, None) => anyhow::bail!(
+        (None, None) => return refused!(
             "{}: the trace names no device, so the baseline would hold for any hardware; give the run's with --hardware NAME (e.g. --hardware \"AMD Instinct MI300X\")",
             describe_paths(paths)
         ),
@@ -212,7 +268,7 @@ fn baseline_hardware(
 pub fn new_baseline(s: &NewSettings, progress: &Progress<'_>) -> Result<BaselineText> {
     let w = &s.write;
     if w.baseline.exists() && !w.force && !w.dry_run {
-        anyhow::bail!(
+        return refused!(
             "{}: already exists (use `baseline update`, or --force to overwrite)",
             w.baseline.display()
         );
@@ -278,7 +334,7 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
         .unwrap_or_default();
     check_run_identity(w, &x, None, None, &w.identity)?;
     if !w.force && !baseline.meta.hardware.is_empty() && device != baseline.meta.hardware {
-        anyhow::bail!(
+        return refused!(
             "{}: the baseline is for {:?} but the run is on {:?}; refusing to overwrite (use --force)",
             w.baseline.display(),
             baseline.meta.hardware,
@@ -291,7 +347,7 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
         .tp
         .filter(|&tp| !w.force && tp as usize != ranks)
     {
-        anyhow::bail!(
+        return refused!(
             "{}: the baseline is for {tp} ranks (tp) but the run has {ranks}; refusing to overwrite (use --force)",
             w.baseline.display(),
         );
@@ -301,8 +357,7 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
     let lock = (!w.dry_run)
         .then(|| crate::baseline::file::lock(&w.baseline))
         .transpose()?;
-    let old = std::fs::read_to_string(&w.baseline)
-        .with_context(|| format!("{}: cannot read", w.baseline.display()))?;
+    let old = read_text(&w.baseline)?;
     let stamp = stamp_for(w, &x, w.identity.clone());
     // A calibrated baseline, or one with a history, learns from the run: the run joins the
     // history and the values stay as they are unless --rebase.
@@ -312,12 +367,12 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
         (old.clone(), Default::default())
     } else {
         crate::baseline::write::update_baseline(&old, &x, &stamp, s.add_new)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", w.baseline.display()))?
+            .map_err(|e| edit_error(&w.baseline)(&e))?
     };
     let new = if learning {
         let mut doc: toml_edit::DocumentMut = new
             .parse()
-            .map_err(|e: toml_edit::TomlError| anyhow::anyhow!("{}: {e}", w.baseline.display()))?;
+            .map_err(|e: toml_edit::TomlError| edit_error(&w.baseline)(&e))?;
         crate::baseline::history::append(
             &mut doc,
             &x,
@@ -326,7 +381,7 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
             &stamp.source,
             s.history_size,
         )
-        .map_err(|e| anyhow::anyhow!("{}: {e}", w.baseline.display()))?;
+        .map_err(|e| edit_error(&w.baseline)(&e))?;
         doc.to_string()
     } else {
         new
@@ -389,12 +444,13 @@ fn calibrate_options(s: &CalibrateSettings) -> Result<cal::Options> {
         list.iter()
             .map(|t| {
                 t.parse::<Bound>()
-                    .map_err(|e| anyhow::anyhow!("{flag} {e}"))
+                    .map_err(|e| BaselineWriteError::Refused(format!("{flag} {e}")))
             })
             .collect()
     };
     Ok(cal::Options {
-        false_alarm_pct: cal::parse_false_alarm(&s.false_alarm).map_err(anyhow::Error::msg)?,
+        false_alarm_pct: cal::parse_false_alarm(&s.false_alarm)
+            .map_err(BaselineWriteError::Refused)?,
         min: bounds(&s.min_tolerance, "--min-tolerance")?,
         max: bounds(&s.max_tolerance, "--max-tolerance")?,
     })
@@ -438,7 +494,7 @@ pub fn calibrate_target(s: &CalibrateSettings) -> Result<PathBuf> {
     s.baseline
         .clone()
         .or_else(|| s.from_history.clone())
-        .context("--baseline FILE is required")
+        .ok_or_else(|| BaselineWriteError::Refused("--baseline FILE is required".into()))
 }
 
 /// `baseline calibrate`: a calibrated baseline from several runs, or the tolerances of a
@@ -456,7 +512,7 @@ pub fn calibrate(s: &CalibrateSettings, progress: &Progress<'_>) -> Result<(Base
         return Err(cal::CalibrateError::TooFewRuns(s.runs.len()).into());
     }
     if target.exists() && !s.force && !s.dry_run {
-        anyhow::bail!(
+        return refused!(
             "{}: already exists (--force to overwrite it with the calibrated baseline)",
             target.display()
         );
@@ -518,9 +574,11 @@ pub fn calibrate(s: &CalibrateSettings, progress: &Progress<'_>) -> Result<(Base
         ..Default::default()
     };
     let text = crate::baseline::write::new_baseline(x, &meta, &stamp);
-    let mut doc: toml_edit::DocumentMut = text.parse().context("a baseline just written")?;
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| edit_error(&target)(&e))?;
     cal::write_calibration(&mut doc, &calibration, &figures, true)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", target.display()))?;
+        .map_err(|e| edit_error(&target)(&e))?;
     let gated = calibration.metrics.iter().filter(|m| m.gated).count();
     let text = BaselineText {
         path: target,
@@ -548,7 +606,7 @@ fn calibrate_from_history(
             runs: Vec::new(),
         });
     if history.runs.len() < cal::MIN_RUNS {
-        anyhow::bail!(
+        return refused!(
             "{}: the history holds {} runs; calibrate needs at least {} (`baseline update` adds one per run)",
             file.display(),
             history.runs.len(),
@@ -579,13 +637,12 @@ fn calibrate_from_history(
     }
     let calibration = cal::calibrate(&runs, opts)?;
     report_calibration(&calibration, runs.len(), progress.note);
-    let old = std::fs::read_to_string(file)
-        .with_context(|| format!("{}: cannot read", file.display()))?;
+    let old = read_text(file)?;
     let mut doc: toml_edit::DocumentMut = old
         .parse()
-        .map_err(|e: toml_edit::TomlError| anyhow::anyhow!("{}: {e}", file.display()))?;
+        .map_err(|e: toml_edit::TomlError| edit_error(file)(&e))?;
     cal::write_calibration(&mut doc, &calibration, &runs, false)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        .map_err(|e| edit_error(file)(&e))?;
     let before = if target == file {
         old
     } else {
