@@ -257,7 +257,7 @@ fn baseline_hardware(
     match (asserted, traced) {
         (Some(h), _) => Ok((h.to_string(), traced.is_none())),
         (None, Some(t)) => Ok((t.to_string(), false)),
-        (None, None) => return refused!(
+        (None, None) => refused!(
             "{}: the trace names no device, so the baseline would hold for any hardware; give the run's with --hardware NAME (e.g. --hardware \"AMD Instinct MI300X\")",
             describe_paths(paths)
         ),
