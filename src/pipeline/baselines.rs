@@ -233,13 +233,11 @@ fn check_run_identity(
     }
     match problems.first() {
         Some(_) if w.force => Ok(()),
-        Some(_) => {
-            return refused!(
-                "{}: {}; nothing written (--force to write it anyway)",
-                w.baseline.display(),
-                problems.join("; ")
-            )
-        }
+        Some(_) => refused!(
+            "{}: {}; nothing written (--force to write it anyway)",
+            w.baseline.display(),
+            problems.join("; ")
+        ),
         None => Ok(()),
     }
 }
