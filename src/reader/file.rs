@@ -172,9 +172,12 @@ pub(super) fn scan_error(e: ScanError, gzip: bool, context: &'static str) -> Rea
     }
 }
 
+/// How many of an event's first bytes name it in an error.
+const PLACE_BYTES: usize = 80;
+
 /// What names the event at the scanner's position in an error: its first bytes.
 fn event_place(head: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&head[..head.len().min(80)]);
+    let text = String::from_utf8_lossy(&head[..head.len().min(PLACE_BYTES)]);
     let text: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -541,6 +544,24 @@ thread_local! {
 /// How many bytes at the head of an event are enough to spot a `python_function` event.
 const EVENT_HEAD: usize = 96;
 
+/// Frames the whole event at the scanner's position (its offset and bytes); a string over
+/// `--max-string` is named by the event it is in.
+fn frame_event<R: Read>(scan: &mut Scanner<R>, gzip: bool) -> Result<(u64, &[u8]), ReadErrorKind> {
+    // The head is copied first (80 bytes on the stack): the framed bytes borrow the scanner.
+    let mut head = [0u8; PLACE_BYTES];
+    let n = scan.buffered().len().min(PLACE_BYTES);
+    head[..n].copy_from_slice(&scan.buffered()[..n]);
+    match scan.next_value() {
+        Ok(framed) => Ok(framed),
+        Err(ScanError::StringTooLong { offset, limit }) => Err(ReadErrorKind::StringTooLong {
+            offset,
+            limit,
+            place: event_place(&head[..n]),
+        }),
+        Err(e) => Err(scan_error(e, gzip, "the traceEvents array")),
+    }
+}
+
 /// Reads the event at the scanner's position. Most events are parsed by serde straight from the
 /// buffer, in one pass; `python_function` events are only framed and counted.
 fn read_one_event<R: Read>(
@@ -555,17 +576,7 @@ fn read_one_event<R: Read>(
     if head.first() == Some(&b'{')
         && looks_like_python_function(&head[..head.len().min(EVENT_HEAD)])
     {
-        let (_, bytes) = match scan.next_value() {
-            Ok(framed) => framed,
-            Err(ScanError::StringTooLong { offset, limit }) => {
-                return Err(ReadErrorKind::StringTooLong {
-                    offset,
-                    limit,
-                    place: event_place(scan.buffered()),
-                })
-            }
-            Err(e) => return Err(ctx(e)),
-        };
+        let (_, bytes) = frame_event(scan, gzip)?;
         let pid = pid_text(bytes)
             .map(String::from_utf8_lossy)
             .map(|p| p.into_owned());
@@ -624,18 +635,7 @@ fn read_one_event<R: Read>(
         // on every refill would be quadratic. What still fails is valid JSON of an unexpected
         // shape (untidy data, counted) or invalid JSON (fatal, with its offset).
         Some(Err(_)) => {
-            let framed = scan.next_value();
-            let (offset, bytes) = match framed {
-                Ok(framed) => framed,
-                Err(ScanError::StringTooLong { offset, limit }) => {
-                    return Err(ReadErrorKind::StringTooLong {
-                        offset,
-                        limit,
-                        place: event_place(scan.buffered()),
-                    })
-                }
-                Err(e) => return Err(ctx(e)),
-            };
+            let (offset, bytes) = frame_event(scan, gzip)?;
             #[cfg(test)]
             PARSED.with(|p| p.set(p.get() + bytes.len() as u64));
             match serde_json::from_slice::<RawEvent>(bytes) {
