@@ -26,6 +26,7 @@ mod names;
 mod properties;
 mod real_baselines;
 mod real_traces;
+mod real_verdicts;
 mod reference_tables;
 mod renamed;
 mod render;
