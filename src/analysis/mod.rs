@@ -30,8 +30,9 @@ use crate::steps::{category_of, Detection, RankSteps, Step};
 use crate::taxonomy::Class;
 use shapes::ShapesSection;
 
-/// Version of the `report --format json` schema; bumped on any incompatible change.
-pub const REPORT_SCHEMA_VERSION: u32 = 1;
+/// Version of the `report --format json` schema; bumped on any incompatible change (2:
+/// `unclassified.other_share_pct`, apart from the metric `other_pct`; `metrics` added).
+pub const REPORT_SCHEMA_VERSION: u32 = 2;
 
 /// Which activities a section describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

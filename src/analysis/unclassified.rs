@@ -19,7 +19,7 @@ pub const LISTED: usize = 20;
 pub struct UnclassifiedSection {
     pub scope: Scope,
     /// Kernel time in category `other` / all kernel time × 100 (the breakdown's share).
-    pub other_pct: f64,
+    pub other_share_pct: f64,
     /// Above [`OTHER_LIMIT_PCT`].
     pub over_limit: bool,
     /// Kernels of category `other`, most time first, at most [`LISTED`].
@@ -70,7 +70,7 @@ pub(crate) fn unclassified_section(
             }
         }
     }
-    let other_pct = breakdown.other_pct();
+    let other_share_pct = breakdown.other_share_pct();
     let kernels = other
         .iter()
         .take(LISTED)
@@ -89,8 +89,8 @@ pub(crate) fn unclassified_section(
         .collect();
     UnclassifiedSection {
         scope: ctx.scope,
-        other_pct,
-        over_limit: other_pct > OTHER_LIMIT_PCT,
+        other_share_pct,
+        over_limit: other_share_pct > OTHER_LIMIT_PCT,
         kernels,
         more: other.len().saturating_sub(LISTED),
     }

@@ -13,8 +13,9 @@ use crate::metrics::{
     GPU_UTIL_PCT, MOE_US_PER_LAYER, OVERLAP_PCT, PREFILL_COMM_PCT, PREFILL_GPU_UTIL_PCT,
 };
 
-/// Version of the check JSON schema (`check --format json`, `--verdict-out`).
-pub const CHECK_SCHEMA_VERSION: u32 = 1;
+/// Version of the check JSON schema (`check --format json`, `--verdict-out`); 2: `unclassified`
+/// names its pooled shares `other_share_pct` and `baseline_other_share_pct`.
+pub const CHECK_SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Default)]
 pub struct CheckOptions {

@@ -65,8 +65,8 @@ pub enum Cause {
         /// `other` time per step, current − baseline, ms.
         moved_ms_per_step: f64,
         /// Share of kernel time in `other` now, %, and in the baseline.
-        other_pct: f64,
-        baseline_other_pct: Option<f64>,
+        other_share_pct: f64,
+        baseline_other_share_pct: Option<f64>,
         /// The `other` kernel with most time, and whether the baseline lacks it.
         kernel: Option<String>,
         new: bool,
@@ -273,9 +273,9 @@ fn stall_note(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Option<S
 #[derive(Debug, Clone, Serialize)]
 pub struct Unclassified {
     /// Share of kernel time in `other` (the run's breakdown), %.
-    pub other_pct: f64,
+    pub other_share_pct: f64,
     /// The same share in the baseline's breakdown, when it has one.
-    pub baseline_other_pct: Option<f64>,
+    pub baseline_other_share_pct: Option<f64>,
     /// `other` time per step, current − baseline, ms.
     pub change_ms_per_step: f64,
     /// Above 5% of kernel time.
@@ -302,7 +302,7 @@ const OTHER_RISE_PP: f64 = 2.0;
 const OTHER_KERNELS_NAMED: usize = 5;
 
 /// The baseline's share of kernel time in `other`, from its breakdown.
-fn baseline_other_pct(b: &Baseline) -> Option<f64> {
+fn baseline_other_share_pct(b: &Baseline) -> Option<f64> {
     let total: f64 = b.breakdown.categories.values().map(|c| c.ms_per_step).sum();
     (total > 0.0).then(|| {
         b.breakdown
@@ -313,16 +313,16 @@ fn baseline_other_pct(b: &Baseline) -> Option<f64> {
 }
 
 fn unclassified(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Option<Unclassified> {
-    let other_pct = x.breakdown.other_pct();
-    let baseline_other_pct = baseline_other_pct(b);
+    let other_share_pct = x.breakdown.other_share_pct();
+    let baseline_other_share_pct = baseline_other_share_pct(b);
     let rose = match metrics
         .iter()
         .find(|m| m.name == OTHER_PCT && m.baseline.is_some())
     {
         Some(m) => m.verdict == Verdict::Regressed,
-        None => other_pct - baseline_other_pct.unwrap_or(0.0) > OTHER_RISE_PP,
+        None => other_share_pct - baseline_other_share_pct.unwrap_or(0.0) > OTHER_RISE_PP,
     };
-    let over_limit = other_pct > OTHER_LIMIT_PCT;
+    let over_limit = other_share_pct > OTHER_LIMIT_PCT;
     if !rose && !over_limit {
         return None;
     }
@@ -356,8 +356,8 @@ fn unclassified(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Option
         })
         .collect();
     Some(Unclassified {
-        other_pct,
-        baseline_other_pct,
+        other_share_pct,
+        baseline_other_share_pct,
         change_ms_per_step: cur_ms - base_ms,
         over_limit,
         rose,
@@ -599,8 +599,8 @@ fn cause_of(f: &Facts) -> Cause {
         let top = u.kernels.first();
         return Cause::Unclassified {
             moved_ms_per_step: u.change_ms_per_step,
-            other_pct: u.other_pct,
-            baseline_other_pct: u.baseline_other_pct,
+            other_share_pct: u.other_share_pct,
+            baseline_other_share_pct: u.baseline_other_share_pct,
             kernel: top.map(|k| k.name.clone()),
             new: top.is_some_and(|k| k.new),
         };

@@ -53,8 +53,9 @@ pub struct Breakdown {
 }
 
 impl Breakdown {
-    /// The share of kernel time in category `other` (0 when none).
-    pub fn other_pct(&self) -> f64 {
+    /// The share of the breakdown's kernel time in category `other` (0 when none): pooled over
+    /// ranks, unlike the metric `other_pct` (per step, median per rank, worst rank).
+    pub fn other_share_pct(&self) -> f64 {
         self.categories.get(&Category::Other).map_or(0.0, |c| c.pct)
     }
 }

@@ -207,8 +207,9 @@ pub struct Extraction {
     pub metrics: MetricMap,
     pub steps: BTreeMap<u32, RankStepSummary>,
     pub breakdown: Breakdown,
-    /// Share of kernel time of the kept decode steps in category `other`, %.
-    pub other_pct: f64,
+    /// The breakdown's share of kernel time in category `other`, pooled over ranks, % (not the
+    /// metric `other_pct`, which is per step, median per rank, worst rank).
+    pub other_share_pct: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moe_layers: Option<MoeLayers>,
     pub warnings: Vec<String>,
@@ -318,7 +319,7 @@ pub fn extract(
         },
         metrics,
         steps: step_summaries(&rank_steps),
-        other_pct: breakdown.other_pct(),
+        other_share_pct: breakdown.other_share_pct(),
         breakdown,
         moe_layers,
         warnings,

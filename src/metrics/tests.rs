@@ -385,7 +385,7 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
         cat(Category::MoeRouting).calls_per_step,
         (2.0 + 3.0 + 1.0 / 3.0 + 2.0 + 3.0) / 2.0,
     );
-    assert_close(x.other_pct, 0.005 / 0.36 * 100.0);
+    assert_close(x.other_share_pct, 0.005 / 0.36 * 100.0);
     let k0 = &x.breakdown.kernels[0];
     assert_eq!(
         (k0.name.as_str(), k0.category),
@@ -447,7 +447,7 @@ fn json_has_the_documented_shape_without_samples() {
     assert_eq!(v["steps"]["1"]["prefill"], 1);
     assert!(v["breakdown"]["categories"]["moe_gemm"]["ms_per_step"].is_number());
     assert_eq!(v["breakdown"]["kernels"][0]["category"], "moe_gemm");
-    assert!(v["other_pct"].is_number());
+    assert!(v["other_share_pct"].is_number());
     assert!(v["warnings"].as_array().unwrap().is_empty());
 }
 

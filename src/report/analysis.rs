@@ -937,13 +937,13 @@ fn unclassified(d: &mut Doc, a: &RunAnalysis) {
     if u.kernels.is_empty() {
         d.para(&format!(
             "Every kernel matched a rule: {}% of kernel time is in `other`.",
-            Unit::Pct.number(u.other_pct)
+            Unit::Pct.number(u.other_share_pct)
         ));
         return;
     }
     let share = format!(
         "{}% of kernel time is in `other`",
-        Unit::Pct.number(u.other_pct)
+        Unit::Pct.number(u.other_share_pct)
     );
     if u.over_limit {
         d.para(&format!(

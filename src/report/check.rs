@@ -564,8 +564,8 @@ pub fn why_words(result: &CheckResult) -> Words {
     match &e.cause {
         Cause::Unclassified {
             moved_ms_per_step,
-            other_pct,
-            baseline_other_pct,
+            other_share_pct,
+            baseline_other_share_pct,
             kernel,
             new,
         } => {
@@ -580,12 +580,12 @@ pub fn why_words(result: &CheckResult) -> Words {
                     .text(if *new { " (new in this run)" } else { "" }),
                 None => w,
             };
-            let baseline = baseline_other_pct
+            let baseline = baseline_other_share_pct
                 .map(|b| format!(", baseline {}", Unit::Pct.figure(b)))
                 .unwrap_or_default();
             w.text(format!(
                 ": {} of kernel time is now in ",
-                Unit::Pct.figure(*other_pct)
+                Unit::Pct.figure(*other_share_pct)
             ))
             .name("other")
             .text(format!("{baseline}. "))
@@ -894,12 +894,12 @@ pub fn unclassified_line(u: &Unclassified) -> String {
 
 fn unclassified_words(u: &Unclassified) -> Words {
     let baseline = u
-        .baseline_other_pct
+        .baseline_other_share_pct
         .map(|p| format!(" (baseline {})", Unit::Pct.figure(p)))
         .unwrap_or_default();
     let mut w = Words::default().text(format!(
         "{} of kernel time is in kernels no rule classifies{baseline}: ",
-        Unit::Pct.figure(u.other_pct)
+        Unit::Pct.figure(u.other_share_pct)
     ));
     // Distinct labels: two kernels in the list never read the same.
     let names: Vec<&str> = u.kernels.iter().map(|k| k.name.as_str()).collect();

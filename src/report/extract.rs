@@ -7,8 +7,9 @@ use crate::metrics::{Extraction, Metric, MetricMap, METRICS};
 use crate::taxonomy::Category;
 use crate::units::{Unit, MISSING};
 
-/// Version of the `extract --format json` schema; bumped on any incompatible change.
-pub const EXTRACT_SCHEMA_VERSION: u32 = 1;
+/// Version of the `extract --format json` schema; bumped on any incompatible change (2: the
+/// pooled `other` share is `other_share_pct`, apart from the metric `other_pct`).
+pub const EXTRACT_SCHEMA_VERSION: u32 = 2;
 
 /// Kernels listed in the text breakdown (JSON and TOML list them all).
 const TOP_KERNELS: usize = 15;
@@ -202,7 +203,7 @@ fn render_text(x: &Extraction, m: &dyn Markup) -> String {
         ]);
     }
     section(&format!("Top {TOP_KERNELS} kernels"), &t, &mut out);
-    let other = Unit::Pct.figure(x.other_pct);
+    let other = Unit::Pct.figure(x.other_share_pct);
     out.push_str(&m.line(&[
         Inline::Prose("Kernel time left in "),
         Inline::Code("other"),

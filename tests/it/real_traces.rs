@@ -289,7 +289,9 @@ fn other_at_most_5_pct(rel: &str) {
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let u = &json["unclassified"];
-    let other = u["other_pct"].as_f64().expect("unclassified.other_pct");
+    let other = u["other_share_pct"]
+        .as_f64()
+        .expect("unclassified.other_share_pct");
     // The section's share is the breakdown's: both say the same.
     let from_breakdown = json["breakdown"]["categories"]["other"]["pct"]
         .as_f64()

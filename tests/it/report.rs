@@ -68,7 +68,7 @@ fn assert_report_matches_truth(scenario: &'static str) {
     let dir = synth_run(scenario);
     let truth = truth(dir);
     let report = report_json(&[dir]);
-    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["schema_version"], 2);
     assert_eq!(report["run"]["scope"], "decode");
 
     let categories = report["breakdown"]["categories"].as_object().unwrap();

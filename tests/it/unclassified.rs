@@ -90,7 +90,7 @@ fn a_renamed_build_moves_no_category_figure() {
             );
             assert!((pa - pb).abs() <= 0.1, "{scenario} {cat}: {pa} → {pb}");
         }
-        assert_eq!(b["other_pct"].as_f64(), Some(0.0), "{scenario}");
+        assert_eq!(b["other_share_pct"].as_f64(), Some(0.0), "{scenario}");
         // And so does every gated figure.
         for (metric, m) in a["metrics"].as_object().unwrap() {
             let (va, vb) = (
@@ -303,6 +303,6 @@ fn every_synth_scenario_has_at_most_5_pct_in_other() {
         let x = json_of(&["extract"], &dir);
         let other = x["metrics"]["other_pct"]["value"].as_f64().unwrap();
         assert!(other <= 5.0, "{scenario}: other_pct {other}");
-        assert!(x["other_pct"].as_f64().unwrap() <= 5.0, "{scenario}");
+        assert!(x["other_share_pct"].as_f64().unwrap() <= 5.0, "{scenario}");
     }
 }
