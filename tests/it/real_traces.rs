@@ -211,7 +211,7 @@ fn the_coverage_tests_name_every_shared_trace() {
 }
 
 /// `extract --format json` of a run, or the failure's stderr.
-fn extract_json(path: &Path) -> serde_json::Value {
+pub(crate) fn extract_json(path: &Path) -> serde_json::Value {
     let (code, stdout, stderr) = extract_status(path);
     assert_eq!(code, Some(0), "{}: {stderr}", path.display());
     serde_json::from_str(&stdout).unwrap()

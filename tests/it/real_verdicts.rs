@@ -51,14 +51,7 @@ fn run_points(markdown: &str) -> usize {
 
 /// Decode steps found (kept and dropped) in a one-rank run, as `extract` counts them.
 fn decode_steps_found(run: &Path) -> usize {
-    let out = tracegate()
-        .arg("extract")
-        .arg(run)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let x: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let x = crate::real_traces::extract_json(run);
     let s = &x["steps"]["0"];
     (s["decode_kept"].as_u64().unwrap() + s["decode_dropped"].as_u64().unwrap()) as usize
 }
