@@ -4,7 +4,7 @@ use crate::common;
 
 use std::path::Path;
 
-use crate::common::{fixture, gzip, synth_cmd, tracegate};
+use crate::common::{fixture, gzip, run_ok, synth_cmd, tracegate};
 use predicates::prelude::*;
 
 /// Runs `inspect` on `path` and asserts exit 2, a message naming the file, and `needle`.
@@ -134,18 +134,17 @@ fn two_files_for_the_same_rank_are_rejected() {
 #[test]
 fn a_rank_missing_from_a_multi_rank_run_is_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let out = synth_cmd()
-        .args([
-            "--scenario",
-            "mi355x-dsr1-fp4-tp4",
-            "--decode-steps",
-            "3",
-            "--out",
-        ])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    run_ok(
+        synth_cmd()
+            .args([
+                "--scenario",
+                "mi355x-dsr1-fp4-tp4",
+                "--decode-steps",
+                "3",
+                "--out",
+            ])
+            .arg(dir.path()),
+    );
     let rank2 = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -332,14 +331,12 @@ fn a_gzip_level_other_than_0_to_9_or_none_is_exit_2() {
 #[test]
 fn a_rank_cut_short_gives_different_step_counts_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let status = synth_cmd()
-        .args(["--scenario", "mi355x-dsr1-fp4-tp4", "--ranks", "2"])
-        .args(["--decode-steps", "6", "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap()
-        .status;
-    assert!(status.success());
+    run_ok(
+        synth_cmd()
+            .args(["--scenario", "mi355x-dsr1-fp4-tp4", "--ranks", "2"])
+            .args(["--decode-steps", "6", "--out"])
+            .arg(dir.path()),
+    );
     let rank1 = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().path())

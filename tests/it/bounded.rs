@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{self, tracegate};
+use crate::common::{self, tracegate, Out};
 
 const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
 
@@ -22,11 +22,6 @@ fn run() -> PathBuf {
 
 fn shipped() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE)
-}
-
-struct Out {
-    code: Option<i32>,
-    stderr: String,
 }
 
 fn run_cmd(
@@ -41,15 +36,12 @@ fn run_cmd(
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    let out = cmd
-        .args(args)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    Out {
-        code: out.status.code(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Out::lossy(
+        cmd.args(args)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap(),
+    )
 }
 
 /// The arguments of a command, of any `AsRef<OsStr>` (text, paths).

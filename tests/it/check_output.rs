@@ -169,17 +169,11 @@ fn baseline_update_round_trips_and_keeps_hand_edits() {
     // The slower MoE fails against the old figures...
     assert_eq!(check_output(&run, b, "markdown").0, 1);
     // ...a dry run prints the change and writes nothing...
-    let dry = tracegate()
-        .args(["baseline", "update"])
-        .arg(&run)
-        .args(["--baseline", b, "--dry-run"])
-        .output()
-        .unwrap();
-    assert!(
-        dry.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dry.stderr)
-    );
+    let dry = common::run_ok(tracegate().args(["baseline", "update"]).arg(&run).args([
+        "--baseline",
+        b,
+        "--dry-run",
+    ]));
     let diff = String::from_utf8(dry.stdout).unwrap();
     assert!(
         diff.contains("-value = ") && diff.contains("+value = "),
@@ -187,16 +181,11 @@ fn baseline_update_round_trips_and_keeps_hand_edits() {
     );
     assert_eq!(std::fs::read_to_string(&baseline).unwrap(), edited);
     // ...the update writes it, keeping the comment and the edited tolerance...
-    let upd = tracegate()
-        .args(["baseline", "update"])
-        .arg(&run)
-        .args(["--baseline", b])
-        .output()
-        .unwrap();
-    assert!(
-        upd.status.success(),
-        "{}",
-        String::from_utf8_lossy(&upd.stderr)
+    common::run_ok(
+        tracegate()
+            .args(["baseline", "update"])
+            .arg(&run)
+            .args(["--baseline", b]),
     );
     let updated = std::fs::read_to_string(&baseline).unwrap();
     assert!(
@@ -230,13 +219,11 @@ fn baseline_update_refuses_other_hardware_unless_forced() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("refusing"));
-    let out = tracegate()
-        .args(["baseline", "update"])
-        .arg(&run)
-        .args(["--baseline", b, "--force"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    common::run_ok(tracegate().args(["baseline", "update"]).arg(&run).args([
+        "--baseline",
+        b,
+        "--force",
+    ]));
 }
 
 #[test]
@@ -339,17 +326,12 @@ fn the_decode_step_p90_is_recorded_and_gated() {
     let dir = tempfile::tempdir().unwrap();
     let run = synth(None);
     let baseline = dir.path().join("new.toml");
-    let out = tracegate()
-        .args(["baseline", "new"])
-        .arg(&run)
-        .arg("--baseline")
-        .arg(&baseline)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::run_ok(
+        tracegate()
+            .args(["baseline", "new"])
+            .arg(&run)
+            .arg("--baseline")
+            .arg(&baseline),
     );
     let text = std::fs::read_to_string(&baseline).unwrap();
     let entry = text
@@ -403,8 +385,7 @@ fn a_baseline_update_killed_while_writing_leaves_the_old_baseline_intact() {
     let killed = update("2");
     assert!(!killed.status.success(), "{killed:?}");
     assert_eq!(std::fs::read_to_string(&baseline).unwrap(), old);
-    let whole = update("unlimited");
-    assert!(whole.status.success(), "{whole:?}");
+    common::succeeded("update", update("unlimited"));
     let new = std::fs::read_to_string(&baseline).unwrap();
     assert_ne!(new, old);
     assert!(new.contains("# ours\n[metrics.comm_pct]"), "{new}");

@@ -49,6 +49,62 @@ pub fn process_dir(prefix: &str) -> PathBuf {
 /// level, and deflate is most of the time synth takes.
 const SYNTH_GZIP_LEVEL: &str = "1";
 
+/// How a finished command ended and what it wrote.
+pub struct Out {
+    /// The exit status; `None` when a signal (a timeout's kill) ended it.
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Out {
+    /// A finished command's output; its stdout and stderr must be UTF-8.
+    pub fn of(out: std::process::Output) -> Out {
+        Out {
+            code: out.status.code(),
+            stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+            stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+        }
+    }
+
+    /// As [`Out::of`], invalid UTF-8 replaced (the output of hostile input).
+    pub fn lossy(out: std::process::Output) -> Out {
+        Out {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// Runs `cmd` to its end (stdout and stderr UTF-8), whatever its status.
+pub fn run(cmd: &mut Command) -> Out {
+    Out::of(cmd.output().expect("the command runs"))
+}
+
+/// Runs `cmd`, which must succeed: a failure panics with its status and stderr.
+pub fn run_ok(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().expect("the command runs");
+    succeeded(&*cmd, out)
+}
+
+/// As [`run_ok`], for a command that is not the binary (a script, a shell with limits).
+pub fn run_std_ok(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().expect("the command runs");
+    succeeded(&*cmd, out)
+}
+
+/// The output of `what`, which must have succeeded: a failure panics with its status and stderr.
+pub fn succeeded(what: impl std::fmt::Debug, out: std::process::Output) -> std::process::Output {
+    assert!(
+        out.status.success(),
+        "{what:?}: {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// `tracegate synth`, writing gzip level [`SYNTH_GZIP_LEVEL`].
 pub fn synth_cmd() -> Command {
     let mut cmd = tracegate();
@@ -107,18 +163,12 @@ pub fn synth_run(args: &[&str]) -> PathBuf {
 
 /// `tracegate synth --gzip-level LEVEL ARGS --out DIR`, which must succeed.
 fn write_synth(level: &str, args: &[&str], dir: &Path) {
-    let out = tracegate()
-        .args(["synth", "--gzip-level", level])
-        .args(args)
-        .arg("--out")
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "synth {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        tracegate()
+            .args(["synth", "--gzip-level", level])
+            .args(args)
+            .arg("--out")
+            .arg(dir),
     );
 }
 
@@ -270,16 +320,11 @@ pub fn assert_exit(out: &std::process::Output, code: i32) {
 }
 
 pub fn inspect_json(paths: &[&Path]) -> serde_json::Value {
-    let out = tracegate()
-        .arg("inspect")
-        .args(paths)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "inspect failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        tracegate()
+            .arg("inspect")
+            .args(paths)
+            .args(["--format", "json"]),
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }

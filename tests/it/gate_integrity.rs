@@ -345,12 +345,7 @@ fn two_concurrent_baseline_updates_both_land() {
         let a = spawn_update(&path, &["--meta", &first]);
         let b = spawn_update(&path, &["--meta", &second]);
         for child in [a, b] {
-            let out = child.wait_with_output().unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            common::succeeded("update", child.wait_with_output().unwrap());
         }
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
@@ -383,13 +378,11 @@ fn baseline_update_writes_through_symlinks_keeps_the_mode_and_refuses_read_only(
     // A writer killed before its rename left this (no process has an id above pid_max).
     let stale = dir.path().join(".real.toml.tracegate-4194305.tmp");
     std::fs::write(&stale, "half a baseline").unwrap();
-    let out = spawn_update(&link, &["--meta", "linked=yes"])
-        .wait_with_output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::succeeded(
+        "update",
+        spawn_update(&link, &["--meta", "linked=yes"])
+            .wait_with_output()
+            .unwrap(),
     );
     assert!(std::fs::symlink_metadata(&link)
         .unwrap()

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::common::{synth_cmd, tracegate};
+use crate::common::{run_ok, synth_cmd, tracegate, Out};
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path, query_param, query_param_is_missing};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
@@ -38,17 +38,11 @@ fn runs() -> &'static (PathBuf, PathBuf) {
             if let Some(spec) = inject {
                 cmd.args(["--inject", spec]);
             }
-            assert!(cmd.output().unwrap().status.success());
+            run_ok(&mut cmd);
             dir
         };
         (make("pass", None), make("fail", Some("allreduce=1.5")))
     })
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
 }
 
 /// `tracegate check RUN --baseline BASELINE ARGS...` from the crate root, with `envs` set.
@@ -66,17 +60,7 @@ fn check(run: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    Out::of(cmd.output().unwrap())
-}
-
-impl Out {
-    fn of(out: std::process::Output) -> Out {
-        Out {
-            code: out.status.code().unwrap(),
-            stdout: String::from_utf8(out.stdout).unwrap(),
-            stderr: String::from_utf8(out.stderr).unwrap(),
-        }
-    }
+    crate::common::run(&mut cmd)
 }
 
 /// `check --github` of a run against the mock server, commenting on acme/infer#7.
@@ -196,7 +180,7 @@ fn check_github_writes_summary_outputs_and_annotations() {
             ("GITHUB_OUTPUT", output.to_str().unwrap()),
         ],
     );
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
 
     // The verdict JSON, read independently, says which gated metrics regressed.
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&verdict).unwrap()).unwrap();
@@ -278,7 +262,7 @@ fn a_passing_run_sets_pass_outputs_and_no_error() {
             ("GITHUB_OUTPUT", output.to_str().unwrap()),
         ],
     );
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(!out.stdout.contains("::error"));
     assert_eq!(
         std::fs::read_to_string(&output).unwrap(),
@@ -298,7 +282,7 @@ fn a_passing_run_sets_pass_outputs_and_no_error() {
             ("GITHUB_STEP_SUMMARY", summary2.to_str().unwrap()),
         ],
     );
-    assert_eq!(out.code, 0);
+    assert_eq!(out.code, Some(0));
     assert!(!summary2.exists());
     assert!(!out.stdout.lines().any(|l| l.starts_with("::")));
     serde_json::from_str::<Value>(&out.stdout).expect("stdout is only the JSON report");
@@ -343,14 +327,14 @@ fn first_run_creates_the_comment_and_the_second_updates_it() {
     });
 
     let first = check_commenting(fail, &server, &[]);
-    assert_eq!(first.code, 1, "{}", first.stderr);
+    assert_eq!(first.code, Some(1), "{}", first.stderr);
     assert!(
         first.stderr.contains("created pull-request comment 1001"),
         "{}",
         first.stderr
     );
     let second = check_commenting(fail, &server, &[]);
-    assert_eq!(second.code, 1, "{}", second.stderr);
+    assert_eq!(second.code, Some(1), "{}", second.stderr);
     assert!(
         second.stderr.contains("updated pull-request comment 1001"),
         "{}",
@@ -435,7 +419,7 @@ fn the_comment_is_found_on_the_second_page() {
             .await;
     });
     let out = check_commenting(fail, &server, &[]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
     assert!(
         out.stderr.contains("updated pull-request comment 2002"),
         "{}",
@@ -461,7 +445,7 @@ fn api_errors_leave_the_verdict_and_print_a_warning() {
             .mount(&server),
     );
     let out = check_commenting(fail, &server, &[]);
-    assert_eq!(out.code, 1, "the verdict's status: {}", out.stderr);
+    assert_eq!(out.code, Some(1), "the verdict's status: {}", out.stderr);
     let warning = out
         .stdout
         .lines()
@@ -472,7 +456,7 @@ fn api_errors_leave_the_verdict_and_print_a_warning() {
     assert!(out.stderr.contains("warning") && out.stderr.contains("HTTP 403"));
     // `always` on a passing run: still 0 despite the error.
     let out = check_commenting(pass, &server, &["--comment", "always"]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(out.stdout.contains("(HTTP 403)"));
 
     // 500 on creating the comment.
@@ -482,7 +466,7 @@ fn api_errors_leave_the_verdict_and_print_a_warning() {
         ResponseTemplate::new(500).set_body_string("boom"),
     ));
     let out = check_commenting(fail, &server, &[]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
     assert!(
         out.stdout
             .lines()
@@ -504,7 +488,7 @@ fn api_errors_leave_the_verdict_and_print_a_warning() {
             .mount(&server),
     );
     let out = check_commenting(fail, &server, &[]);
-    assert_eq!(out.code, 1);
+    assert_eq!(out.code, Some(1));
     assert!(
         out.stdout.contains("Bad credentials: ***"),
         "{}",
@@ -555,7 +539,7 @@ fn not_found_validation_and_rate_limit_errors_leave_the_verdict() {
         }
         let out = check_commenting(fail, &server, &[]);
         assert_no_token(&out);
-        assert_eq!(out.code, 1, "HTTP {status}: {}", out.stderr);
+        assert_eq!(out.code, Some(1), "HTTP {status}: {}", out.stderr);
         let suffix = format!("(HTTP {status})");
         assert!(
             out.stdout
@@ -584,7 +568,7 @@ fn a_timeout_is_a_warning() {
             .mount(&server),
     );
     let out = check_commenting(fail, &server, &["--github-timeout", "0.5"]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
     assert!(out.stdout.contains("::warning title=tracegate comment::"));
     assert!(out.stderr.contains("timed out"), "{}", out.stderr);
 }
@@ -600,7 +584,7 @@ fn a_passing_run_creates_no_comment_unless_always() {
     ));
     // on-regression (the default): a pass with no earlier comment posts nothing.
     let out = check_commenting(pass, &server, &[]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(
         out.stderr.contains("no pull-request comment"),
         "{}",
@@ -609,14 +593,14 @@ fn a_passing_run_creates_no_comment_unless_always() {
     // off: not even a request.
     let before = rt.block_on(server.received_requests()).unwrap().len();
     let out = check_commenting(pass, &server, &["--comment", "off"]);
-    assert_eq!(out.code, 0);
+    assert_eq!(out.code, Some(0));
     assert_eq!(
         rt.block_on(server.received_requests()).unwrap().len(),
         before
     );
     // always: a passing run gets its comment too.
     let out = check_commenting(pass, &server, &["--comment", "always"]);
-    assert_eq!(out.code, 0);
+    assert_eq!(out.code, Some(0));
     assert!(
         out.stderr.contains("created pull-request comment 5"),
         "{}",
@@ -667,7 +651,7 @@ fn the_pull_request_comes_from_the_event_file() {
         ],
     );
     assert_no_token(&out);
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
     assert!(
         out.stderr.contains("created pull-request comment 6"),
         "{}",
@@ -692,7 +676,7 @@ fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
                 .collect::<Vec<_>>(),
             &[],
         );
-        assert!(out.code <= 1, "{}", out.stderr);
+        assert!(matches!(out.code, Some(0 | 1)), "{}", out.stderr);
         // Each configuration of a sweep has its own baseline; name this one.
         let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         v["baseline"]["path"] = Value::String(format!("baselines/{name}.toml"));
@@ -730,7 +714,7 @@ fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
     let out = Out::of(out);
     assert_no_token(&out);
     // check's precedence: the regression outranks the missing verdict.
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
     assert!(
         out.stderr.contains("created pull-request comment 2001"),
         "{}",
@@ -790,12 +774,17 @@ fn paths_from_workflow_inputs_cannot_leave_the_workspace() {
         &["--comment", "off", "--output", inside.to_str().unwrap()],
         &env,
     );
-    assert_eq!(out.code, 1, "inside RUNNER_TEMP is fine: {}", out.stderr);
+    assert_eq!(
+        out.code,
+        Some(1),
+        "inside RUNNER_TEMP is fine: {}",
+        out.stderr
+    );
     assert!(inside.exists());
 
     let escape = format!("../tracegate-escape-{}.md", std::process::id());
     let out = check(fail, &["--comment", "off", "--output", &escape], &env);
-    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
     assert!(
         out.stderr
             .contains(&format!("--output {escape}: outside the workspace")),
@@ -816,8 +805,8 @@ fn paths_from_workflow_inputs_cannot_leave_the_workspace() {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = Out::of(cmd.output().unwrap());
-    assert_eq!(out.code, 2);
+    let out = crate::common::run(&mut cmd);
+    assert_eq!(out.code, Some(2));
     assert!(
         out.stderr
             .contains("--baseline baselines/../../../etc/passwd: outside"),
@@ -837,7 +826,7 @@ fn paths_from_workflow_inputs_cannot_leave_the_workspace() {
             .output()
             .unwrap(),
     );
-    assert_eq!(out.code, 2);
+    assert_eq!(out.code, Some(2));
     assert!(
         !out.stderr.contains("outside the workspace"),
         "{}",

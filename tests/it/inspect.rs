@@ -5,7 +5,7 @@ use crate::common;
 use std::path::PathBuf;
 
 use crate::common::{
-    fixture, independent_counts, inspect_json, inspected_counts, load_json, tracegate,
+    fixture, independent_counts, inspect_json, inspected_counts, load_json, run_ok, tracegate,
 };
 
 #[test]
@@ -94,15 +94,10 @@ fn inspect_table_answers_the_input_dims_question() {
 
 #[test]
 fn one_graph_launched_decode_iteration_gives_decode_figures() {
-    let out = tracegate()
-        .args(["extract", "--format", "json"])
-        .arg(fixture("sglang_qwen3_decode.json.gz"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        tracegate()
+            .args(["extract", "--format", "json"])
+            .arg(fixture("sglang_qwen3_decode.json.gz")),
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["steps"]["0"]["decode_kept"], 1);

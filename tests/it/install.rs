@@ -96,17 +96,12 @@ fn publish(server: &Server, tag: &str, binary_text: &str) {
     let work = tempfile::tempdir().unwrap();
     let binary = work.path().join("tracegate");
     write_executable(&binary, binary_text);
-    let out = Command::new("bash")
-        .arg(manifest_dir().join(".github/package.sh"))
-        .arg(&binary)
-        .arg(target())
-        .arg(server.release_dir(tag))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "package.sh: {}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::common::run_std_ok(
+        Command::new("bash")
+            .arg(manifest_dir().join(".github/package.sh"))
+            .arg(&binary)
+            .arg(target())
+            .arg(server.release_dir(tag)),
     );
 }
 

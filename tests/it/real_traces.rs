@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::{
-    independent_counts, inspect_json, inspected_counts, load_json, shared_traces, tracegate,
+    independent_counts, inspect_json, inspected_counts, load_json, run_ok, shared_traces, tracegate,
 };
 
 fn all_trace_files(dir: &Path) -> Vec<PathBuf> {
@@ -38,13 +38,7 @@ fn inspect_reads_every_real_trace() {
         files.len()
     );
     for file in files {
-        let out = tracegate().arg("inspect").arg(&file).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}: {}",
-            file.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_ok(tracegate().arg("inspect").arg(&file));
     }
 }
 
@@ -276,16 +270,11 @@ fn h200_runs_give_30_decode_and_1_prefill_with_the_cuda_event_wall() {
 /// is at most 5%; the kernels in `other` are named when it is not.
 fn other_at_most_5_pct(rel: &str) {
     let dir = shared_traces();
-    let out = tracegate()
-        .arg("report")
-        .arg(dir.join(rel))
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{rel}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        tracegate()
+            .arg("report")
+            .arg(dir.join(rel))
+            .args(["--format", "json"]),
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let u = &json["unclassified"];
@@ -383,13 +372,12 @@ fn report_says_how_steps_were_found_on_every_real_trace_with_forward_passes() {
     paths.push(dir.join("param/dlrm_kineto"));
     let mut with_forwards = 0;
     for path in paths {
-        let out = tracegate()
-            .arg("report")
-            .arg(&path)
-            .args(["--format", "json"])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", path.display());
+        let out = run_ok(
+            tracegate()
+                .arg("report")
+                .arg(&path)
+                .args(["--format", "json"]),
+        );
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let phases = report["phases"].as_array().unwrap();
         let forwards: u64 = phases

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::common::{self, tracegate};
+use crate::common::{self, run_ok, tracegate};
 use serde_json::Value;
 
 /// The shared run of a scenario at the default seed (`common::synth_run`).
@@ -16,13 +16,12 @@ fn synth(scenario: &str) -> PathBuf {
 
 /// The "Decode step breakdown" table of `extract --format markdown`: label → (calls, ms, %).
 fn markdown_breakdown(dir: &Path) -> BTreeMap<String, (f64, f64, f64)> {
-    let out = tracegate()
-        .arg("extract")
-        .arg(dir)
-        .args(["--format", "markdown"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let out = run_ok(
+        tracegate()
+            .arg("extract")
+            .arg(dir)
+            .args(["--format", "markdown"]),
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let section = text
         .split("### Decode step breakdown")

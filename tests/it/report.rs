@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::common::{shared_traces, synth_cmd, tracegate};
+use crate::common::{run_ok, shared_traces, synth_cmd, tracegate};
 use serde_json::Value;
 
 const SCENARIOS: [&str; 4] = [
@@ -25,27 +25,17 @@ fn synth_run(scenario: &'static str) -> &'static Path {
     runs[scenario].get_or_init(|| {
         let dir = common::process_dir("report-synth").join(scenario);
         let _ = std::fs::remove_dir_all(&dir);
-        let out = synth_cmd()
-            .args(["--scenario", scenario, "--out"])
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        run_ok(
+            synth_cmd()
+                .args(["--scenario", scenario, "--out"])
+                .arg(&dir),
         );
         dir
     })
 }
 
 fn run_tracegate(args: &[&str], paths: &[&Path]) -> String {
-    let out = tracegate().args(args).args(paths).output().unwrap();
-    assert!(
-        out.status.success(),
-        "tracegate {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(tracegate().args(args).args(paths));
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -239,12 +229,7 @@ fn compare_b200_h200_reproduces_the_head_to_head() {
             format.to_string(),
         ]
     };
-    let out = tracegate().args(args("json")).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(tracegate().args(args("json")));
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     // The registry's metrics under "metrics", the analysis' own figures under "figures".
     let metric = |key: &str| {
@@ -293,8 +278,7 @@ fn compare_b200_h200_reproduces_the_head_to_head() {
         .unwrap();
     assert_eq!(moe["only_here"][1][0], "fused_moe_kernel");
 
-    let out = tracegate().args(args("markdown")).output().unwrap();
-    assert!(out.status.success());
+    let out = run_ok(tracegate().args(args("markdown")));
     let text = String::from_utf8(out.stdout).unwrap();
     insta::assert_snapshot!("compare_b200_h200_markdown", text);
 }

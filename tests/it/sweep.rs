@@ -27,7 +27,7 @@ fn job(work: &Path, scenario: &str, inject: Option<&str>, verdicts: &Path) -> (i
     if let Some(spec) = inject {
         cmd.args(["--inject", spec]);
     }
-    assert!(cmd.output().unwrap().status.success());
+    common::run_ok(&mut cmd);
     let out = tracegate()
         .current_dir(root())
         .arg("check")

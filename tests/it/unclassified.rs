@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::{synth_cmd, tracegate};
+use crate::common::{run_ok, synth_cmd, tracegate};
 use serde_json::Value;
 
 const SCENARIOS: [&str; 4] = [
@@ -22,26 +22,16 @@ fn synth(dir: &Path, scenario: &str, seed: &str, inject: &[&str]) {
     for i in inject {
         cmd.args(["--inject", i]);
     }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&mut cmd);
 }
 
 fn json_of(args: &[&str], dir: &Path) -> Value {
-    let out = tracegate()
-        .arg(args[0])
-        .arg(dir)
-        .args(&args[1..])
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        tracegate()
+            .arg(args[0])
+            .arg(dir)
+            .args(&args[1..])
+            .args(["--format", "json"]),
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -251,17 +241,12 @@ fn a_baseline_rule_classifies_the_kernel_and_baseline_update_keeps_it() {
     assert!(verdict["explanation"].get("unclassified").is_none());
 
     // baseline update rewrites the figures and keeps the rule, comment included.
-    let out = tracegate()
-        .args(["baseline", "update"])
-        .arg(&run)
-        .arg("--baseline")
-        .arg(&baseline)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        tracegate()
+            .args(["baseline", "update"])
+            .arg(&run)
+            .arg("--baseline")
+            .arg(&baseline),
     );
     let updated = std::fs::read_to_string(&baseline).unwrap();
     assert_ne!(updated, text, "the figures were rewritten");

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::common::{synth_once, tracegate, GITHUB_ENV};
+use crate::common::{synth_once, tracegate, Out, GITHUB_ENV};
 
 const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
 /// A kernel of the baseline's breakdown that the hostile run renames.
@@ -56,12 +56,6 @@ fn hostile_run() -> &'static Path {
     dir
 }
 
-struct Out {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 /// `tracegate check RUN --baseline BASELINE ARGS` from the crate root.
 fn check(run: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
     let mut cmd = tracegate();
@@ -73,12 +67,7 @@ fn check(run: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    let out = cmd.output().unwrap();
-    Out {
-        code: out.status.code(),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    crate::common::run(&mut cmd)
 }
 
 /// One workflow command the runner would run: its name, its properties and its data.
