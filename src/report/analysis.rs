@@ -13,6 +13,14 @@ use crate::units::{Unit, MISSING};
 /// Rows shown before a long table folds into `<details>`.
 const SHOWN_ROWS: usize = 15;
 
+/// Characters of a kernel name in a table of a few short figures beside it (kernels by time,
+/// unclassified kernels): what fits GitHub's 900 px comment column with them.
+pub(crate) const KERNEL_TABLE_NAME_WIDTH: usize = 72;
+
+/// Characters of a kernel name in a table with many columns (communication, GEMM shapes); the
+/// full names follow in a folded list.
+const WIDE_TABLE_NAME_WIDTH: usize = 36;
+
 pub fn render(a: &RunAnalysis, format: Format) -> String {
     match format {
         Format::Json => {
@@ -69,19 +77,20 @@ impl Doc {
 
     /// A table whose rows beyond [`SHOWN_ROWS`] fold into `<details>` (markdown) or are cut with
     /// a count (terminal).
-    /// `names`: the column of kernel or op names, shown as code in markdown.
+    /// `names`: the column of kernel or op names, shown as code in markdown, and the width its
+    /// names are cut to ([`Table::name_width`]).
     pub fn long_table(
         &mut self,
         columns: &[(&str, Align)],
-        names: Option<usize>,
+        names: Option<(usize, usize)>,
         rows: Vec<Vec<String>>,
         what: &str,
     ) {
         let mut head = Table::new(columns);
         let mut rest = Table::new(columns);
-        if let Some(i) = names {
-            head = head.code_column(i);
-            rest = rest.code_column(i);
+        if let Some((i, width)) = names {
+            head = head.code_column(i).name_width(width);
+            rest = rest.code_column(i).name_width(width);
         }
         let total = rows.len();
         for (i, row) in rows.into_iter().enumerate() {
@@ -403,7 +412,7 @@ fn breakdown(d: &mut Doc, a: &RunAnalysis) {
             ("Time (ms)", Align::Right),
             ("%", Align::Right),
         ],
-        Some(0),
+        Some((0, KERNEL_TABLE_NAME_WIDTH)),
         rows,
         "kernels",
     );
@@ -417,33 +426,24 @@ fn comm(d: &mut Doc, a: &RunAnalysis) {
         d.para("No communication kernels.");
         return;
     }
+    // Calls per layer are the calls over the layer count said below the table; the collective
+    // is in "What it is" when the kernel is known, in its own words otherwise.
     let mut t = Table::new(&[
         ("Comm kernel", Align::Left),
-        ("Collective", Align::Left),
-        (
-            if c.scope == Scope::Decode {
-                "Calls/step"
-            } else {
-                "Calls/rank"
-            },
-            Align::Right,
-        ),
+        ("Calls", Align::Right),
         ("Total (ms)", Align::Right),
-        ("Mean/call (µs)", Align::Right),
-        ("Calls/layer", Align::Right),
+        ("Mean (µs)", Align::Right),
         ("First call (µs)", Align::Right),
         ("What it is", Align::Left),
     ])
-    .code_column(0);
+    .code_column(0)
+    .name_width(WIDE_TABLE_NAME_WIDTH);
     for k in &c.kernels {
         t.row(vec![
             display_kernel_name(&k.name),
-            k.collective
-                .map_or_else(|| MISSING.into(), |c| c.label().to_string()),
             crate::units::count(k.calls),
             Unit::Ms.number(k.ms),
             Unit::Us.number(k.mean_us),
-            opt(k.calls_per_layer, 2),
             match (k.first_call_us, k.cold_first_call) {
                 (Some(f), true) => format!(
                     "{} (cold, rank {})",
@@ -453,21 +453,27 @@ fn comm(d: &mut Doc, a: &RunAnalysis) {
                 (Some(f), false) => fixed(f, 1),
                 (None, _) => MISSING.into(),
             },
-            k.note.clone().unwrap_or_else(|| MISSING.into()),
+            k.note.clone().unwrap_or_else(|| {
+                k.collective
+                    .map_or_else(|| MISSING.into(), |c| c.label().to_string())
+            }),
         ]);
     }
     t.row(vec![
         "Total comms".into(),
-        "".into(),
         crate::units::count(c.calls),
         Unit::Ms.number(c.ms),
         MISSING.into(),
         "".into(),
-        "".into(),
         format!("{} of kernel time", opt_pct(c.pct_of_kernel_time)),
     ]);
-    d.para(&format!("Per {unit}, mean over ranks."));
+    d.para(&format!("Calls and time per {unit}, mean over ranks."));
     d.table(&t);
+    full_names(
+        d,
+        "Full comm kernel names",
+        c.kernels.iter().map(|k| k.name.as_str()),
+    );
     if let Some(l) = &c.layers {
         d.para(&format!(
             "Layers: {} per {unit} (calls of the main attention kernel {}).",
@@ -485,6 +491,28 @@ fn comm(d: &mut Doc, a: &RunAnalysis) {
             Unit::Us.number(k.mean_us),
         ));
     }
+}
+
+/// The full readable names of a table whose name column is cut to [`WIDE_TABLE_NAME_WIDTH`], in
+/// the table's order, folded: one per line in a code block, which scrolls rather than widens
+/// the comment. Nothing when no name was cut.
+fn full_names<'a>(d: &mut Doc, summary: &str, names: impl Iterator<Item = &'a str>) {
+    let mut seen: Vec<String> = Vec::new();
+    for n in names {
+        let full = display_kernel_name(n);
+        if !seen.contains(&full) {
+            seen.push(full);
+        }
+    }
+    if seen
+        .iter()
+        .all(|n| n.chars().count() <= WIDE_TABLE_NAME_WIDTH)
+    {
+        return;
+    }
+    let body: String = seen.iter().map(|n| format!("{n}\n")).collect();
+    let block = d.m.code_block("text", &body);
+    d.out.push_str(&d.m.folded(summary, &block));
 }
 
 fn overlap(d: &mut Doc, a: &RunAnalysis) {
@@ -525,7 +553,7 @@ fn overlap(d: &mut Doc, a: &RunAnalysis) {
         ("Stream", Align::Right),
         (
             if o.scope == Scope::Decode {
-                "Kernels/step"
+                "Kernels per step"
             } else {
                 "Kernels"
             },
@@ -534,7 +562,7 @@ fn overlap(d: &mut Doc, a: &RunAnalysis) {
         ("Time (ms)", Align::Right),
         (
             if o.scope == Scope::Decode {
-                "Comm calls/step"
+                "Comm calls per step"
             } else {
                 "Comm calls"
             },
@@ -724,11 +752,9 @@ fn whole_trace(d: &mut Doc, a: &RunAnalysis) {
         ("Streams", Align::Right),
         ("Span (ms)", Align::Right),
         ("Busy (ms)", Align::Right),
-        ("Idle (ms)", Align::Right),
         ("Kernel (ms)", Align::Right),
         ("Comm kernel (ms)", Align::Right),
         ("∪comm (ms)", Align::Right),
-        ("Overlapped (ms)", Align::Right),
         ("Overlap", Align::Right),
     ]);
     for r in &a.whole_trace {
@@ -738,14 +764,13 @@ fn whole_trace(d: &mut Doc, a: &RunAnalysis) {
             r.streams.to_string(),
             ns_ms(r.span_ns),
             ns_ms(r.busy_ns),
-            ns_ms(r.idle_ns),
             ns_ms(r.kernel_ns),
             ns_ms(r.comm_kernel_ns),
             ns_ms(r.comm_union_ns),
-            ns_ms(r.overlap_ns),
             opt_pct(r.overlap_pct),
         ]);
     }
+    // Idle is span − busy, and the overlapped time is the overlap of ∪comm: both in the JSON.
     if a.run.has_decode {
         d.heading(3, "Whole trace per rank");
         d.folded_table("All GPU activity of each rank, every phase", &t);
@@ -763,43 +788,57 @@ fn prefill(d: &mut Doc, a: &RunAnalysis) {
     let mut t = Table::new(&[
         ("Rank", Align::Left),
         ("Steps", Align::Right),
-        ("Kernels", Align::Right),
         ("Wall (ms)", Align::Right),
-        ("Kernel (ms)", Align::Right),
         ("GPU util", Align::Right),
         ("Comm (ms)", Align::Right),
         ("Comm %", Align::Right),
-        ("Largest collective", Align::Left),
+        ("Largest collective (ms)", Align::Right),
         ("Idle (ms)", Align::Right),
         ("Gaps ≥ 1 ms", Align::Right),
         ("Largest gap (ms)", Align::Right),
     ]);
+    // The largest collective's kernel is named below the table, once per kernel: it is the same
+    // on most ranks, and a name column would push the figures off the comment.
+    let mut largest: Vec<(&str, Vec<&str>)> = Vec::new();
     for r in &p.ranks {
         t.row(vec![
             r.label.clone(),
             r.steps.to_string(),
-            r.kernels.to_string(),
             Unit::Ms.number(r.wall_ms),
-            Unit::Ms.number(r.kernel_ms),
             opt_pct(r.gpu_util_pct),
             Unit::Ms.number(r.comm_ms),
             opt_pct(r.comm_pct),
-            r.largest_collective.as_ref().map_or_else(
-                || MISSING.into(),
-                |c| {
-                    format!(
-                        "{} ({} ms)",
-                        super::short_name(&c.name),
-                        Unit::Ms.number(c.ms)
-                    )
-                },
-            ),
+            r.largest_collective
+                .as_ref()
+                .map_or_else(|| MISSING.into(), |c| Unit::Ms.number(c.ms)),
             Unit::Ms.number(r.idle_ms),
             r.gaps_over_1ms.to_string(),
             Unit::Ms.number(r.largest_gap_ms),
         ]);
+        if let Some(c) = &r.largest_collective {
+            match largest.iter_mut().find(|(n, _)| *n == c.name) {
+                Some((_, ranks)) => ranks.push(&r.label),
+                None => largest.push((&c.name, vec![&r.label])),
+            }
+        }
     }
     d.table(&t);
+    let every = largest.len() == 1 && largest[0].1.len() == p.ranks.len();
+    let named: Vec<String> = largest
+        .iter()
+        .map(|(name, ranks)| {
+            if every {
+                format!("{} on every rank", d.name(name))
+            } else {
+                let ranks: Vec<String> =
+                    ranks.iter().map(|r| d.m.inline(&Inline::Text(r))).collect();
+                format!("{} on {}", d.name(name), ranks.join(", "))
+            }
+        })
+        .collect();
+    if !named.is_empty() {
+        d.para(&format!("Largest collective: {}.", named.join("; ")));
+    }
 }
 
 fn shapes(d: &mut Doc, a: &RunAnalysis) {
@@ -832,39 +871,56 @@ fn shapes(d: &mut Doc, a: &RunAnalysis) {
         .map(|r| {
             vec![
                 display_kernel_name(&r.kernel),
-                r.op.clone().unwrap_or_else(|| MISSING.into()),
                 shape_text(&r.shape),
                 r.precision.clone().unwrap_or_else(|| MISSING.into()),
-                source_text(r.source, r.m_from_batch_size).to_string(),
                 crate::units::count(r.calls),
                 Unit::Us.number(r.mean_us),
                 opt(r.tflops, 1),
                 Unit::Pct.number(r.pct),
-                r.grid.map_or_else(
-                    || MISSING.into(),
-                    |g| format!("[{},{},{}]", g[0], g[1], g[2]),
-                ),
             ]
         })
         .collect();
     d.long_table(
         &[
             ("Kernel", Align::Left),
-            ("Op", Align::Left),
             ("M x N x K", Align::Right),
             ("Precision", Align::Left),
-            ("Shape from", Align::Left),
             ("Calls", Align::Right),
             ("Mean (µs)", Align::Right),
             ("TFLOP/s", Align::Right),
             ("% of time", Align::Right),
-            ("Grid", Align::Left),
         ],
-        Some(0),
+        Some((0, WIDE_TABLE_NAME_WIDTH)),
         rows,
         "shapes",
     );
+    shape_details(d, s);
     partial_shapes_note(d, s);
+}
+
+/// What the narrow shape table leaves out, folded: per kernel (in the table's order) the CPU op
+/// its shape came from, how (`Shape from`), the launch grid and the full readable name; one
+/// line each in a code block, which scrolls rather than widens the comment.
+fn shape_details(d: &mut Doc, s: &ShapesSection) {
+    let mut body = String::new();
+    for r in &s.rows {
+        body.push_str(&format!(
+            "{} | {} | grid {} | {}\n",
+            // Names from the trace, control characters escaped: one line each.
+            super::table::printable(r.op.as_deref().unwrap_or(MISSING)),
+            source_text(r.source, r.m_from_batch_size),
+            r.grid.map_or_else(
+                || MISSING.into(),
+                |g| format!("[{},{},{}]", g[0], g[1], g[2]),
+            ),
+            display_kernel_name(&r.kernel),
+        ));
+    }
+    let block = d.m.code_block("text", &body);
+    d.out.push_str(&d.m.folded(
+        "Op, shape source, grid and full name of each kernel",
+        &block,
+    ));
 }
 
 /// Says why a row reads `?`: the trace lacks that dimension, tracegate does not guess it.
@@ -923,7 +979,7 @@ fn coverage(d: &mut Doc, a: &RunAnalysis) {
             ("Empty dims", Align::Right),
             ("No dims", Align::Right),
         ],
-        Some(0),
+        Some((0, crate::taxonomy::names::NAME_WIDTH)),
         rows,
         "ops",
     );
@@ -991,7 +1047,7 @@ fn unclassified(d: &mut Doc, a: &RunAnalysis) {
             ("%", Align::Right),
             ("Suggested category", Align::Left),
         ],
-        Some(0),
+        Some((0, KERNEL_TABLE_NAME_WIDTH)),
         rows,
         "kernels",
     );

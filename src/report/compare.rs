@@ -62,9 +62,9 @@ fn metric_table(c: &Comparison, rows: &[MetricRow], first: &str) -> Table {
 
 /// Kernel names as a table cell: code spans in markdown (the column is a
 /// [`Table::markdown_column`]), plain in a terminal; `rest` (a count) after them as text.
-fn names_cell(names: &[String], rest: Option<String>, markdown: bool) -> String {
+fn names_cell(names: &[String], rest: Option<String>, markdown: bool, width: usize) -> String {
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let mut shown: Vec<String> = super::names::distinct_labels(&refs, super::names::NAME_WIDTH)
+    let mut shown: Vec<String> = super::names::distinct_labels(&refs, width)
         .into_iter()
         .map(|name| {
             if markdown {
@@ -80,6 +80,62 @@ fn names_cell(names: &[String], rest: Option<String>, markdown: bool) -> String 
     } else {
         shown.join("; ")
     }
+}
+
+/// Characters of the kernel names of one fact row (the main allreduce, MoE GEMM, ... kernel),
+/// shared by the runs side by side; each gets at least [`MIN_NAME_WIDTH`].
+const FACTS_NAME_WIDTH: usize = 72;
+const MIN_NAME_WIDTH: usize = 24;
+/// Characters of a kernel name in a category's table of kernels (one name a row).
+const LIBRARY_NAME_WIDTH: usize = 64;
+/// Kernels only in one run listed per run; the rest are counted.
+const ONLY_HERE_SHOWN: usize = 3;
+
+/// A category's kernels per run, one a row (a list in one cell would widen the comment past its
+/// column): the run's top kernels, then up to [`ONLY_HERE_SHOWN`] kernels no other run has.
+fn library_table(c: &Comparison, lib: &crate::analysis::compare::LibraryRow) -> Table {
+    let mut t = Table::new(&[
+        ("Run", Align::Left),
+        ("Kernel", Align::Left),
+        ("", Align::Left),
+    ])
+    .code_column(1)
+    .name_width(LIBRARY_NAME_WIDTH);
+    for (i, r) in c.runs.iter().enumerate() {
+        let top: &[String] = lib.top.get(i).map_or(&[], Vec::as_slice);
+        let only: &[String] = lib.only_here.get(i).map_or(&[], Vec::as_slice);
+        for k in top {
+            let note = if only.contains(k) {
+                "top, only in this run"
+            } else {
+                "top"
+            };
+            t.row(vec![
+                r.label.clone(),
+                super::display_kernel_name(k),
+                note.into(),
+            ]);
+        }
+        let rest: Vec<&String> = only.iter().filter(|k| !top.contains(k)).collect();
+        for k in rest.iter().take(ONLY_HERE_SHOWN) {
+            t.row(vec![
+                r.label.clone(),
+                super::display_kernel_name(k),
+                "only in this run".into(),
+            ]);
+        }
+        if rest.len() > ONLY_HERE_SHOWN {
+            t.row(vec![
+                r.label.clone(),
+                MISSING.into(),
+                format!("and {} more only in this run", rest.len() - ONLY_HERE_SHOWN),
+            ]);
+        }
+        if top.is_empty() && rest.is_empty() {
+            t.row(vec![r.label.clone(), MISSING.into(), String::new()]);
+        }
+    }
+    t
 }
 
 fn render_text(c: &Comparison, markdown: bool) -> String {
@@ -137,9 +193,12 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
         row.extend(f.values.iter().map(|v| match v {
             None => MISSING.into(),
             // Kernel names in code spans, as `check` shows them.
-            Some(k) if f.key.ends_with("_kernel") => {
-                names_cell(std::slice::from_ref(k), None, markdown)
-            }
+            Some(k) if f.key.ends_with("_kernel") => names_cell(
+                std::slice::from_ref(k),
+                None,
+                markdown,
+                (FACTS_NAME_WIDTH / c.runs.len().max(1)).max(MIN_NAME_WIDTH),
+            ),
             Some(text) if markdown => free_text(text),
             Some(text) => text.clone(),
         }));
@@ -152,29 +211,7 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
     d.table(&metric_table(c, &c.categories, "Category (ms)"));
     d.heading(3, "Kernel libraries per category");
     for lib in &c.libraries {
-        let mut t = Table::new(&[
-            ("Run", Align::Left),
-            ("Top kernels", Align::Left),
-            ("Only in this run", Align::Left),
-        ]);
-        if markdown {
-            t = t.markdown_column(1).markdown_column(2);
-        }
-        for (i, r) in c.runs.iter().enumerate() {
-            let top = lib
-                .top
-                .get(i)
-                .map_or_else(|| MISSING.into(), |ks| names_cell(ks, None, markdown));
-            let only = lib.only_here.get(i).map_or_else(
-                || MISSING.into(),
-                |only| {
-                    let rest = (only.len() > 3).then(|| format!("and {} more", only.len() - 3));
-                    names_cell(&only[..only.len().min(3)], rest, markdown)
-                },
-            );
-            t.row(vec![r.label.clone(), top, only]);
-        }
-        d.folded_table(lib.category.label(), &t);
+        d.folded_table(lib.category.label(), &library_table(c, lib));
     }
     d.out.trim_end().to_string() + "\n"
 }

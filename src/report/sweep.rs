@@ -43,24 +43,39 @@ fn cell(c: &Configuration, metric: &str) -> String {
 /// the table names the images in full.
 fn image_cell(c: &Configuration) -> String {
     let (before, after) = (c.baseline_image.as_deref(), c.run.image.as_deref());
-    let (before, after) = match (before, after) {
-        (Some(b), Some(a)) => {
-            let (b, a) = crate::taxonomy::names::image_labels(b, a);
-            (Some(b), Some(a))
-        }
-        pair => pair,
+    let labels = match (before, after) {
+        (Some(b), Some(a)) if a != b => Some(crate::taxonomy::names::image_labels(b, a)),
+        _ => None,
+    };
+    let (before, after) = match &labels {
+        Some((b, a)) => (Some(b.as_str()), Some(a.as_str())),
+        None => (before, after),
     };
     crate::identity::transition(before, after, str::to_string).unwrap_or_else(|| MISSING.into())
 }
 
-fn table(sweep: &Sweep) -> Table {
+/// A metric's name as a column header: in markdown, a zero-width space after each `_` lets a
+/// long name wrap there, so that six metric columns fit GitHub's comment column; it reads the
+/// same.
+fn metric_header(name: &str, markdown: bool) -> String {
+    if markdown {
+        name.replace('_', "_\u{200b}")
+    } else {
+        name.to_string()
+    }
+}
+
+fn table(sweep: &Sweep, markdown: bool) -> Table {
     // The image column only when some configuration says which image it ran or was baselined in.
     let images = !sweep.image_bumps().is_empty();
+    let headers: Vec<String> = headline_metrics()
+        .map(|m| metric_header(m, markdown))
+        .collect();
     let mut columns = vec![("", Align::Left), ("configuration", Align::Left)];
     if images {
         columns.push(("image", Align::Left));
     }
-    columns.extend(headline_metrics().map(|m| (m, Align::Right)));
+    columns.extend(headers.iter().map(|m| (m.as_str(), Align::Right)));
     let mut t = Table::new(&columns);
     for c in &sweep.configurations {
         let mut row = vec![status_mark(c.status).to_string(), c.name.clone()];
@@ -155,7 +170,7 @@ pub fn markdown_parts(sweep: &Sweep) -> Vec<String> {
         head.push_str(&line);
         head.push_str("\n\n");
     }
-    let mut parts = vec![head, table(sweep).to_markdown() + "\n"];
+    let mut parts = vec![head, table(sweep, true).to_markdown() + "\n"];
     parts.extend(
         sweep
             .configurations
@@ -176,7 +191,7 @@ fn terminal(sweep: &Sweep) -> String {
         out.push_str(&line);
         out.push_str("\n\n");
     }
-    out.push_str(&table(sweep).to_terminal());
+    out.push_str(&table(sweep, false).to_terminal());
     for c in sweep
         .configurations
         .iter()

@@ -19,6 +19,8 @@ pub struct Table {
     code: Vec<bool>,
     /// Columns whose cells the caller wrote as markdown already (lists of code spans).
     markdown: Vec<bool>,
+    /// Characters a name of a code column is cut to ([`Table::name_width`]).
+    name_width: usize,
     rows: Vec<Vec<String>>,
 }
 
@@ -235,6 +237,7 @@ impl Table {
             align: columns.iter().map(|(_, a)| *a).collect(),
             code: vec![false; columns.len()],
             markdown: vec![false; columns.len()],
+            name_width: NAME_WIDTH,
             rows: Vec::new(),
         }
     }
@@ -245,6 +248,14 @@ impl Table {
     /// ([`super::display_kernel_name`]) in the cell.
     pub fn code_column(mut self, i: usize) -> Self {
         self.code[i] = true;
+        self
+    }
+
+    /// Names of the code columns cut to `width` characters instead of [`NAME_WIDTH`]: what fits
+    /// the table beside its other columns in GitHub's comment column (900 px). Different names
+    /// still read apart ([`distinct_cuts`] widens the cut where they would not).
+    pub fn name_width(mut self, width: usize) -> Self {
+        self.name_width = width;
         self
     }
 
@@ -269,7 +280,7 @@ impl Table {
         let mut rows = self.rows.clone();
         for (i, _) in self.code.iter().enumerate().filter(|(_, c)| **c) {
             let cells: Vec<&str> = self.rows.iter().map(|r| r[i].as_str()).collect();
-            for (row, label) in rows.iter_mut().zip(distinct_cuts(&cells, NAME_WIDTH)) {
+            for (row, label) in rows.iter_mut().zip(distinct_cuts(&cells, self.name_width)) {
                 row[i] = label;
             }
         }

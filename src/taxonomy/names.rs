@@ -1,7 +1,7 @@
 //! Names as people read them, one family for every table, list and sentence: a kernel name made
 //! readable ([`untruncated_short_name`]), cut in the middle so that the function and the tail
 //! stay ([`short_name`]), and, within one table or list, labels that keep two different kernels
-//! apart ([`distinct_labels`]); an image pair shortened to the tags that differ
+//! apart ([`distinct_labels`]); an image pair shortened to the part that differs
 //! ([`image_labels`]).
 
 use std::collections::HashMap;
@@ -225,24 +225,37 @@ pub fn distinguishing_names(old: &str, new: &str) -> (String, String) {
     (a, b)
 }
 
-/// The repository and the tag of an image (`lmsysorg/sglang:v0.5.4-rocm700` →
-/// (`lmsysorg/sglang`, `v0.5.4-rocm700`)); a digest (`repo@sha256:…`) is a tag too. `None` when
-/// the image has no tag (a registry port is not one: `host:5000/repo`).
-fn repository_and_tag(image: &str) -> Option<(&str, &str)> {
-    if let Some(at) = image.find('@') {
-        return Some((&image[..at], &image[at + 1..]));
-    }
-    let colon = image.rfind(':')?;
-    (!image[colon..].contains('/')).then(|| (&image[..colon], &image[colon + 1..]))
-}
-
-/// An image pair (before, after) for a narrow table: when both name the same repository, the
-/// tags alone (`v0.5.8`, `v0.5.9`); else the names as given. The full names belong in a folded
-/// section or a line beside the table.
-pub fn image_labels<'a>(before: &'a str, after: &'a str) -> (&'a str, &'a str) {
-    match (repository_and_tag(before), repository_and_tag(after)) {
-        (Some((rb, tb)), Some((ra, ta))) if rb == ra && tb != ta => (tb, ta),
-        _ => (before, after),
+/// An image pair (before, after) cut to the part that differs, for a headline or a narrow
+/// table: the common repository (up to the last `:` or `/` before the first difference) and
+/// the common tail from a `-` or `_` on are dropped, so `lmsysorg/sglang:v0.5.8-rocm700` →
+/// `lmsysorg/sglang:v0.5.9-rocm700` reads `v0.5.8 → v0.5.9`. The full names belong in a
+/// folded section or a line beside the table.
+pub fn image_labels(old: &str, new: &str) -> (String, String) {
+    let (a, b): (Vec<char>, Vec<char>) = (old.chars().collect(), new.chars().collect());
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let start = a[..common]
+        .iter()
+        .rposition(|&c| c == ':' || c == '/')
+        .map_or(0, |i| i + 1);
+    let (a, b) = (&a[start..], &b[start..]);
+    let tail = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
+        .min(a.len().min(b.len()));
+    // The tail kept from its first separator on, so a tag is not cut inside a word.
+    let cut = a[a.len() - tail..]
+        .iter()
+        .position(|&c| c == '-' || c == '_')
+        .map_or(0, |i| tail - i);
+    let keep = |s: &[char]| -> String { s[..s.len() - cut].iter().collect() };
+    let (x, y) = (keep(a), keep(b));
+    if x.is_empty() || y.is_empty() {
+        (a.iter().collect(), b.iter().collect())
+    } else {
+        (x, y)
     }
 }
 
@@ -331,23 +344,33 @@ mod tests {
     }
 
     #[test]
-    fn image_pairs_keep_the_tags_that_differ() {
+    fn an_image_pair_is_cut_to_the_tag_that_differs() {
+        let tags = |a: &str, b: &str| image_labels(a, b);
         assert_eq!(
-            image_labels(
+            tags(
                 "lmsysorg/sglang:v0.5.8-rocm700-mi35x",
                 "lmsysorg/sglang:v0.5.9-rocm700-mi35x"
             ),
-            ("v0.5.8-rocm700-mi35x", "v0.5.9-rocm700-mi35x")
-        );
-        assert_eq!(image_labels("a/b:1", "c/d:2"), ("a/b:1", "c/d:2"));
-        assert_eq!(image_labels("r:1", "r:1"), ("r:1", "r:1"));
-        assert_eq!(
-            image_labels("host:5000/repo", "host:5000/repo:2"),
-            ("host:5000/repo", "host:5000/repo:2")
+            ("v0.5.8".into(), "v0.5.9".into())
         );
         assert_eq!(
-            image_labels("r@sha256:aa", "r@sha256:bb"),
-            ("sha256:aa", "sha256:bb")
+            tags("lmsysorg/sglang:v0.5.4", "lmsysorg/sglang:v0.5.5"),
+            ("v0.5.4".into(), "v0.5.5".into())
+        );
+        assert_eq!(
+            tags("a/x:v1-cuda", "b/x:v1-cuda"),
+            ("a/x:v1".into(), "b/x:v1".into())
+        );
+        // A tail that differs only in its suffix is kept whole.
+        assert_eq!(
+            tags("img:v1-rocm", "img:v1-cuda"),
+            ("v1-rocm".into(), "v1-cuda".into())
+        );
+        // Different repositories: the names as given.
+        assert_eq!(tags("a/b:1", "c/d:2"), ("a/b:1".into(), "c/d:2".into()));
+        assert_eq!(
+            tags("r@sha256:aa", "r@sha256:bb"),
+            ("aa".into(), "bb".into())
         );
     }
 
