@@ -601,12 +601,12 @@ fn compare_escapes_labels_and_shows_kernels_as_code() {
     for live in ["@octocat", "://", "#3"] {
         assert!(!prose.contains(live), "{live} live in: {prose}");
     }
-    // The injected kernel is code, not text.
+    // The injected kernel is code, not text: cut in the middle to the library table's width,
+    // its escapes shown, one code span.
     assert!(
-        html.contains(&format!(
-            "<code>{}</code>",
-            EVIL_SHOWN.replace('&', "&amp;")
-        )),
+        html.contains(
+            r"<code>evil\n::error title=P…injected\n::stop-commands::tok\x1b[31m\x07</code>"
+        ),
         "{html}"
     );
     assert!(!prose.contains("evil\\n"), "{prose}");
