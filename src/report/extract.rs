@@ -124,8 +124,8 @@ fn render_text(x: &Extraction, m: &dyn Markup) -> String {
         ("range over ranks", Align::Right),
     ]);
     for def in METRICS {
-        if let Some(m) = x.metrics.get(def.name) {
-            t.row(metric_row(def.name, m));
+        if let Some(m) = x.metrics.get(&def.id) {
+            t.row(metric_row(def.name(), m));
         }
     }
     section("Metrics", &t, &mut out);

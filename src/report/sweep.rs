@@ -60,14 +60,14 @@ fn table(sweep: &Sweep) -> Table {
     if images {
         columns.push(("image", Align::Left));
     }
-    columns.extend(headline_metrics().map(|m| (m, Align::Right)));
+    columns.extend(headline_metrics().map(|m| (m.name(), Align::Right)));
     let mut t = Table::new(&columns);
     for c in &sweep.configurations {
         let mut row = vec![status_mark(c.status).to_string(), c.name.clone()];
         if images {
             row.push(image_cell(c));
         }
-        row.extend(headline_metrics().map(|m| cell(c, m)));
+        row.extend(headline_metrics().map(|m| cell(c, m.name())));
         t.row(row);
     }
     t
