@@ -16,8 +16,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = pipeline::read_run(&paths, &config, &|_, _| {})?;
     let extraction = pipeline::extract(&run, &paths, &config, None)?;
     for def in tracegate::METRICS {
-        if let Some(m) = extraction.metrics.get(def.name) {
-            println!("{:<22} {}", def.name, def.unit.figure(m.value));
+        if let Some(m) = extraction.metrics.get(&def.id) {
+            println!("{:<22} {}", def.name(), def.unit.figure(m.value));
         }
     }
     if let Some(baseline) = args.next() {

@@ -27,7 +27,7 @@
 //! time, then a run with a slowed allreduce gated against it:
 //!
 //! ```
-//! use tracegate::{exit, pipeline, AnalysisConfig, Baseline, CheckOptions, SynthOptions, METRICS};
+//! use tracegate::{exit, pipeline, AnalysisConfig, Baseline, CheckOptions, MetricId, SynthOptions};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
@@ -49,9 +49,9 @@
 //! let clean = [synth("clean", &[])?];
 //! let run = pipeline::read_run(&clean, &config, &|_done, _total| {})?;
 //! let extraction = pipeline::extract(&run, &clean, &config, None)?;
-//! let step = METRICS.iter().find(|def| def.name == "decode_step_ms").unwrap();
-//! let value = extraction.metrics.get(step.name).unwrap().value;
-//! println!("{}: {}", step.name, step.unit.figure(value));
+//! let step = MetricId::DecodeStepMs;
+//! let value = extraction.metrics[&step].value;
+//! println!("{step}: {}", step.def().unit.figure(value));
 //!
 //! // A baseline is TOML (`tracegate baseline new` writes one): the hardware and rank count it
 //! // is of and, per metric, the value and how far it may move.
@@ -59,7 +59,7 @@
 //!     "[meta]\nhardware = \"{}\"\ntp = {}\n\n[metrics.{}]\nvalue = {value}\ntolerance = \"3%\"\n",
 //!     extraction.run.device.as_deref().unwrap_or_default(),
 //!     extraction.run.ranks.len(),
-//!     step.name,
+//!     step.name(),
 //! );
 //! let baseline = Baseline::parse(&toml, "baseline.toml".as_ref())?;
 //!
@@ -147,9 +147,9 @@ pub mod testing;
 pub use reader::{ReadError, Run};
 // Settings and errors of every pipeline stage.
 pub use pipeline::{AnalysisConfig, PipelineError};
-// The registry of metrics and the extracted figures. (`MetricId` joins these when metrics are
-// keyed by it: export it here.)
-pub use metrics::{Extraction, Metric, MetricDef, METRICS};
+// The registry of metrics (one `MetricId` per metric, its `MetricDef` from `MetricId::def`) and
+// the extracted figures, keyed by `MetricId`.
+pub use metrics::{Extraction, Metric, MetricDef, MetricId, METRICS};
 // The full analysis (`report`, `compare`).
 pub use analysis::RunAnalysis;
 // Baselines.

@@ -8,14 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::gate::{Status, Verdict};
 use crate::identity::Identity;
+use crate::metrics::MetricId;
 use crate::units::Unit;
 
 /// The metrics a sweep shows as columns, in order: the registry's headline metrics.
-pub fn headline_metrics() -> impl Iterator<Item = &'static str> {
-    crate::metrics::METRICS
-        .iter()
-        .filter(|d| d.headline)
-        .map(|d| d.name)
+pub fn headline_metrics() -> impl Iterator<Item = MetricId> {
+    MetricId::ALL.into_iter().filter(|id| id.def().headline)
 }
 
 /// The part of a `check` verdict (docs/JSON.md) a sweep reads.

@@ -7,10 +7,7 @@ use serde::Serialize;
 
 use super::{ns_to_ms, Context};
 use crate::metrics::waits::{RankWait, Waits};
-use crate::metrics::{
-    Extraction, MetricMap, ALLREDUCE_RANK_RATIO, COMM_PCT, DECODE_STEP_MS, GPU_UTIL_PCT,
-    RANK_SKEW_MS,
-};
+use crate::metrics::{Extraction, MetricId, MetricMap};
 use crate::stats::{mean, median};
 use crate::steps::is_allreduce;
 
@@ -120,8 +117,8 @@ fn kernel_mean_us(ctx: &Context<'_>, rs: &crate::steps::RankSteps, name: &str) -
 }
 
 /// A registry metric's value for one rank, as the extraction computed it.
-fn rank_value(metrics: &MetricMap, name: &str, rank: u32) -> Option<f64> {
-    metrics.get(name)?.per_rank.get(&rank).copied()
+fn rank_value(metrics: &MetricMap, id: MetricId, rank: u32) -> Option<f64> {
+    metrics.get(&id)?.per_rank.get(&rank).copied()
 }
 
 /// The balance of the extraction's decode steps; registry figures are read from it.
@@ -151,11 +148,11 @@ pub(crate) fn balance_section(ctx: &Context<'_>, x: &Extraction) -> BalanceSecti
             rank,
             label: rs.rank.label.clone(),
             steps: figures.len(),
-            wall_ms: rank_value(metrics, DECODE_STEP_MS, rank),
+            wall_ms: rank_value(metrics, MetricId::DecodeStepMs, rank),
             kernel_ms: med(&|f| Some(ns_to_ms(f.kernel_ns))),
             comm_ms: med(&|f| Some(ns_to_ms(f.comm_ns))),
-            comm_pct: rank_value(metrics, COMM_PCT, rank),
-            gpu_util_pct: rank_value(metrics, GPU_UTIL_PCT, rank),
+            comm_pct: rank_value(metrics, MetricId::CommPct, rank),
+            gpu_util_pct: rank_value(metrics, MetricId::GpuUtilPct, rank),
             allreduce_calls: allreduce_us.len(),
             allreduce_mean_us: mean(&allreduce_us),
             main_allreduce_mean_us: main_allreduce_kernel
@@ -171,7 +168,7 @@ pub(crate) fn balance_section(ctx: &Context<'_>, x: &Extraction) -> BalanceSecti
         });
     }
     let skew = waits.and_then(Waits::skew);
-    let value = |name: &str| metrics.get(name).map(|m| m.value);
+    let value = |id: MetricId| metrics.get(&id).map(|m| m.value);
     let rank_of = |i: usize| ranks.get(i).map(|r: &RankBalance| r.rank);
     let last_arrival_rank = ranks
         .iter()
@@ -238,7 +235,7 @@ pub(crate) fn balance_section(ctx: &Context<'_>, x: &Extraction) -> BalanceSecti
     BalanceSection {
         matched_steps: waits.map_or(0, |w| w.steps.len()),
         mismatched_steps: waits.map_or(0, |w| w.mismatched_steps),
-        rank_skew_ms: value(RANK_SKEW_MS),
+        rank_skew_ms: value(MetricId::RankSkewMs),
         waits_most_rank: skew.as_ref().and_then(|s| rank_of(s.0)),
         waits_least_rank: skew.as_ref().and_then(|s| rank_of(s.1)),
         last_arrival_rank,
@@ -246,7 +243,7 @@ pub(crate) fn balance_section(ctx: &Context<'_>, x: &Extraction) -> BalanceSecti
         comm_skew_ms: comm_spread.map(|s| s.0),
         comm_max_rank: comm_spread.map(|s| s.1),
         comm_min_rank: comm_spread.map(|s| s.2),
-        allreduce_rank_ratio: value(ALLREDUCE_RANK_RATIO),
+        allreduce_rank_ratio: value(MetricId::AllreduceRankRatio),
         main_allreduce_kernel,
         allreduce_outliers,
         ranks,

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{RunAnalysis, Scope};
 use crate::metrics::catalog::METRICS;
-use crate::metrics::COMM_PCT;
+use crate::metrics::MetricId;
 use crate::taxonomy::Category;
 use crate::units::Unit;
 
@@ -114,7 +114,7 @@ fn top_kernel(a: &RunAnalysis, c: Category) -> Option<String> {
 /// The rank of the decode head-to-head: the one that decided `comm_pct` (the highest comm share).
 fn decisive_rank(a: &RunAnalysis) -> Option<&super::balance::RankBalance> {
     let b = a.balance.as_ref()?;
-    let decided = a.metrics.get(COMM_PCT).and_then(|m| m.decided_by);
+    let decided = a.metrics.get(&MetricId::CommPct).and_then(|m| m.decided_by);
     b.ranks
         .iter()
         .find(|r| Some(r.rank) == decided)
@@ -243,8 +243,8 @@ pub fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
     let metrics = METRICS
         .iter()
         .map(|def| {
-            let value = |a: &RunAnalysis| a.metrics.get(def.name).map(|m| m.value);
-            metric_row(def.name, def.name, def.unit, values(&value))
+            let value = |a: &RunAnalysis| a.metrics.get(&def.id).map(|m| m.value);
+            metric_row(def.name(), def.name(), def.unit, values(&value))
         })
         .collect();
     let figures = own_figures(&values);

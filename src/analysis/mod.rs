@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::metrics::breakdown::{combine, Breakdown, RankTotals};
 use crate::metrics::compute::{step_figures, Scratch, StepFigures};
-use crate::metrics::{Extraction, MetricMap, COMM_PCT, DECODE_STEP_MS, GPU_UTIL_PCT};
+use crate::metrics::{Extraction, MetricId, MetricMap};
 use crate::reader::model::{GpuActivity, Run};
 use crate::steps::{category_of, Detection, RankSteps, Step};
 use crate::taxonomy::Class;
@@ -240,7 +240,7 @@ fn slowest_rank_steps(
     extraction: Option<&Extraction>,
 ) -> Option<(u32, Vec<crate::steps::DecodePoint>)> {
     let decided = extraction
-        .and_then(|x| x.metrics.get(DECODE_STEP_MS))
+        .and_then(|x| x.metrics.get(&MetricId::DecodeStepMs))
         .and_then(|m| m.decided_by);
     let median = |rs: &RankSteps| {
         let mut w: Vec<i64> = rs.decode.iter().map(Step::wall).collect();
@@ -343,12 +343,12 @@ pub fn analyse_run(
 }
 
 fn decode_figures(rank_steps: &[RankSteps], extraction: Option<&Extraction>) -> DecodeFigures {
-    let metric = |name: &str| extraction.and_then(|x| x.metrics.get(name));
+    let metric = |id: MetricId| extraction.and_then(|x| x.metrics.get(&id));
     DecodeFigures {
-        wall_ms: metric(DECODE_STEP_MS).map(|m| m.value),
-        wall_p90_ms: metric(DECODE_STEP_MS).and_then(|m| m.p90),
-        gpu_util_pct: metric(GPU_UTIL_PCT).map(|m| m.value),
-        comm_pct: metric(COMM_PCT).map(|m| m.value),
+        wall_ms: metric(MetricId::DecodeStepMs).map(|m| m.value),
+        wall_p90_ms: metric(MetricId::DecodeStepMs).and_then(|m| m.p90),
+        gpu_util_pct: metric(MetricId::GpuUtilPct).map(|m| m.value),
+        comm_pct: metric(MetricId::CommPct).map(|m| m.value),
         kept_steps: rank_steps.iter().map(|r| r.decode.len()).sum(),
         moe_layers: extraction.and_then(|x| x.moe_layers.as_ref().map(|m| m.value)),
     }
@@ -578,7 +578,7 @@ mod tests {
         let step = c
             .metrics
             .iter()
-            .find(|m| Some(m.key.as_str()) == crate::metrics::METRICS.first().map(|d| d.name));
+            .find(|m| Some(m.key.as_str()) == crate::metrics::METRICS.first().map(|d| d.name()));
         assert_eq!(
             step.unwrap().values,
             vec![a.decode.as_ref().and_then(|d| d.wall_ms); 2]

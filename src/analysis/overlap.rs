@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{ns_to_ms, Context, Scope};
 use crate::metrics::intervals::{intersection_len, total_len, union_in_place, Interval};
-use crate::metrics::{MetricMap, OVERLAP_PCT};
+use crate::metrics::{MetricId, MetricMap};
 use crate::taxonomy::Category;
 
 /// Below this overlap (%) communication is called near-zero overlapped.
@@ -216,7 +216,7 @@ pub(crate) fn overlap_section(ctx: &Context<'_>, metrics: &MetricMap) -> Overlap
             Scope::Decode => {
                 let (figures, _) = ctx.decode_figures(rs);
                 let n = figures.len().max(1) as f64;
-                let registry = metrics.get(OVERLAP_PCT);
+                let registry = metrics.get(&MetricId::OverlapPct);
                 (
                     figures
                         .iter()

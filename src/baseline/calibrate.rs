@@ -15,7 +15,7 @@ use toml_edit::{value, Array, DocumentMut, Item, Table};
 
 use super::tolerance::{Tolerance, Unit};
 use super::write::round6;
-use crate::metrics::catalog::{self, MetricDef, Samples, StartTolerance, DECODE_STEP_MS, METRICS};
+use crate::metrics::catalog::{MetricDef, MetricId, Samples, StartTolerance, METRICS};
 use crate::metrics::Extraction;
 use crate::stats::{robust_spread, Statistic};
 use crate::units;
@@ -58,9 +58,9 @@ pub struct RunFigures {
     pub framework: Option<String>,
     pub image: Option<String>,
     pub date: Option<String>,
-    pub values: BTreeMap<String, f64>,
+    pub values: BTreeMap<MetricId, f64>,
     /// Standard error of each value within its run (per-step samples), in the metric's unit.
-    pub within: BTreeMap<String, f64>,
+    pub within: BTreeMap<MetricId, f64>,
 }
 
 /// How much noisier than its mean the run's statistic is, for its standard error.
@@ -85,20 +85,20 @@ impl RunFigures {
         let mut values = BTreeMap::new();
         let mut within = BTreeMap::new();
         for def in METRICS {
-            let Some(m) = x.metrics.get(def.name) else {
+            let Some(m) = x.metrics.get(&def.id) else {
                 continue;
             };
             if !m.value.is_finite() {
                 continue;
             }
-            values.insert(def.name.to_string(), m.value);
+            values.insert(def.id, m.value);
             let per_step = matches!(def.samples, Samples::PerStep | Samples::PerCall);
             let se = robust_spread(&m.samples)
                 .filter(|_| per_step && m.samples.len() > 1)
                 .map_or(0.0, |s| {
                     statistic_factor(def.statistic) * s / (m.samples.len() as f64).sqrt()
                 });
-            within.insert(def.name.to_string(), se);
+            within.insert(def.id, se);
         }
         RunFigures {
             label,
@@ -256,7 +256,7 @@ fn starting(def: &MetricDef, value: f64, decode_step: Option<f64>) -> (f64, Form
 /// unit it fits (`TOL`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bound {
-    pub metric: Option<String>,
+    pub metric: Option<MetricId>,
     pub tolerance: Tolerance,
 }
 
@@ -265,11 +265,16 @@ impl std::str::FromStr for Bound {
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let (metric, tol) = match text.split_once('=') {
-            Some((m, t)) => (Some(m.trim().to_string()), t),
+            Some((m, t)) => {
+                let m = m.trim();
+                let id = MetricId::from_name(m)
+                    .ok_or_else(|| format!("{text}: unknown metric `{m}`"))?;
+                (Some(id), t)
+            }
             None => (None, text),
         };
-        if let Some(m) = &metric {
-            let def = catalog::def(m).ok_or_else(|| format!("{text}: unknown metric `{m}`"))?;
+        if let Some(id) = metric {
+            let def = id.def();
             let t: Tolerance = tol.parse().map_err(|e| format!("{text}: {e}"))?;
             t.allowance(1.0, def.unit)
                 .map_err(|e| format!("{text}: {e}"))?;
@@ -289,9 +294,7 @@ impl std::str::FromStr for Bound {
 /// The allowance a list of bounds sets for a metric: the one naming it, else the first that fits
 /// its unit.
 fn bound_for(bounds: &[Bound], def: &MetricDef, value: f64) -> Option<f64> {
-    let named = bounds
-        .iter()
-        .find(|b| b.metric.as_deref() == Some(def.name));
+    let named = bounds.iter().find(|b| b.metric == Some(def.id));
     let any = || {
         bounds
             .iter()
@@ -337,7 +340,7 @@ pub fn parse_false_alarm(text: &str) -> Result<f64, String> {
 /// One gated metric, calibrated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricCalibration {
-    pub name: String,
+    pub name: MetricId,
     pub unit: Unit,
     /// The median of the runs' values.
     pub value: f64,
@@ -500,7 +503,7 @@ fn check_same_configuration(runs: &[RunFigures]) -> Result<(), CalibrateError> {
 fn gated_metrics(runs: &[&RunFigures]) -> Vec<&'static MetricDef> {
     METRICS
         .iter()
-        .filter(|d| d.gated && runs.iter().all(|r| r.values.contains_key(d.name)))
+        .filter(|d| d.gated && runs.iter().all(|r| r.values.contains_key(&d.id)))
         .collect()
 }
 
@@ -510,7 +513,7 @@ fn find_outliers(runs: &[RunFigures], decode_step: Option<f64>, opts: &Options) 
     let all: Vec<&RunFigures> = runs.iter().collect();
     let mut reasons: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     for def in gated_metrics(&all) {
-        let values: Vec<f64> = runs.iter().map(|r| r.values[def.name]).collect();
+        let values: Vec<f64> = runs.iter().map(|r| r.values[&def.id]).collect();
         let med = median(&values);
         let spread = qn_spread(&values).unwrap_or(0.0);
         let floor = floor_of(def, med, decode_step, opts);
@@ -525,7 +528,7 @@ fn find_outliers(runs: &[RunFigures], decode_step: Option<f64>, opts: &Options) 
                 reasons
                     .entry(i)
                     .or_default()
-                    .push(format!("{} {how}", def.name));
+                    .push(format!("{} {how}", def.name()));
             }
         }
     }
@@ -583,7 +586,7 @@ pub fn calibrate(runs: &[RunFigures], opts: &Options) -> Result<Calibration, Cal
     let decode_step = |rs: &[&RunFigures]| {
         let v: Vec<f64> = rs
             .iter()
-            .filter_map(|r| r.values.get(DECODE_STEP_MS).copied())
+            .filter_map(|r| r.values.get(&MetricId::DecodeStepMs).copied())
             .collect();
         (!v.is_empty()).then(|| median(&v))
     };
@@ -618,10 +621,10 @@ pub fn calibrate(runs: &[RunFigures], opts: &Options) -> Result<Calibration, Cal
     let metrics = defs
         .iter()
         .map(|def| {
-            let values: Vec<f64> = kept_runs.iter().map(|r| r.values[def.name]).collect();
+            let values: Vec<f64> = kept_runs.iter().map(|r| r.values[&def.id]).collect();
             let withins: Vec<f64> = kept_runs
                 .iter()
-                .map(|r| r.within.get(def.name).copied().unwrap_or(0.0))
+                .map(|r| r.within.get(&def.id).copied().unwrap_or(0.0))
                 .collect();
             let value = median(&values);
             let spread = between_run_spread(&values);
@@ -637,7 +640,7 @@ pub fn calibrate(runs: &[RunFigures], opts: &Options) -> Result<Calibration, Cal
             let mdc = written + Z95 * std::f64::consts::SQRT_2 * within + Z_POWER * sigma;
             let too_noisy = (written > max).then(|| more_runs(z, spread, within, n, max));
             MetricCalibration {
-                name: def.name.to_string(),
+                name: def.id,
                 unit: def.unit,
                 value,
                 spread,
@@ -661,7 +664,7 @@ pub fn calibrate(runs: &[RunFigures], opts: &Options) -> Result<Calibration, Cal
             let d = |i: usize| {
                 runs[i]
                     .values
-                    .get(DECODE_STEP_MS)
+                    .get(&MetricId::DecodeStepMs)
                     .map_or(f64::INFINITY, |v| (v - step.unwrap_or(0.0)).abs())
             };
             d(a).total_cmp(&d(b))
@@ -720,7 +723,7 @@ impl CalibrationTable {
             return Err("[calibration]: false_alarm_pct and z must be finite numbers".into());
         }
         for (name, m) in &self.metrics {
-            if catalog::def(name).is_none() {
+            if MetricId::from_name(name).is_none() {
                 return Err(format!("[calibration.metrics.{name}]: unknown metric"));
             }
             let figures = [("spread", m.spread), ("within", m.within), ("mdc", m.mdc)];
@@ -760,7 +763,7 @@ pub fn write_calibration(
         .and_then(Item::as_table_mut)
         .ok_or("the baseline has no [metrics] table")?;
     for m in &cal.metrics {
-        let Some(t) = metrics.get_mut(&m.name).and_then(Item::as_table_mut) else {
+        let Some(t) = metrics.get_mut(m.name.name()).and_then(Item::as_table_mut) else {
             continue;
         };
         if set_values {
@@ -829,7 +832,7 @@ pub fn write_calibration(
             t.insert("mdc_pct", value(round6(p)));
         }
         t.insert("gated", value(m.gated));
-        per_metric.insert(&m.name, Item::Table(t));
+        per_metric.insert(m.name.name(), Item::Table(t));
     }
     c.insert("metrics", Item::Table(per_metric));
     doc.insert("calibration", Item::Table(c));
@@ -856,7 +859,7 @@ pub fn table(cal: &Calibration) -> String {
             format!("{} (not gated: too noisy)", m.tolerance)
         };
         rows.push([
-            m.name.clone(),
+            m.name.name().to_string(),
             relative(m, m.spread),
             tolerance,
             relative(m, m.mdc),
@@ -925,13 +928,13 @@ mod tests {
         assert_eq!(round_up3(14.61), 14.7);
     }
 
-    fn run(label: &str, values: &[(&str, f64)]) -> RunFigures {
+    fn run(label: &str, values: &[(MetricId, f64)]) -> RunFigures {
         RunFigures {
             label: label.into(),
             hardware: Some("AMD Instinct MI355X".into()),
             ranks: 4,
             framework: Some("sglang".into()),
-            values: values.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            values: values.iter().copied().collect(),
             ..Default::default()
         }
     }
@@ -946,8 +949,8 @@ mod tests {
                 run(
                     &format!("run{i}"),
                     &[
-                        ("decode_step_ms", 20.0 * (1.0 + sd * z)),
-                        ("moe_us_per_layer", 120.0 * (1.0 + sd * z2)),
+                        (MetricId::DecodeStepMs, 20.0 * (1.0 + sd * z)),
+                        (MetricId::MoeUsPerLayer, 120.0 * (1.0 + sd * z2)),
                     ],
                 )
             })
@@ -960,7 +963,7 @@ mod tests {
         let moe = cal
             .metrics
             .iter()
-            .find(|m| m.name == "moe_us_per_layer")
+            .find(|m| m.name == MetricId::MoeUsPerLayer)
             .unwrap();
         // Two gated metrics share 1%: z of 0.5% one-sided.
         assert!((cal.z - normal_quantile(0.995)).abs() < 1e-9);
@@ -1029,7 +1032,7 @@ mod tests {
     #[test]
     fn an_outlier_run_is_named_and_left_out() {
         let mut rs = runs(6, 0.005);
-        rs[2].values.insert("moe_us_per_layer".into(), 120.0 * 1.3);
+        rs[2].values.insert(MetricId::MoeUsPerLayer, 120.0 * 1.3);
         let cal = calibrate(&rs, &Options::default()).unwrap();
         assert_eq!(cal.outliers.len(), 1);
         assert_eq!(cal.outliers[0].label, "run2");

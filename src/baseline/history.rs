@@ -11,7 +11,7 @@ use toml_edit::{value, ArrayOfTables, DocumentMut, InlineTable, Item, Table};
 
 use super::calibrate::{qn_spread, RunFigures};
 use super::write::round6;
-use crate::metrics::catalog::{self, METRICS};
+use crate::metrics::catalog::{MetricId, METRICS};
 use crate::metrics::Extraction;
 
 /// Runs kept when the file does not say.
@@ -58,7 +58,7 @@ impl History {
         }
         for (i, run) in self.runs.iter().enumerate() {
             for (name, v) in &run.values {
-                if catalog::def(name).is_none() {
+                if MetricId::from_name(name).is_none() {
                     return Err(format!(
                         "[[history.runs]] {}: unknown metric `{name}`",
                         i + 1
@@ -77,11 +77,11 @@ impl History {
 
     /// The between-run spread (Qn) of a metric and the runs behind it, once the history holds
     /// [`MIN_RUNS_TO_WIDEN`] runs with the metric.
-    pub fn spread(&self, metric: &str) -> Option<(f64, usize)> {
+    pub fn spread(&self, metric: MetricId) -> Option<(f64, usize)> {
         let values: Vec<f64> = self
             .runs
             .iter()
-            .filter_map(|r| r.values.get(metric).copied())
+            .filter_map(|r| r.values.get(metric.name()).copied())
             .collect();
         if values.len() < MIN_RUNS_TO_WIDEN {
             return None;
@@ -107,7 +107,11 @@ impl History {
                 framework: framework.map(str::to_string),
                 image: r.image.clone(),
                 date: Some(r.date.clone()),
-                values: r.values.clone(),
+                values: r
+                    .values
+                    .iter()
+                    .filter_map(|(name, v)| Some((MetricId::from_name(name)?, *v)))
+                    .collect(),
                 within: BTreeMap::new(),
             })
             .collect()
@@ -160,8 +164,8 @@ pub fn append(
     t.insert("source", value(source));
     let mut values = InlineTable::new();
     for def in METRICS {
-        if let Some(m) = x.metrics.get(def.name).filter(|m| m.value.is_finite()) {
-            values.insert(def.name, round6(m.value).into());
+        if let Some(m) = x.metrics.get(&def.id).filter(|m| m.value.is_finite()) {
+            values.insert(def.name(), round6(m.value).into());
         }
     }
     t.insert("values", value(values));
@@ -194,15 +198,15 @@ mod tests {
     #[test]
     fn the_spread_needs_five_runs() {
         assert_eq!(
-            history(&[20.0, 20.1, 19.9, 20.2]).spread("decode_step_ms"),
+            history(&[20.0, 20.1, 19.9, 20.2]).spread(MetricId::DecodeStepMs),
             None
         );
         let (s, n) = history(&[20.0, 20.1, 19.9, 20.2, 19.8])
-            .spread("decode_step_ms")
+            .spread(MetricId::DecodeStepMs)
             .unwrap();
         assert_eq!(n, 5);
         assert!(s > 0.05 && s < 0.4, "{s}");
-        assert_eq!(history(&[20.0; 6]).spread("moe_us_per_layer"), None);
+        assert_eq!(history(&[20.0; 6]).spread(MetricId::MoeUsPerLayer), None);
     }
 
     #[test]

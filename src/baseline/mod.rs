@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 pub use tolerance::{Tolerance, ToleranceError, Unit};
 
 pub use crate::metrics::Direction;
+use crate::metrics::MetricId;
 
 /// The `[meta]` table: what configuration the figures belong to and where they came from.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -151,7 +152,8 @@ struct BaselineFile {
 pub struct Baseline {
     pub path: PathBuf,
     pub meta: Meta,
-    pub metrics: BTreeMap<String, MetricBaseline>,
+    /// Keyed by metric, in the order of their names (as the file lists them when written).
+    pub metrics: BTreeMap<MetricId, MetricBaseline>,
     pub breakdown: Breakdown,
     /// The baseline's own taxonomy rules, as a rules-file table (`rule` = the array of rules),
     /// checked when the baseline was read; tried after `--rules`, before the built-in table.
@@ -251,8 +253,10 @@ impl Baseline {
             metric: metric.to_owned(),
             message,
         };
-        for (name, m) in &file.metrics {
-            let Some(spec) = crate::metrics::catalog::def(name) else {
+        let mut metrics = BTreeMap::new();
+        for (name, m) in file.metrics {
+            let name = name.as_str();
+            let Some(id) = MetricId::from_name(name) else {
                 let names: Vec<&str> = crate::metrics::catalog::names().collect();
                 return Err(metric_error(
                     name,
@@ -274,6 +278,7 @@ impl Baseline {
                     ));
                 }
             }
+            let spec = id.def();
             if let Some(d) = m.direction.filter(|d| *d != spec.direction) {
                 let word = |d: Direction| match d {
                     Direction::Lower => "lower",
@@ -296,6 +301,7 @@ impl Baseline {
             m.tolerance
                 .allowance(m.value, spec.unit)
                 .map_err(|e| metric_error(name, e.to_string()))?;
+            metrics.insert(id, m);
         }
         let rules = file
             .rules
@@ -318,7 +324,7 @@ impl Baseline {
         Ok(Baseline {
             path: path.to_path_buf(),
             meta: file.meta,
-            metrics: file.metrics,
+            metrics,
             breakdown: file.breakdown,
             rules,
             calibration: file.calibration,
@@ -504,10 +510,10 @@ calls_per_step = 116.0
         let b = parse(GOOD).unwrap();
         assert_eq!(b.meta.hardware, "AMD Instinct MI355X");
         assert_eq!(
-            b.metrics["decode_step_ms"].tolerance,
+            b.metrics[&MetricId::DecodeStepMs].tolerance,
             Tolerance::Relative(3.0)
         );
-        assert!(!b.metrics["comm_pct"].gate);
+        assert!(!b.metrics[&MetricId::CommPct].gate);
         assert_eq!(b.breakdown.categories["moe_gemm"].calls_per_step, 116.0);
     }
 
@@ -578,7 +584,7 @@ calls_per_step = 116.0
             "tolerance = \"3%\"\ndirection = \"lower\"",
         );
         assert_eq!(
-            parse(&same).unwrap().metrics["decode_step_ms"].direction,
+            parse(&same).unwrap().metrics[&MetricId::DecodeStepMs].direction,
             Some(Direction::Lower)
         );
     }

@@ -5,7 +5,7 @@
 use toml_edit::{value, ArrayOfTables, DocumentMut, Item, Table, TableLike};
 
 use super::Meta;
-use crate::metrics::catalog::{MetricDef, Samples, StartTolerance, DECODE_STEP_MS, METRICS};
+use crate::metrics::catalog::{MetricDef, MetricId, Samples, StartTolerance, METRICS};
 use crate::metrics::Extraction;
 use crate::stats::robust_spread;
 
@@ -13,7 +13,7 @@ use crate::stats::robust_spread;
 /// enough for step-to-step and run-to-run noise of a steady decode, tight enough to catch a slower
 /// kernel library; a share of the decode step where the noise grows with it.
 fn starting_tolerance(def: &MetricDef, x: &Extraction) -> String {
-    match (def.tolerance, x.metrics.get(DECODE_STEP_MS)) {
+    match (def.tolerance, x.metrics.get(&MetricId::DecodeStepMs)) {
         (StartTolerance::Fixed(t), _) => t.to_string(),
         (StartTolerance::ShareOfDecodeStep { pct, floor_ms }, Some(step)) => {
             format!(
@@ -184,8 +184,8 @@ fn write_metrics(
         .as_table_like_mut()
         .ok_or_else(|| "`metrics` is not a table".to_string())?;
     for def in METRICS {
-        let name = def.name;
-        let Some(m) = x.metrics.get(name) else {
+        let name = def.name();
+        let Some(m) = x.metrics.get(&def.id) else {
             if metrics.contains_key(name) {
                 changes.lacking.push(name.to_string());
             }

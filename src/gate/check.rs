@@ -8,10 +8,7 @@ use super::verdict::{judge_widened, MetricCheck, Observation, Verdict};
 use crate::baseline::{Baseline, Meta};
 use crate::exit;
 use crate::metrics::catalog::{MetricDef, Samples, METRICS};
-use crate::metrics::{
-    Extraction, Metric, ALLREDUCE_TRANSFER_US, ALLREDUCE_US, COMM_PCT, DECODE_STEP_MS,
-    GPU_UTIL_PCT, MOE_US_PER_LAYER, OVERLAP_PCT, PREFILL_COMM_PCT, PREFILL_GPU_UTIL_PCT,
-};
+use crate::metrics::{Extraction, Metric, MetricId};
 
 /// Version of the check JSON schema (`check --format json`, `--verdict-out`); 2: `unclassified`
 /// names its pooled shares `other_share_pct` and `baseline_other_share_pct`.
@@ -75,7 +72,7 @@ pub struct CheckResult {
 /// A metric's calibration as the baseline records it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CalibrationNote {
-    pub metric: String,
+    pub metric: MetricId,
     /// Clean runs the tolerance was calibrated from, while the tolerance is still the one
     /// calibrated (a tolerance edited by hand is not).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -102,16 +99,16 @@ fn calibration_notes(b: &Baseline, metrics: &[MetricCheck]) -> Vec<CalibrationNo
         .filter_map(|m| {
             let base = b.metrics.get(&m.name)?;
             let calibrated = b.calibration.as_ref().and_then(|c| {
-                let cm = c.metrics.get(&m.name)?;
+                let cm = c.metrics.get(m.name.name())?;
                 // A tolerance edited since the calibration is no longer the calibrated one.
                 (cm.tolerance == base.tolerance).then_some((c.runs, cm))
             });
-            let history = b.history.as_ref().and_then(|h| h.spread(&m.name));
+            let history = b.history.as_ref().and_then(|h| h.spread(m.name));
             if calibrated.is_none() && history.is_none() {
                 return None;
             }
             Some(CalibrationNote {
-                metric: m.name.clone(),
+                metric: m.name,
                 calibrated_runs: calibrated.map(|(runs, _)| runs),
                 mdc: calibrated.map(|(_, cm)| cm.mdc),
                 mdc_pct: calibrated.and_then(|(_, cm)| cm.mdc_pct),
@@ -176,9 +173,9 @@ fn observation(def: &MetricDef, m: &Metric) -> Observation {
 /// One metric against its baseline entry; a metric the baseline lacks is listed as new, and one
 /// neither has is left out.
 fn check_metric(spec: &MetricDef, x: &Extraction, b: &Baseline) -> Option<MetricCheck> {
-    let current = x.metrics.get(spec.name);
-    let Some(base) = b.metrics.get(spec.name) else {
-        return current.map(|m| new_metric(spec.name, m));
+    let current = x.metrics.get(&spec.id);
+    let Some(base) = b.metrics.get(&spec.id) else {
+        return current.map(|m| new_metric(spec.id, m));
     };
     // The metric's own direction: a baseline that says otherwise is refused when it is read.
     let direction = spec.direction;
@@ -186,18 +183,18 @@ fn check_metric(spec: &MetricDef, x: &Extraction, b: &Baseline) -> Option<Metric
     let between_run = b
         .history
         .as_ref()
-        .and_then(|h| h.spread(spec.name))
+        .and_then(|h| h.spread(spec.id))
         .map_or(0.0, |(s, _)| s);
     let j = judge_widened(
         base,
         direction,
         spec.unit,
         observed.as_ref(),
-        seed_of(spec.name),
+        seed_of(spec.name()),
         between_run,
     );
     Some(MetricCheck {
-        name: spec.name.to_string(),
+        name: spec.id,
         unit: spec.unit,
         direction,
         gated: base.gate,
@@ -269,8 +266,11 @@ pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
 }
 
 fn decode_series(x: &Extraction, metrics: &[MetricCheck]) -> DecodeSeries {
-    let judged = metrics.iter().find(|m| m.name == DECODE_STEP_MS);
-    let rank = x.metrics.get(DECODE_STEP_MS).and_then(|m| m.decided_by);
+    let judged = metrics.iter().find(|m| m.name == MetricId::DecodeStepMs);
+    let rank = x
+        .metrics
+        .get(&MetricId::DecodeStepMs)
+        .and_then(|m| m.decided_by);
     let steps = rank
         .and_then(|r| x.rank_steps.iter().find(|s| s.rank.index == r))
         .map(crate::steps::decode_points)
@@ -399,7 +399,7 @@ fn unjudgeable(x: &Extraction, metrics: &[MetricCheck]) -> Vec<String> {
         })
         .collect();
     if !far.is_empty() && far.iter().all(|(apart, _)| *apart) {
-        let names: Vec<&str> = far.iter().map(|(_, m)| m.name.as_str()).collect();
+        let names: Vec<&str> = far.iter().map(|(_, m)| m.name.name()).collect();
         problems.push(format!(
             "this baseline is not of this configuration: every gated metric differs from the run by more than {OTHER_CONFIGURATION_RATIO}x ({})",
             names.join(", ")
@@ -494,9 +494,9 @@ fn moved_kernels(b: &Baseline) -> Option<String> {
     ))
 }
 
-fn new_metric(name: &str, m: &Metric) -> MetricCheck {
+fn new_metric(name: MetricId, m: &Metric) -> MetricCheck {
     MetricCheck {
-        name: name.to_string(),
+        name,
         unit: m.unit,
         direction: m.direction,
         gated: false,
@@ -513,18 +513,40 @@ fn new_metric(name: &str, m: &Metric) -> MetricCheck {
     }
 }
 
-/// Metrics figured from kernel time by category: time that moves out of their category (into
-/// `other`, or into a kernel that appeared under another) makes them look better.
-const CATEGORY_METRICS: [&str; 6] = [
-    MOE_US_PER_LAYER,
-    COMM_PCT,
-    PREFILL_COMM_PCT,
-    ALLREDUCE_US,
-    ALLREDUCE_TRANSFER_US,
-    OVERLAP_PCT,
-];
-/// Utilisation: ranks that wait inside a collective kernel count as busy.
-const UTILISATION_METRICS: [&str; 2] = [GPU_UTIL_PCT, PREFILL_GPU_UTIL_PCT];
+/// What can make a metric look better while the run got worse.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flattered {
+    /// Figured from kernel time by category: time that moves out of its category (into `other`,
+    /// or into a kernel that appeared under another) makes it look better.
+    ByTimeLeavingItsCategory,
+    /// Utilisation: ranks that wait inside a collective kernel count as busy.
+    ByRanksWaitingInCollectives,
+    Never,
+}
+
+/// One arm per metric, no default: a new metric must say what can flatter it.
+fn flattered_by(id: MetricId) -> Flattered {
+    match id {
+        MetricId::MoeUsPerLayer
+        | MetricId::CommPct
+        | MetricId::PrefillCommPct
+        | MetricId::AllreduceUs
+        | MetricId::AllreduceTransferUs
+        | MetricId::OverlapPct => Flattered::ByTimeLeavingItsCategory,
+        MetricId::GpuUtilPct | MetricId::PrefillGpuUtilPct => {
+            Flattered::ByRanksWaitingInCollectives
+        }
+        MetricId::AllreduceRankRatio
+        | MetricId::DecodeStallMsPerStep
+        | MetricId::DecodeStallPct
+        | MetricId::DecodeStepMs
+        | MetricId::DecodeStepP90Ms
+        | MetricId::MixedStepMs
+        | MetricId::OtherPct
+        | MetricId::PrefillStepMs
+        | MetricId::RankSkewMs => Flattered::Never,
+    }
+}
 
 /// Marks the improvements that the run's own regression explains (the verdict stays; see
 /// [`MetricCheck::artefact`]).
@@ -540,13 +562,15 @@ fn mark_artefacts(metrics: &mut [MetricCheck], e: &Explanation) {
         .iter_mut()
         .filter(|m| m.verdict == Verdict::Improved)
     {
-        let name = m.name.as_str();
-        m.artefact = if let Some(why) = moved_out.filter(|_| CATEGORY_METRICS.contains(&name)) {
+        let flattered = flattered_by(m.name);
+        m.artefact = if let Some(why) =
+            moved_out.filter(|_| flattered == Flattered::ByTimeLeavingItsCategory)
+        {
             Some(why.to_string())
         } else {
             e.straggler
                 .as_ref()
-                .filter(|_| UTILISATION_METRICS.contains(&name))
+                .filter(|_| flattered == Flattered::ByRanksWaitingInCollectives)
                 .map(|s| {
                     format!(
                         "the other ranks wait for rank {} inside their collectives, which counts as busy",
@@ -575,11 +599,11 @@ fn status_of(metrics: &[MetricCheck], opts: &CheckOptions) -> Status {
     }
 }
 
-fn names_with(metrics: &[MetricCheck], verdict: Verdict) -> Vec<&str> {
+fn names_with(metrics: &[MetricCheck], verdict: Verdict) -> Vec<&'static str> {
     metrics
         .iter()
         .filter(|m| m.gated && m.verdict == verdict)
-        .map(|m| m.name.as_str())
+        .map(|m| m.name.name())
         .collect()
 }
 
@@ -593,7 +617,7 @@ fn summary_line(status: Status, metrics: &[MetricCheck]) -> String {
     let improved: Vec<&str> = metrics
         .iter()
         .filter(|m| m.gated && m.verdict == Verdict::Improved && m.artefact.is_none())
-        .map(|m| m.name.as_str())
+        .map(|m| m.name.name())
         .collect();
     let mut parts = Vec::new();
     if !regressed.is_empty() {
@@ -630,9 +654,9 @@ mod precedence_tests {
     use crate::metrics::Direction;
     use crate::units::Unit;
 
-    fn metric(name: &str, verdict: Verdict, gated: bool) -> MetricCheck {
+    fn metric(name: MetricId, verdict: Verdict, gated: bool) -> MetricCheck {
         MetricCheck {
-            name: name.to_string(),
+            name,
             unit: Unit::Ms,
             direction: Direction::Lower,
             gated,
@@ -653,9 +677,9 @@ mod precedence_tests {
     fn a_regression_outranks_noisy_and_missing_metrics_and_they_are_listed_beside_it() {
         let opts = CheckOptions::default();
         let metrics = vec![
-            metric("decode_step_ms", Verdict::Noisy, true),
-            metric("rank_skew_ms", Verdict::Regressed, true),
-            metric("comm_pct", Verdict::Missing, true),
+            metric(MetricId::DecodeStepMs, Verdict::Noisy, true),
+            metric(MetricId::RankSkewMs, Verdict::Regressed, true),
+            metric(MetricId::CommPct, Verdict::Missing, true),
         ];
         let status = status_of(&metrics, &opts);
         assert_eq!((status, status.exit_code()), (Status::Regression, 1));
@@ -670,14 +694,14 @@ mod precedence_tests {
     fn without_a_regression_noisy_or_missing_cannot_be_judged_and_report_only_does_not_count() {
         let opts = CheckOptions::default();
         let noisy = vec![
-            metric("decode_step_ms", Verdict::Noisy, true),
-            metric("rank_skew_ms", Verdict::Regressed, false),
+            metric(MetricId::DecodeStepMs, Verdict::Noisy, true),
+            metric(MetricId::RankSkewMs, Verdict::Regressed, false),
         ];
         assert_eq!(status_of(&noisy, &opts), Status::CannotJudge);
         assert_eq!(status_of(&noisy, &opts).exit_code(), 2);
         let ok = vec![
-            metric("decode_step_ms", Verdict::Ok, true),
-            metric("rank_skew_ms", Verdict::Noisy, false),
+            metric(MetricId::DecodeStepMs, Verdict::Ok, true),
+            metric(MetricId::RankSkewMs, Verdict::Noisy, false),
         ];
         assert_eq!(status_of(&ok, &opts), Status::Pass);
     }

@@ -18,10 +18,7 @@ use super::verdict::MetricCheck;
 use super::verdict::Verdict;
 use crate::baseline::Baseline;
 use crate::metrics::breakdown::Breakdown;
-use crate::metrics::{
-    Extraction, ALLREDUCE_TRANSFER_US, ALLREDUCE_US, DECODE_STALL_MS_PER_STEP, DECODE_STALL_PCT,
-    DECODE_STEP_MS, OTHER_PCT, RANK_SKEW_MS,
-};
+use crate::metrics::{Extraction, MetricId};
 use crate::taxonomy::{readable, untruncated_short_name, Category, OTHER_LIMIT_PCT};
 
 /// A vanished and an appeared kernel of one category are the same kernel renamed when their
@@ -249,10 +246,10 @@ pub struct StallNote {
 /// The stalls behind `decode_stall_ms_per_step` or `decode_stall_pct`, when either moved beyond
 /// its tolerance.
 fn stall_note(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Option<StallNote> {
-    let metric = [DECODE_STALL_MS_PER_STEP, DECODE_STALL_PCT]
+    let metric = [MetricId::DecodeStallMsPerStep, MetricId::DecodeStallPct]
         .into_iter()
-        .find(|name| beyond_tolerance(metrics, name))?;
-    let rank = x.metrics.get(metric)?.decided_by?;
+        .find(|&id| beyond_tolerance(metrics, id))?;
+    let rank = x.metrics.get(&metric)?.decided_by?;
     let rs = x.rank_steps.iter().find(|r| r.rank.index == rank)?;
     let s = crate::steps::stalls(rs);
     if s.positions.is_empty() {
@@ -264,7 +261,10 @@ fn stall_note(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Option<S
         factor: crate::stats::Statistic::Median.of(&s.factors),
         lost_ms: s.lost_ms(),
         ms_per_step: s.lost_ms_per_step().unwrap_or(0.0),
-        baseline_ms_per_step: b.metrics.get(DECODE_STALL_MS_PER_STEP).map(|m| m.value),
+        baseline_ms_per_step: b
+            .metrics
+            .get(&MetricId::DecodeStallMsPerStep)
+            .map(|m| m.value),
         positions: s.positions,
     })
 }
@@ -317,7 +317,7 @@ fn unclassified(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Option
     let baseline_other_share_pct = baseline_other_share_pct(b);
     let rose = match metrics
         .iter()
-        .find(|m| m.name == OTHER_PCT && m.baseline.is_some())
+        .find(|m| m.name == MetricId::OtherPct && m.baseline.is_some())
     {
         Some(m) => m.verdict == Verdict::Regressed,
         None => other_share_pct - baseline_other_share_pct.unwrap_or(0.0) > OTHER_RISE_PP,
@@ -419,7 +419,7 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
     let total: f64 = cats.values().map(|(b, c)| c.0 - b.0).sum();
     let noise = metrics
         .iter()
-        .find(|m| m.name == DECODE_STEP_MS)
+        .find(|m| m.name == MetricId::DecodeStepMs)
         .and_then(|m| m.allowance)
         .filter(|a| a.is_finite())
         .map_or(NOISE_FLOOR_MS, |a| {
@@ -526,16 +526,18 @@ pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explana
         .collect();
     let kernel_deltas = with_shares(rows, total, material);
 
-    let decode_step_change_ms = metric_change(metrics, DECODE_STEP_MS);
+    let decode_step_change_ms = metric_change(metrics, MetricId::DecodeStepMs);
     let unclassified = unclassified(x, b, metrics);
-    let transfer_grew = beyond_tolerance(metrics, ALLREDUCE_TRANSFER_US);
+    let transfer_grew = beyond_tolerance(metrics, MetricId::AllreduceTransferUs);
     let straggler = if transfer_grew {
         None
     } else {
         straggler(x, metrics)
     };
     let slower_transfer = transfer_grew.then(|| {
-        let m = metrics.iter().find(|m| m.name == ALLREDUCE_TRANSFER_US);
+        let m = metrics
+            .iter()
+            .find(|m| m.name == MetricId::AllreduceTransferUs);
         SlowerTransfer {
             change_us: m.and_then(|m| m.change).unwrap_or(0.0),
             change_pct: m.and_then(|m| m.change_pct),
@@ -931,13 +933,13 @@ fn similar_calls(a: f64, b: f64) -> bool {
 }
 
 /// The metric moved beyond its tolerance in its bad direction (regressed, or too noisy to say).
-fn beyond_tolerance(metrics: &[MetricCheck], name: &str) -> bool {
+fn beyond_tolerance(metrics: &[MetricCheck], name: MetricId) -> bool {
     metrics
         .iter()
         .any(|m| m.name == name && matches!(m.verdict, Verdict::Regressed | Verdict::Noisy))
 }
 
-fn metric_change(metrics: &[MetricCheck], name: &str) -> Option<f64> {
+fn metric_change(metrics: &[MetricCheck], name: MetricId) -> Option<f64> {
     metrics
         .iter()
         .find(|m| m.name == name)
@@ -1008,7 +1010,7 @@ fn name_diff(base: &BTreeSet<&str>, cur: &BTreeSet<&str>) -> String {
 /// last at most matched collectives (ties: the one that waits least), with its compute against the
 /// median of the other ranks', per category and kernel.
 fn straggler(x: &Extraction, metrics: &[MetricCheck]) -> Option<Straggler> {
-    if !beyond_tolerance(metrics, RANK_SKEW_MS) {
+    if !beyond_tolerance(metrics, MetricId::RankSkewMs) {
         return None;
     }
     let w = x.waits.as_ref().filter(|w| !w.steps.is_empty())?;
@@ -1083,8 +1085,8 @@ fn straggler(x: &Extraction, metrics: &[MetricCheck]) -> Option<Straggler> {
         category: category.map(|c| c.key().to_string()),
         category_excess_ms,
         kernel,
-        wait_change_ms: metric_change(metrics, RANK_SKEW_MS).unwrap_or(0.0),
-        waits_in: if x.metrics.contains_key(ALLREDUCE_US) {
+        wait_change_ms: metric_change(metrics, MetricId::RankSkewMs).unwrap_or(0.0),
+        waits_in: if x.metrics.contains_key(&MetricId::AllreduceUs) {
             "allreduce".into()
         } else {
             "collectives".into()

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::baseline::{Direction, MetricBaseline, Unit};
+use crate::metrics::MetricId;
 use crate::stats::{bootstrap_interval, Statistic};
 
 /// The judgement of one metric.
@@ -27,7 +28,8 @@ pub enum Verdict {
 /// One metric of a check: its figures, the tolerance and the verdict.
 #[derive(Debug, Clone, Serialize)]
 pub struct MetricCheck {
-    pub name: String,
+    /// Serialised as the metric's name.
+    pub name: MetricId,
     pub unit: Unit,
     pub direction: Direction,
     /// False for report-only metrics (`gate = false`) and metrics absent from the baseline.

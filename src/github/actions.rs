@@ -56,7 +56,7 @@ pub fn annotations(result: &CheckResult, fail_on_improvement: bool) -> Vec<Strin
     let mut warnings = Vec::new();
     let mut notices = Vec::new();
     for m in &result.metrics {
-        let name = m.name.as_str();
+        let name = m.name.name();
         match (m.verdict, m.gated) {
             (Verdict::Regressed, true) => errors.push(command(
                 "error",
@@ -257,11 +257,12 @@ mod tests {
     use super::*;
     use crate::gate::check::{BaselineInfo, RunSummary};
     use crate::gate::explain::Explanation;
+    use crate::metrics::MetricId;
     use crate::report::check::markdown_parts;
 
-    fn metric(name: &str, gated: bool, verdict: Verdict) -> MetricCheck {
+    fn metric(name: MetricId, gated: bool, verdict: Verdict) -> MetricCheck {
         MetricCheck {
-            name: name.into(),
+            name,
             unit: crate::units::Unit::Us,
             direction: crate::baseline::Direction::Lower,
             gated,
@@ -324,13 +325,13 @@ mod tests {
     #[test]
     fn gated_regressions_come_first_then_warnings_then_notices() {
         let r = result(vec![
-            metric("noisy", true, Verdict::Noisy),
-            metric("better", true, Verdict::Improved),
-            metric("shown_only", false, Verdict::Regressed),
-            metric("ok", true, Verdict::Ok),
-            metric("a:b,c", true, Verdict::Regressed),
-            metric("gone", true, Verdict::Missing),
-            metric("slow", true, Verdict::Regressed),
+            metric(MetricId::DecodeStallPct, true, Verdict::Noisy),
+            metric(MetricId::GpuUtilPct, true, Verdict::Improved),
+            metric(MetricId::OverlapPct, false, Verdict::Regressed),
+            metric(MetricId::OtherPct, true, Verdict::Ok),
+            metric(MetricId::CommPct, true, Verdict::Regressed),
+            metric(MetricId::AllreduceUs, true, Verdict::Missing),
+            metric(MetricId::DecodeStepMs, true, Verdict::Regressed),
         ]);
         let lines = annotations(&r, false);
         let heads: Vec<&str> = lines
@@ -340,31 +341,32 @@ mod tests {
         assert_eq!(
             heads,
             [
-                "error title=a%3Ab%2Cc",
-                "error title=slow",
-                "warning title=noisy",
-                "warning title=shown_only",
-                "warning title=gone",
-                "notice title=better",
+                "error title=comm_pct",
+                "error title=decode_step_ms",
+                "warning title=decode_stall_pct",
+                "warning title=overlap_pct",
+                "warning title=allreduce_us",
+                "notice title=gpu_util_pct",
             ]
         );
         assert_eq!(
             lines[1],
-            "::error title=slow::slow regressed: baseline 10.0 µs, current 15.0 µs, change +50.0%25, tolerance 10%25"
+            "::error title=decode_step_ms::decode_step_ms regressed: baseline 10.0 µs, current 15.0 µs, change +50.0%25, tolerance 10%25"
         );
         // With --fail-on-improvement an improvement fails the gate: an error, after regressions.
         let lines = annotations(&r, true);
-        assert!(lines[2].starts_with("::error title=better::better improved beyond tolerance"));
+        assert!(lines[2]
+            .starts_with("::error title=gpu_util_pct::gpu_util_pct improved beyond tolerance"));
         assert_eq!(lines.iter().filter(|l| l.starts_with("::error")).count(), 3);
     }
 
     #[test]
     fn no_re_baseline_is_offered_while_the_run_regressed_nor_for_an_artefact() {
-        let mut artefact = metric("moe_us_per_layer", true, Verdict::Improved);
+        let mut artefact = metric(MetricId::MoeUsPerLayer, true, Verdict::Improved);
         artefact.artefact = Some("its time moved into kernels no rule classifies".into());
         let mut r = result(vec![
-            metric("slow", true, Verdict::Regressed),
-            metric("better", true, Verdict::Improved),
+            metric(MetricId::DecodeStepMs, true, Verdict::Regressed),
+            metric(MetricId::GpuUtilPct, true, Verdict::Improved),
             artefact,
         ]);
         let lines = annotations(&r, false);
@@ -385,7 +387,11 @@ mod tests {
 
     #[test]
     fn the_summary_fits_its_budget_and_says_what_it_left_out() {
-        let r = result(vec![metric("slow", true, Verdict::Regressed)]);
+        let r = result(vec![metric(
+            MetricId::DecodeStepMs,
+            true,
+            Verdict::Regressed,
+        )]);
         let parts = markdown_parts(&r);
         let full = summary_markdown(&parts, STEP_SUMMARY_LIMIT);
         assert!(!full.contains("left out"));
@@ -398,8 +404,8 @@ mod tests {
     #[test]
     fn outputs_count_gated_regressions_only() {
         let r = result(vec![
-            metric("slow", true, Verdict::Regressed),
-            metric("shown_only", false, Verdict::Regressed),
+            metric(MetricId::DecodeStepMs, true, Verdict::Regressed),
+            metric(MetricId::OverlapPct, false, Verdict::Regressed),
         ]);
         let out = step_outputs(&r, Some(Path::new("r.md")));
         assert_eq!(

@@ -14,7 +14,7 @@ use crate::units::Unit;
 
 /// The defaults most entries share; each entry says what differs.
 const BASE: MetricDef = MetricDef {
-    name: "",
+    id: MetricId::DecodeStepMs,
     unit: Unit::Ms,
     direction: Direction::Lower,
     phase: Phase::Decode,
@@ -31,197 +31,196 @@ const BASE: MetricDef = MetricDef {
     },
 };
 
-/// Every metric, in the order reports list them and `extract` computes them.
-pub const METRICS: &[MetricDef] = &[
-    MetricDef {
-        name: DECODE_STEP_MS,
-        tolerance: StartTolerance::Fixed("3%"),
-        headline: true,
-        with_p90: true,
-        meaning: "wall of a decode step: median per rank, slowest rank",
-        ..BASE
-    },
-    MetricDef {
-        name: DECODE_STEP_P90_MS,
-        statistic: Statistic::P90,
-        tolerance: StartTolerance::Fixed("5%"),
-        meaning: "90th percentile of the decode step wall per rank, slowest rank: the tail a \
-                  median hides (stalls, slow steps)",
-        ..BASE
-    },
-    MetricDef {
-        name: DECODE_STALL_PCT,
-        unit: Unit::Pct,
-        statistic: Statistic::Mean,
-        samples: Samples::Count,
-        tolerance: StartTolerance::Fixed("10pp"),
-        meaning: "decode steps that stalled (slow outliers, above 2x the median wall, which every \
-                  per-step figure leaves out) / decode steps after warm-up: per rank, max over ranks",
-        compute: Compute::Run(run::decode_stall_pct),
-        ..BASE
-    },
-    MetricDef {
-        name: DECODE_STALL_MS_PER_STEP,
-        statistic: Statistic::Mean,
-        samples: Samples::Count,
-        tolerance: StartTolerance::ShareOfDecodeStep {
-            pct: 5.0,
-            floor_ms: 0.5,
+/// Every metric's entry, in the order of [`MetricId::ALL`]: the order reports list them and
+/// `extract` computes them.
+pub const METRICS: &[MetricDef] = &TABLE;
+
+const TABLE: [MetricDef; MetricId::ALL.len()] = {
+    let mut table = [BASE; MetricId::ALL.len()];
+    let mut i = 0;
+    while i < MetricId::ALL.len() {
+        table[i] = entry(MetricId::ALL[i]);
+        i += 1;
+    }
+    table
+};
+
+/// A metric's entry: one arm per metric, no default, so a new metric cannot go without one.
+const fn entry(id: MetricId) -> MetricDef {
+    let def = match id {
+        MetricId::DecodeStepMs => MetricDef {
+            tolerance: StartTolerance::Fixed("3%"),
+            headline: true,
+            with_p90: true,
+            meaning: "wall of a decode step: median per rank, slowest rank",
+            ..BASE
         },
-        meaning: "time the stalls cost per decode step: the stalled steps' walls minus as many \
-                  median walls, over the decode steps after warm-up: per rank, max over ranks",
-        compute: Compute::Run(run::decode_stall_ms_per_step),
-        ..BASE
-    },
-    MetricDef {
-        name: GPU_UTIL_PCT,
-        unit: Unit::Pct,
-        direction: Direction::Higher,
-        tolerance: StartTolerance::Fixed("1pp"),
-        headline: true,
-        meaning: "busy time / wall of a decode step: median per rank, least busy rank",
-        compute: Compute::PerStep {
-            sample: |s, _| s.gpu_util_pct(),
-            across: Across::Min,
+        MetricId::DecodeStepP90Ms => MetricDef {
+            statistic: Statistic::P90,
+            tolerance: StartTolerance::Fixed("5%"),
+            meaning: "90th percentile of the decode step wall per rank, slowest rank: the tail a \
+                      median hides (stalls, slow steps)",
+            ..BASE
         },
-        ..BASE
-    },
-    MetricDef {
-        name: COMM_PCT,
-        unit: Unit::Pct,
-        tolerance: StartTolerance::Fixed("1.5pp"),
-        headline: true,
-        meaning: "comm kernel time / kernel time of a decode step: median per rank, max over ranks",
-        compute: Compute::PerStep {
-            sample: |s, c| c.decode_comm.then(|| s.comm_pct()).flatten(),
-            across: Across::Max,
+        MetricId::DecodeStallPct => MetricDef {
+            unit: Unit::Pct,
+            statistic: Statistic::Mean,
+            samples: Samples::Count,
+            tolerance: StartTolerance::Fixed("10pp"),
+            meaning: "decode steps that stalled (slow outliers, above 2x the median wall, which every \
+                      per-step figure leaves out) / decode steps after warm-up: per rank, max over ranks",
+            compute: Compute::Run(run::decode_stall_pct),
+            ..BASE
         },
-        ..BASE
-    },
-    MetricDef {
-        name: ALLREDUCE_US,
-        unit: Unit::Us,
-        statistic: Statistic::Mean,
-        samples: Samples::PerCall,
-        tolerance: StartTolerance::Fixed("10%"),
-        headline: true,
-        meaning: "mean allreduce-class call of the kept decode steps, all ranks pooled",
-        compute: Compute::Run(run::allreduce_us),
-        ..BASE
-    },
-    MetricDef {
-        name: ALLREDUCE_TRANSFER_US,
-        unit: Unit::Us,
-        statistic: Statistic::Mean,
-        samples: Samples::PerCall,
-        tolerance: StartTolerance::Fixed("10%"),
-        meaning: "mean allreduce-class call net of waiting for the last rank (matched steps), all ranks pooled",
-        compute: Compute::Run(run::allreduce_transfer_us),
-        ..BASE
-    },
-    MetricDef {
-        name: ALLREDUCE_RANK_RATIO,
-        unit: Unit::Ratio,
-        statistic: Statistic::Mean,
-        samples: Samples::PerRank,
-        tolerance: StartTolerance::Fixed("15%"),
-        meaning: "max / min over ranks of the rank's mean allreduce call",
-        compute: Compute::Run(run::allreduce_rank_ratio),
-        ..BASE
-    },
-    MetricDef {
-        name: MOE_US_PER_LAYER,
-        unit: Unit::Us,
-        tolerance: StartTolerance::Fixed("5%"),
-        headline: true,
-        meaning: "moe_gemm kernel time of a decode step / MoE layers: median per rank, max over ranks",
-        compute: Compute::PerStep {
-            sample: |s, c| Some(s.moe_gemm_ns as f64 / 1e3 / c.moe_layers?),
-            across: Across::Max,
+        MetricId::DecodeStallMsPerStep => MetricDef {
+            statistic: Statistic::Mean,
+            samples: Samples::Count,
+            tolerance: StartTolerance::ShareOfDecodeStep {
+                pct: 5.0,
+                floor_ms: 0.5,
+            },
+            meaning: "time the stalls cost per decode step: the stalled steps' walls minus as many \
+                      median walls, over the decode steps after warm-up: per rank, max over ranks",
+            compute: Compute::Run(run::decode_stall_ms_per_step),
+            ..BASE
         },
-        ..BASE
-    },
-    MetricDef {
-        name: RANK_SKEW_MS,
-        samples: Samples::PerStep,
-        tolerance: StartTolerance::Fixed("0.25ms"),
-        headline: true,
-        meaning: "time per decode step ranks lose waiting for the slowest: per step, the wait in collectives of the rank that waits most minus the rank that waits least",
-        compute: Compute::Run(run::rank_skew_ms),
-        ..BASE
-    },
-    MetricDef {
-        name: OVERLAP_PCT,
-        unit: Unit::Pct,
-        direction: Direction::Higher,
-        meaning: "share of comm time overlapped by compute in a decode step: median per rank, min over ranks",
-        compute: Compute::PerStep {
-            sample: |s, _| s.overlap_pct(),
-            across: Across::Min,
+        MetricId::GpuUtilPct => MetricDef {
+            unit: Unit::Pct,
+            direction: Direction::Higher,
+            tolerance: StartTolerance::Fixed("1pp"),
+            headline: true,
+            meaning: "busy time / wall of a decode step: median per rank, least busy rank",
+            compute: Compute::PerStep {
+                sample: |s, _| s.gpu_util_pct(),
+                across: Across::Min,
+            },
+            ..BASE
         },
-        ..BASE
-    },
-    MetricDef {
-        name: OTHER_PCT,
-        unit: Unit::Pct,
-        tolerance: StartTolerance::Fixed("2pp"),
-        meaning: "kernel time in category other (no rule knows the kernel) / kernel time of a decode step: median per rank, max over ranks",
-        compute: Compute::PerStep {
-            sample: |s, _| s.other_pct(),
-            across: Across::Max,
+        MetricId::CommPct => MetricDef {
+            unit: Unit::Pct,
+            tolerance: StartTolerance::Fixed("1.5pp"),
+            headline: true,
+            meaning: "comm kernel time / kernel time of a decode step: median per rank, max over ranks",
+            compute: Compute::PerStep {
+                sample: |s, c| c.decode_comm.then(|| s.comm_pct()).flatten(),
+                across: Across::Max,
+            },
+            ..BASE
         },
-        ..BASE
-    },
-    MetricDef {
-        name: PREFILL_STEP_MS,
-        phase: Phase::Prefill,
-        tolerance: StartTolerance::Fixed("10%"),
-        meaning: "wall of a prefill step: median per rank, slowest rank",
-        ..BASE
-    },
-    MetricDef {
-        name: PREFILL_GPU_UTIL_PCT,
-        unit: Unit::Pct,
-        direction: Direction::Higher,
-        phase: Phase::Prefill,
-        meaning: "busy time / wall of a prefill step: median per rank, least busy rank",
-        compute: Compute::PerStep {
-            sample: |s, _| s.gpu_util_pct(),
-            across: Across::Min,
+        MetricId::AllreduceUs => MetricDef {
+            unit: Unit::Us,
+            statistic: Statistic::Mean,
+            samples: Samples::PerCall,
+            tolerance: StartTolerance::Fixed("10%"),
+            headline: true,
+            meaning: "mean allreduce-class call of the kept decode steps, all ranks pooled",
+            compute: Compute::Run(run::allreduce_us),
+            ..BASE
         },
-        ..BASE
-    },
-    MetricDef {
-        name: PREFILL_COMM_PCT,
-        unit: Unit::Pct,
-        phase: Phase::Prefill,
-        meaning: "comm kernel time / kernel time of a prefill step: median per rank, max over ranks",
-        compute: Compute::PerStep {
-            sample: |s, c| c.prefill_comm.then(|| s.comm_pct()).flatten(),
-            across: Across::Max,
+        MetricId::AllreduceTransferUs => MetricDef {
+            unit: Unit::Us,
+            statistic: Statistic::Mean,
+            samples: Samples::PerCall,
+            tolerance: StartTolerance::Fixed("10%"),
+            meaning: "mean allreduce-class call net of waiting for the last rank (matched steps), all ranks pooled",
+            compute: Compute::Run(run::allreduce_transfer_us),
+            ..BASE
         },
-        ..BASE
-    },
-    MetricDef {
-        name: MIXED_STEP_MS,
-        phase: Phase::Mixed,
-        tolerance: StartTolerance::Fixed("10%"),
-        meaning: "wall of a mixed step (prefill and decode tokens in one forward, chunked \
-                  prefill): median per rank, slowest rank",
-        ..BASE
-    },
-];
+        MetricId::AllreduceRankRatio => MetricDef {
+            unit: Unit::Ratio,
+            statistic: Statistic::Mean,
+            samples: Samples::PerRank,
+            tolerance: StartTolerance::Fixed("15%"),
+            meaning: "max / min over ranks of the rank's mean allreduce call",
+            compute: Compute::Run(run::allreduce_rank_ratio),
+            ..BASE
+        },
+        MetricId::MoeUsPerLayer => MetricDef {
+            unit: Unit::Us,
+            tolerance: StartTolerance::Fixed("5%"),
+            headline: true,
+            meaning: "moe_gemm kernel time of a decode step / MoE layers: median per rank, max over ranks",
+            compute: Compute::PerStep {
+                sample: |s, c| Some(s.moe_gemm_ns as f64 / 1e3 / c.moe_layers?),
+                across: Across::Max,
+            },
+            ..BASE
+        },
+        MetricId::RankSkewMs => MetricDef {
+            samples: Samples::PerStep,
+            tolerance: StartTolerance::Fixed("0.25ms"),
+            headline: true,
+            meaning: "time per decode step ranks lose waiting for the slowest: per step, the wait in collectives of the rank that waits most minus the rank that waits least",
+            compute: Compute::Run(run::rank_skew_ms),
+            ..BASE
+        },
+        MetricId::OverlapPct => MetricDef {
+            unit: Unit::Pct,
+            direction: Direction::Higher,
+            meaning: "share of comm time overlapped by compute in a decode step: median per rank, min over ranks",
+            compute: Compute::PerStep {
+                sample: |s, _| s.overlap_pct(),
+                across: Across::Min,
+            },
+            ..BASE
+        },
+        MetricId::OtherPct => MetricDef {
+            unit: Unit::Pct,
+            tolerance: StartTolerance::Fixed("2pp"),
+            meaning: "kernel time in category other (no rule knows the kernel) / kernel time of a decode step: median per rank, max over ranks",
+            compute: Compute::PerStep {
+                sample: |s, _| s.other_pct(),
+                across: Across::Max,
+            },
+            ..BASE
+        },
+        MetricId::PrefillStepMs => MetricDef {
+            phase: Phase::Prefill,
+            tolerance: StartTolerance::Fixed("10%"),
+            meaning: "wall of a prefill step: median per rank, slowest rank",
+            ..BASE
+        },
+        MetricId::PrefillGpuUtilPct => MetricDef {
+            unit: Unit::Pct,
+            direction: Direction::Higher,
+            phase: Phase::Prefill,
+            meaning: "busy time / wall of a prefill step: median per rank, least busy rank",
+            compute: Compute::PerStep {
+                sample: |s, _| s.gpu_util_pct(),
+                across: Across::Min,
+            },
+            ..BASE
+        },
+        MetricId::PrefillCommPct => MetricDef {
+            unit: Unit::Pct,
+            phase: Phase::Prefill,
+            meaning: "comm kernel time / kernel time of a prefill step: median per rank, max over ranks",
+            compute: Compute::PerStep {
+                sample: |s, c| c.prefill_comm.then(|| s.comm_pct()).flatten(),
+                across: Across::Max,
+            },
+            ..BASE
+        },
+        MetricId::MixedStepMs => MetricDef {
+            phase: Phase::Mixed,
+            tolerance: StartTolerance::Fixed("10%"),
+            meaning: "wall of a mixed step (prefill and decode tokens in one forward, chunked \
+                      prefill): median per rank, slowest rank",
+            ..BASE
+        },
+    };
+    MetricDef { id, ..def }
+}
 
 /// The entry of a metric, by name.
 pub fn def(name: &str) -> Option<&'static MetricDef> {
-    METRICS.iter().find(|d| d.name == name)
+    MetricId::from_name(name).map(MetricId::def)
 }
 
 /// Names of every metric, in registry order.
 pub fn names() -> impl Iterator<Item = &'static str> {
-    METRICS.iter().map(|d| d.name)
+    MetricId::ALL.into_iter().map(MetricId::name)
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,20 +229,44 @@ mod tests {
     fn names_are_unique_and_tolerances_parse_in_their_unit() {
         let mut seen = std::collections::HashSet::new();
         for d in METRICS {
-            assert!(seen.insert(d.name), "{} twice", d.name);
-            assert!(!d.meaning.is_empty(), "{} has no meaning", d.name);
+            assert!(seen.insert(d.name()), "{} twice", d.name());
+            assert!(!d.meaning.is_empty(), "{} has no meaning", d.name());
             if let StartTolerance::Fixed(t) = d.tolerance {
                 let t: crate::baseline::Tolerance = t.parse().unwrap();
                 t.allowance(1.0, d.unit)
-                    .unwrap_or_else(|e| panic!("{}: {e}", d.name));
+                    .unwrap_or_else(|e| panic!("{}: {e}", d.name()));
             }
             // A per-rank statistic other than the median needs per-step samples to mean anything.
             if matches!(d.samples, Samples::PerRank | Samples::Count) {
-                assert!(matches!(d.compute, Compute::Run(_)), "{}", d.name);
+                assert!(matches!(d.compute, Compute::Run(_)), "{}", d.name());
             }
         }
-        assert_eq!(def(DECODE_STEP_MS).unwrap().unit, Unit::Ms);
+        assert_eq!(MetricId::DecodeStepMs.def().unit, Unit::Ms);
         assert!(def("furlongs").is_none());
+    }
+
+    #[test]
+    fn every_id_has_its_own_entry_name_and_serialises_as_its_name() {
+        assert_eq!(METRICS.len(), MetricId::ALL.len());
+        for (d, id) in METRICS.iter().zip(MetricId::ALL) {
+            assert_eq!(d.id, id);
+            assert_eq!(id.def().id, id);
+            assert_eq!(MetricId::from_name(id.name()), Some(id));
+            assert_eq!(
+                serde_json::to_string(&id).unwrap(),
+                format!("\"{}\"", id.name())
+            );
+        }
+        assert_eq!(MetricId::from_name("furlongs"), None);
+    }
+
+    #[test]
+    fn ids_order_as_their_names_so_the_json_order_is_unchanged() {
+        let mut by_id = MetricId::ALL.to_vec();
+        by_id.sort();
+        let mut by_name = MetricId::ALL.to_vec();
+        by_name.sort_by_key(|id| id.name());
+        assert_eq!(by_id, by_name);
     }
 
     #[test]
@@ -254,7 +277,7 @@ mod tests {
                 Unit::Us => "µs",
                 u => u.json(),
             };
-            let row = format!("| `{}` | {unit} |", d.name);
+            let row = format!("| `{}` | {unit} |", d.name());
             assert!(doc.contains(&row), "docs/METRICS.md has no row {row}");
         }
     }

@@ -1,5 +1,5 @@
-//! What a metric definition is (the registry's entry type) and the metric names; the table of
-//! definitions is `catalog.rs`.
+//! What a metric definition is (the registry's entry type) and which metrics there are
+//! ([`MetricId`], and each one's name); the table of definitions is `catalog.rs`.
 
 use serde::Serialize;
 
@@ -67,7 +67,7 @@ pub enum Compute {
 /// One metric.
 #[derive(Clone, Copy)]
 pub struct MetricDef {
-    pub name: &'static str,
+    pub id: MetricId,
     pub unit: Unit,
     pub direction: Direction,
     pub phase: Phase,
@@ -86,28 +86,135 @@ pub struct MetricDef {
     pub compute: Compute,
 }
 
+impl MetricDef {
+    /// The metric's name.
+    pub const fn name(&self) -> &'static str {
+        self.id.name()
+    }
+}
+
 impl std::fmt::Debug for MetricDef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MetricDef")
-            .field("name", &self.name)
+            .field("id", &self.id)
             .finish_non_exhaustive()
     }
 }
 
-pub const DECODE_STEP_MS: &str = "decode_step_ms";
-pub const DECODE_STEP_P90_MS: &str = "decode_step_p90_ms";
-pub const DECODE_STALL_PCT: &str = "decode_stall_pct";
-pub const DECODE_STALL_MS_PER_STEP: &str = "decode_stall_ms_per_step";
-pub const GPU_UTIL_PCT: &str = "gpu_util_pct";
-pub const COMM_PCT: &str = "comm_pct";
-pub const ALLREDUCE_US: &str = "allreduce_us";
-pub const ALLREDUCE_TRANSFER_US: &str = "allreduce_transfer_us";
-pub const ALLREDUCE_RANK_RATIO: &str = "allreduce_rank_ratio";
-pub const MOE_US_PER_LAYER: &str = "moe_us_per_layer";
-pub const RANK_SKEW_MS: &str = "rank_skew_ms";
-pub const OVERLAP_PCT: &str = "overlap_pct";
-pub const OTHER_PCT: &str = "other_pct";
-pub const PREFILL_STEP_MS: &str = "prefill_step_ms";
-pub const PREFILL_GPU_UTIL_PCT: &str = "prefill_gpu_util_pct";
-pub const PREFILL_COMM_PCT: &str = "prefill_comm_pct";
-pub const MIXED_STEP_MS: &str = "mixed_step_ms";
+/// A metric of the registry. Variants are declared in the order of their names, so that the
+/// derived order (and a `MetricMap`'s) is the names' order, as the JSON has always listed them;
+/// [`MetricId::ALL`] is the registry's order. Serialises as its name.
+///
+/// Adding a metric: a variant here, its name in [`MetricId::name`], its place in
+/// [`MetricId::ALL`], and its entry in `catalog.rs`; the compiler then lists every `match` that
+/// must consider it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize)]
+#[serde(into = "&'static str")]
+pub enum MetricId {
+    AllreduceRankRatio,
+    AllreduceTransferUs,
+    AllreduceUs,
+    CommPct,
+    DecodeStallMsPerStep,
+    DecodeStallPct,
+    DecodeStepMs,
+    DecodeStepP90Ms,
+    GpuUtilPct,
+    MixedStepMs,
+    MoeUsPerLayer,
+    OtherPct,
+    OverlapPct,
+    PrefillCommPct,
+    PrefillGpuUtilPct,
+    PrefillStepMs,
+    RankSkewMs,
+}
+
+impl MetricId {
+    /// Every metric, in the order reports list them and `extract` computes them.
+    pub const ALL: [MetricId; 17] = [
+        MetricId::DecodeStepMs,
+        MetricId::DecodeStepP90Ms,
+        MetricId::DecodeStallPct,
+        MetricId::DecodeStallMsPerStep,
+        MetricId::GpuUtilPct,
+        MetricId::CommPct,
+        MetricId::AllreduceUs,
+        MetricId::AllreduceTransferUs,
+        MetricId::AllreduceRankRatio,
+        MetricId::MoeUsPerLayer,
+        MetricId::RankSkewMs,
+        MetricId::OverlapPct,
+        MetricId::OtherPct,
+        MetricId::PrefillStepMs,
+        MetricId::PrefillGpuUtilPct,
+        MetricId::PrefillCommPct,
+        MetricId::MixedStepMs,
+    ];
+
+    /// The metric's name, as baselines, JSON and reports spell it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MetricId::AllreduceRankRatio => "allreduce_rank_ratio",
+            MetricId::AllreduceTransferUs => "allreduce_transfer_us",
+            MetricId::AllreduceUs => "allreduce_us",
+            MetricId::CommPct => "comm_pct",
+            MetricId::DecodeStallMsPerStep => "decode_stall_ms_per_step",
+            MetricId::DecodeStallPct => "decode_stall_pct",
+            MetricId::DecodeStepMs => "decode_step_ms",
+            MetricId::DecodeStepP90Ms => "decode_step_p90_ms",
+            MetricId::GpuUtilPct => "gpu_util_pct",
+            MetricId::MixedStepMs => "mixed_step_ms",
+            MetricId::MoeUsPerLayer => "moe_us_per_layer",
+            MetricId::OtherPct => "other_pct",
+            MetricId::OverlapPct => "overlap_pct",
+            MetricId::PrefillCommPct => "prefill_comm_pct",
+            MetricId::PrefillGpuUtilPct => "prefill_gpu_util_pct",
+            MetricId::PrefillStepMs => "prefill_step_ms",
+            MetricId::RankSkewMs => "rank_skew_ms",
+        }
+    }
+
+    /// The metric of a name, `None` for a name no metric has.
+    pub fn from_name(name: &str) -> Option<MetricId> {
+        MetricId::ALL.into_iter().find(|id| id.name() == name)
+    }
+
+    /// The metric's registry entry.
+    pub fn def(self) -> &'static MetricDef {
+        &super::catalog::METRICS[POSITION[self as usize]]
+    }
+}
+
+/// Each metric's place in [`MetricId::ALL`] (and in `catalog::METRICS`), by declaration order.
+const POSITION: [usize; MetricId::ALL.len()] = {
+    let mut position = [usize::MAX; MetricId::ALL.len()];
+    let mut i = 0;
+    while i < MetricId::ALL.len() {
+        let d = MetricId::ALL[i] as usize;
+        // A variant missing from `ALL` shifts a listed one past the end, which fails here.
+        assert!(
+            d < MetricId::ALL.len(),
+            "a metric is missing from MetricId::ALL"
+        );
+        assert!(
+            position[d] == usize::MAX,
+            "a metric is twice in MetricId::ALL"
+        );
+        position[d] = i;
+        i += 1;
+    }
+    position
+};
+
+impl From<MetricId> for &'static str {
+    fn from(id: MetricId) -> &'static str {
+        id.name()
+    }
+}
+
+impl std::fmt::Display for MetricId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

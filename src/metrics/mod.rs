@@ -28,17 +28,12 @@ use crate::taxonomy::Class;
 use crate::units::Unit;
 
 use breakdown::{Breakdown, RankTotals};
-pub use catalog::{
-    MetricDef, ALLREDUCE_RANK_RATIO, ALLREDUCE_TRANSFER_US, ALLREDUCE_US, COMM_PCT,
-    DECODE_STALL_MS_PER_STEP, DECODE_STALL_PCT, DECODE_STEP_MS, GPU_UTIL_PCT, METRICS,
-    MOE_US_PER_LAYER, OTHER_PCT, OVERLAP_PCT, PREFILL_COMM_PCT, PREFILL_GPU_UTIL_PCT,
-    PREFILL_STEP_MS, RANK_SKEW_MS,
-};
+pub use catalog::{MetricDef, MetricId, METRICS};
 use figures::{rank_figures, RankFigures};
 use figures::{Context, RunFigures};
 
-/// The metrics of a run by name.
-pub type MetricMap = BTreeMap<&'static str, Metric>;
+/// The metrics of a run, in the order of their names (as the JSON lists them).
+pub type MetricMap = BTreeMap<MetricId, Metric>;
 
 /// What `extract` may be told.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,7 +19,7 @@ pub(crate) fn all_metrics(figures: &RunFigures<'_>, defs: &[MetricDef]) -> Metri
             Compute::Run(f) => f(def, figures, &metrics),
         };
         if let Some(m) = metric {
-            metrics.insert(def.name, m);
+            metrics.insert(def.id, m);
         }
     }
     metrics

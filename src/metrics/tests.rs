@@ -233,11 +233,7 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
         ..Default::default()
     };
     let x = extract(&run, &classes, &opts).unwrap();
-    let m = |name: &str| {
-        x.metrics
-            .get(name)
-            .unwrap_or_else(|| panic!("{name} missing"))
-    };
+    let m = |id: MetricId| x.metrics.get(&id).unwrap_or_else(|| panic!("{id} missing"));
 
     // Steps: rank 0 keeps walls 345, 400, 500 µs (1345 is an outlier above 2 × 450);
     // rank 1 keeps 400, 450, 500 µs (1365 is an outlier above 2 × 450).
@@ -267,7 +263,7 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     assert!(x.warnings.is_empty(), "{:?}", x.warnings);
 
     // decode_step_ms: rank 0 median 0.400, p90 0.400 + 0.8 × 0.100; rank 1 0.450, p90 0.490.
-    let d = m(DECODE_STEP_MS);
+    let d = m(MetricId::DecodeStepMs);
     assert_close(d.value, 0.45);
     assert_close(d.p90.unwrap(), 0.49);
     assert_close(d.per_rank[&0], 0.4);
@@ -276,7 +272,7 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     assert_eq!(d.samples, vec![0.4, 0.45, 0.5]);
 
     // decode_step_p90_ms: rank 1's p90 of (0.4, 0.45, 0.5) is 0.49, its samples the gate resamples.
-    let p90 = m(catalog::DECODE_STEP_P90_MS);
+    let p90 = m(MetricId::DecodeStepP90Ms);
     assert_close(p90.value, 0.49);
     assert_close(p90.per_rank[&1], 0.49);
     assert_eq!(p90.decided_by, Some(1));
@@ -297,41 +293,41 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
         (w.steps[0][0].last_arrivals, w.steps[0][1].last_arrivals),
         (2, 0)
     );
-    let skew = m(RANK_SKEW_MS);
+    let skew = m(MetricId::RankSkewMs);
     assert_close(skew.value, 0.02);
     assert_close(skew.per_rank[&0], 0.0);
     assert_close(skew.per_rank[&1], 0.02);
     assert_eq!(skew.samples, vec![0.02; 3]);
-    let t = m(ALLREDUCE_TRANSFER_US);
+    let t = m(MetricId::AllreduceTransferUs);
     assert_close(t.value, 10.0);
     assert_eq!(t.samples.len(), 12);
 
     // gpu_util_pct: busy 345 µs / walls on rank 0 (100, 86.25, 69); 365 µs on rank 1.
-    let u = m(GPU_UTIL_PCT);
+    let u = m(MetricId::GpuUtilPct);
     assert_close(u.per_rank[&0], 86.25);
     assert_close(u.per_rank[&1], 365.0 / 450.0 * 100.0);
     assert_close(u.value, 365.0 / 450.0 * 100.0);
     assert_eq!(u.direction, Direction::Higher);
 
     // comm_pct: 20 / 350 and 40 / 370 of kernel time.
-    let c = m(COMM_PCT);
+    let c = m(MetricId::CommPct);
     assert_close(c.per_rank[&0], 20.0 / 350.0 * 100.0);
     assert_close(c.value, 40.0 / 370.0 * 100.0);
 
     // overlap_pct: 5 µs of R2 under M2; ∪comm 20 µs on rank 0, 40 µs on rank 1.
-    let o = m(OVERLAP_PCT);
+    let o = m(MetricId::OverlapPct);
     assert_close(o.per_rank[&0], 25.0);
     assert_close(o.per_rank[&1], 12.5);
     assert_close(o.value, 12.5);
 
     // allreduce_us: 6 calls of 10 µs and 6 of 20 µs pooled.
-    let a = m(ALLREDUCE_US);
+    let a = m(MetricId::AllreduceUs);
     assert_close(a.value, 15.0);
     assert_close(a.p50.unwrap(), 15.0);
     assert_close(a.p99.unwrap(), 20.0);
     assert!(a.per_rank.is_empty());
     assert_eq!(a.samples.len(), 12);
-    let r = m(ALLREDUCE_RANK_RATIO);
+    let r = m(MetricId::AllreduceRankRatio);
     assert_close(r.value, 2.0);
     assert_close(r.per_rank[&1], 20.0);
 
@@ -341,24 +337,24 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
         (layers.value, layers.source, layers.kernel.as_deref()),
         (2.0, "counted", Some("topk"))
     );
-    assert_close(m(MOE_US_PER_LAYER).value, 100.0);
+    assert_close(m(MetricId::MoeUsPerLayer).value, 100.0);
 
     // Prefill: rank 0 wall 4.5 ms, busy 4.0, comm 0.5 of 4.0; rank 1 wall 5.0, busy 5.0, comm 1 of 5.
-    assert_close(m(PREFILL_STEP_MS).value, 5.0);
-    assert_close(m(PREFILL_STEP_MS).per_rank[&0], 4.5);
-    assert_close(m(PREFILL_GPU_UTIL_PCT).value, 4.0 / 4.5 * 100.0);
-    assert_close(m(PREFILL_COMM_PCT).value, 20.0);
-    assert_close(m(PREFILL_COMM_PCT).per_rank[&0], 12.5);
+    assert_close(m(MetricId::PrefillStepMs).value, 5.0);
+    assert_close(m(MetricId::PrefillStepMs).per_rank[&0], 4.5);
+    assert_close(m(MetricId::PrefillGpuUtilPct).value, 4.0 / 4.5 * 100.0);
+    assert_close(m(MetricId::PrefillCommPct).value, 20.0);
+    assert_close(m(MetricId::PrefillCommPct).per_rank[&0], 12.5);
     // other_pct: rank 1's mystery kernel, 10 of 370 µs of kernel time per step (attention 100,
     // allreduce 2 × 20, topk 2 × 10, MoE 2 × 100, other 10); rank 0 has a memcpy instead: 0.
-    assert_close(m(OTHER_PCT).value, 10.0 / 370.0 * 100.0);
-    assert_close(m(OTHER_PCT).per_rank[&0], 0.0);
-    assert_eq!(m(OTHER_PCT).decided_by, Some(1));
+    assert_close(m(MetricId::OtherPct).value, 10.0 / 370.0 * 100.0);
+    assert_close(m(MetricId::OtherPct).per_rank[&0], 0.0);
+    assert_eq!(m(MetricId::OtherPct).decided_by, Some(1));
     // Stalls: each rank's one slow outlier (1345 and 1365 µs) of its 4 steps after warm-up.
-    assert_close(m(catalog::DECODE_STALL_PCT).value, 25.0);
-    assert_close(m(catalog::DECODE_STALL_PCT).per_rank[&1], 25.0);
+    assert_close(m(MetricId::DecodeStallPct).value, 25.0);
+    assert_close(m(MetricId::DecodeStallPct).per_rank[&1], 25.0);
     assert_eq!(
-        m(catalog::DECODE_STALL_PCT)
+        m(MetricId::DecodeStallPct)
             .samples
             .iter()
             .filter(|&&v| v == 100.0)
@@ -367,7 +363,7 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     );
     // What they cost: rank 0's walls after warm-up 345, 400, 500, 1345 µs (median 450), rank 1's
     // 400, 450, 500, 1365 (median 475): 895 and 890 µs over 4 steps.
-    let lost = m(catalog::DECODE_STALL_MS_PER_STEP);
+    let lost = m(MetricId::DecodeStallMsPerStep);
     assert_close(lost.value, 0.895 / 4.0);
     assert_close(lost.per_rank[&1], 0.890 / 4.0);
     assert_eq!(lost.decided_by, Some(0));
@@ -413,7 +409,7 @@ fn given_moe_layers_override_the_count() {
         ..Default::default()
     };
     let x = extract(&run, &classes, &opts).unwrap();
-    assert_close(x.metrics[MOE_US_PER_LAYER].value, 50.0);
+    assert_close(x.metrics[&MetricId::MoeUsPerLayer].value, 50.0);
     assert_eq!(x.moe_layers.unwrap().source, "given");
 }
 
@@ -465,20 +461,20 @@ fn absent_inputs_give_absent_metrics() {
     }
     let (run, classes) = run_of(vec![b.build()]);
     let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
-    let names: Vec<&str> = x.metrics.keys().copied().collect();
+    let names: Vec<MetricId> = x.metrics.keys().copied().collect();
     assert_eq!(
         names,
         vec![
-            catalog::DECODE_STALL_MS_PER_STEP,
-            catalog::DECODE_STALL_PCT,
-            DECODE_STEP_MS,
-            catalog::DECODE_STEP_P90_MS,
-            GPU_UTIL_PCT,
-            OTHER_PCT
+            MetricId::DecodeStallMsPerStep,
+            MetricId::DecodeStallPct,
+            MetricId::DecodeStepMs,
+            MetricId::DecodeStepP90Ms,
+            MetricId::GpuUtilPct,
+            MetricId::OtherPct
         ]
     );
-    assert_close(x.metrics[DECODE_STEP_MS].value, 0.2);
-    assert_close(x.metrics[GPU_UTIL_PCT].value, 100.0);
+    assert_close(x.metrics[&MetricId::DecodeStepMs].value, 0.2);
+    assert_close(x.metrics[&MetricId::GpuUtilPct].value, 100.0);
     assert!(x.moe_layers.is_none());
 }
 
@@ -512,11 +508,11 @@ fn a_prefill_only_run_has_its_prefill_metrics_and_no_decode_ones() {
     let (run, classes) = run_of(vec![b.build()]);
     let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
     assert!(
-        x.metrics.contains_key(PREFILL_STEP_MS),
+        x.metrics.contains_key(&MetricId::PrefillStepMs),
         "{:?}",
         x.metrics.keys()
     );
-    assert!(!x.metrics.contains_key(DECODE_STEP_MS));
+    assert!(!x.metrics.contains_key(&MetricId::DecodeStepMs));
     assert_eq!(x.steps[&0].prefill, 1);
 }
 
@@ -536,11 +532,11 @@ fn a_mixed_step_gives_mixed_step_ms_with_its_samples() {
     }
     let (run, classes) = run_of(vec![b.build()]);
     let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
-    let m = &x.metrics[crate::metrics::catalog::MIXED_STEP_MS];
+    let m = &x.metrics[&MetricId::MixedStepMs];
     assert_eq!(m.samples.len(), 3);
     assert!(m.value > 0.0);
-    assert!(!x.metrics.contains_key(DECODE_STEP_MS));
-    assert!(!x.metrics.contains_key(PREFILL_STEP_MS));
+    assert!(!x.metrics.contains_key(&MetricId::DecodeStepMs));
+    assert!(!x.metrics.contains_key(&MetricId::PrefillStepMs));
     assert_eq!(x.steps[&0].found.mixed.annotation, 3);
 }
 
@@ -630,7 +626,7 @@ fn many_graph_launched_steps_extract_exactly() {
     let (run, classes) = run_of(traces);
     let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
     assert_eq!(x.steps[&0].decode_kept, 498);
-    assert_close(x.metrics[DECODE_STEP_MS].value, 0.999);
+    assert_close(x.metrics[&MetricId::DecodeStepMs].value, 0.999);
     assert_close(x.moe_layers.unwrap().value, 20.0);
 }
 
@@ -697,7 +693,7 @@ fn other_pct_is_the_share_of_other_kernel_time_on_the_worst_rank() {
         ..ExtractOptions::default()
     };
     let x = extract(&run, &classes, &opts).unwrap();
-    let m = &x.metrics[OTHER_PCT];
+    let m = &x.metrics[&MetricId::OtherPct];
     assert_close(m.value, 20.0);
     assert_close(m.per_rank[&1], 25.0 / 225.0 * 100.0);
     assert!(m.samples.len() == 4 && m.samples.iter().all(|&v| (v - 20.0).abs() < 1e-9));

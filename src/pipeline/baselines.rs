@@ -619,7 +619,7 @@ fn calibrate_from_history(
     );
     // The history keeps values only: the within-run error comes from the baseline's own spread.
     for def in crate::metrics::catalog::METRICS {
-        if let Some(m) = baseline.metrics.get(def.name) {
+        if let Some(m) = baseline.metrics.get(&def.id) {
             if let (Some(spread), Some(n)) = (m.spread, m.samples.filter(|&n| n > 1)) {
                 let se = spread / (n as f64).sqrt()
                     * if def.statistic == crate::stats::Statistic::Mean {
@@ -628,7 +628,7 @@ fn calibrate_from_history(
                         1.2533
                     };
                 for r in &mut runs {
-                    r.within.insert(def.name.to_string(), se);
+                    r.within.insert(def.id, se);
                 }
             }
         }

@@ -10,7 +10,7 @@ use super::Format;
 use crate::baseline::Tolerance;
 use crate::gate::explain::{Cause, Delta, Unclassified};
 use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
-use crate::metrics::DECODE_STEP_MS;
+use crate::metrics::MetricId;
 use crate::taxonomy::distinguishing_names;
 use crate::units::{Unit, MISSING};
 
@@ -124,7 +124,7 @@ fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
     let mut t = Table::new(&columns);
     for m in &result.metrics {
         let mut row = vec![
-            m.name.clone(),
+            m.name.name().to_string(),
             value(m.baseline, m.unit),
             value(m.current, m.unit),
             change(m),
@@ -172,7 +172,7 @@ fn figure_with_share(m: &MetricCheck, v: f64) -> String {
 /// baseline has neither): the smallest regression each calibrated metric is caught at, since a
 /// smaller one is not claimed, and the history's between-run spread.
 pub fn calibration_lines(result: &CheckResult) -> Vec<String> {
-    let find = |name: &str| result.metrics.iter().find(|m| m.name == name);
+    let find = |name: MetricId| result.metrics.iter().find(|m| m.name == name);
     let mdc: Vec<String> = result
         .calibration
         .iter()
@@ -180,7 +180,7 @@ pub fn calibration_lines(result: &CheckResult) -> Vec<String> {
             Some(format!(
                 "{} {}",
                 c.metric,
-                figure_with_share(find(&c.metric)?, c.mdc?)
+                figure_with_share(find(c.metric)?, c.mdc?)
             ))
         })
         .collect();
@@ -195,7 +195,7 @@ pub fn calibration_lines(result: &CheckResult) -> Vec<String> {
         .calibration
         .iter()
         .filter_map(|c| {
-            let m = find(&c.metric)?;
+            let m = find(c.metric)?;
             Some(format!(
                 "{} between-run spread {} from {} runs",
                 c.metric,
@@ -408,7 +408,10 @@ fn image_bump(result: &CheckResult) -> Option<(String, String)> {
 
 /// The decode step's change as the headline says it: `decode step +4.2% (20.127 → 20.979 ms)`.
 fn decode_step_words(result: &CheckResult) -> Option<String> {
-    let m = result.metrics.iter().find(|m| m.name == DECODE_STEP_MS)?;
+    let m = result
+        .metrics
+        .iter()
+        .find(|m| m.name == MetricId::DecodeStepMs)?;
     let (base, cur) = (m.baseline?, m.current?);
     let change = match m.change_pct {
         Some(p) => crate::units::percent_change(p),
@@ -1061,7 +1064,7 @@ mod tests {
 
     fn metric(unit: Unit, tolerance: &str, baseline: f64, current: f64) -> MetricCheck {
         MetricCheck {
-            name: "m".into(),
+            name: MetricId::DecodeStepMs,
             unit,
             direction: crate::baseline::Direction::Lower,
             gated: true,

@@ -94,8 +94,8 @@ pub(crate) fn metrics_table(metrics: &MetricMap) -> Table {
         ("range over ranks", Align::Right),
     ]);
     for def in METRICS {
-        if let Some(m) = metrics.get(def.name) {
-            t.row(metric_row(def.name, m));
+        if let Some(m) = metrics.get(&def.id) {
+            t.row(metric_row(def.name(), m));
         }
     }
     t

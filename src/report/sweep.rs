@@ -69,7 +69,7 @@ fn table(sweep: &Sweep, markdown: bool) -> Table {
     // The image column only when some configuration says which image it ran or was baselined in.
     let images = !sweep.image_bumps().is_empty();
     let headers: Vec<String> = headline_metrics()
-        .map(|m| metric_header(m, markdown))
+        .map(|m| metric_header(m.name(), markdown))
         .collect();
     let mut columns = vec![("", Align::Left), ("configuration", Align::Left)];
     if images {
@@ -82,7 +82,7 @@ fn table(sweep: &Sweep, markdown: bool) -> Table {
         if images {
             row.push(image_cell(c));
         }
-        row.extend(headline_metrics().map(|m| cell(c, m)));
+        row.extend(headline_metrics().map(|m| cell(c, m.name())));
         t.row(row);
     }
     t

@@ -2,8 +2,10 @@
 //! integer-nanosecond intervals the generator placed and the category it assigned to each kernel.
 //!
 //! Self-contained on purpose: it depends on no other module of the crate (not the reader, not the
-//! taxonomy, not the metric code it is the reference for), only on `serde_json` for the output.
+//! taxonomy, not the metric code it is the reference for), only on `serde_json` for the output and
+//! on [`MetricId`] for the metrics' names (never their definitions).
 
+use crate::metrics::MetricId;
 use serde_json::{json, Map, Value};
 
 /// One GPU activity of a step: `[start, end)` in ns and an index into the name table.
@@ -345,8 +347,8 @@ fn stall_pct(out: &mut Map<String, Value>, ranks: &[RankSteps], warmup: usize) {
         })
         .unzip();
     for (key, unit, per) in [
-        ("decode_stall_pct", "%", pct),
-        ("decode_stall_ms_per_step", "ms", lost),
+        (MetricId::DecodeStallPct.name(), "%", pct),
+        (MetricId::DecodeStallMsPerStep.name(), "ms", lost),
     ] {
         let Some(value) = per.iter().map(|p| p.value).reduce(f64::max) else {
             return;
@@ -406,18 +408,22 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
 
     sampled(
         &mut metrics,
-        "decode_step_ms",
+        MetricId::DecodeStepMs.name(),
         "ms",
         "lower",
         Combine::Max,
         true,
         samples(&wall_ms, false),
     );
-    tail(&mut metrics, "decode_step_p90_ms", samples(&wall_ms, false));
+    tail(
+        &mut metrics,
+        MetricId::DecodeStepP90Ms.name(),
+        samples(&wall_ms, false),
+    );
     stall_pct(&mut metrics, ranks, warmup);
     sampled(
         &mut metrics,
-        "gpu_util_pct",
+        MetricId::GpuUtilPct.name(),
         "%",
         "higher",
         Combine::Min,
@@ -428,7 +434,7 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
     if any_comm {
         sampled(
             &mut metrics,
-            "comm_pct",
+            MetricId::CommPct.name(),
             "%",
             "lower",
             Combine::Max,
@@ -450,7 +456,7 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
     };
     sampled(
         &mut metrics,
-        "other_pct",
+        MetricId::OtherPct.name(),
         "%",
         "lower",
         Combine::Max,
@@ -480,7 +486,7 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
         m.insert("p50".into(), json!(percentile(&pooled, 50.0)));
         m.insert("p99".into(), json!(percentile(&pooled, 99.0)));
         m.insert("calls".into(), json!(pooled.len()));
-        metrics.insert("allreduce_us".into(), Value::Object(m));
+        metrics.insert(MetricId::AllreduceUs.name().into(), Value::Object(m));
     }
     if rank_means.len() >= 2 {
         let max = rank_means
@@ -494,7 +500,7 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
         if min > 0.0 {
             let mut m = metric("ratio", "lower", max / min);
             m.insert("per_rank".into(), per_rank_obj(&rank_means));
-            metrics.insert("allreduce_rank_ratio".into(), Value::Object(m));
+            metrics.insert(MetricId::AllreduceRankRatio.name().into(), Value::Object(m));
         }
     }
 
@@ -526,14 +532,14 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
         .collect();
     sampled(
         &mut metrics,
-        "moe_us_per_layer",
+        MetricId::MoeUsPerLayer.name(),
         "us",
         "lower",
         Combine::Max,
         false,
         moe_samples,
     );
-    if let Some(Value::Object(m)) = metrics.get_mut("moe_us_per_layer") {
+    if let Some(Value::Object(m)) = metrics.get_mut(MetricId::MoeUsPerLayer.name()) {
         m.insert("moe_layers".into(), Value::Object(moe_layers));
     }
 
@@ -563,7 +569,7 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
             .collect();
         let mut m = metric("ms", "lower", median(&skew).unwrap_or(0.0));
         m.insert("per_rank".into(), per_rank_obj(&per));
-        metrics.insert("rank_skew_ms".into(), Value::Object(m));
+        metrics.insert(MetricId::RankSkewMs.name().into(), Value::Object(m));
 
         // allreduce_transfer_us: every allreduce-class call net of its wait, all ranks pooled.
         let transfers: Vec<f64> = matched
@@ -583,7 +589,10 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
             m.insert("p50".into(), json!(percentile(&transfers, 50.0)));
             m.insert("p99".into(), json!(percentile(&transfers, 99.0)));
             m.insert("calls".into(), json!(transfers.len()));
-            metrics.insert("allreduce_transfer_us".into(), Value::Object(m));
+            metrics.insert(
+                MetricId::AllreduceTransferUs.name().into(),
+                Value::Object(m),
+            );
         }
     }
 
@@ -592,7 +601,7 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
     };
     sampled(
         &mut metrics,
-        "overlap_pct",
+        MetricId::OverlapPct.name(),
         "%",
         "higher",
         Combine::Min,
@@ -602,7 +611,7 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
 
     sampled(
         &mut metrics,
-        "prefill_step_ms",
+        MetricId::PrefillStepMs.name(),
         "ms",
         "lower",
         Combine::Max,
@@ -611,7 +620,7 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
     );
     sampled(
         &mut metrics,
-        "prefill_gpu_util_pct",
+        MetricId::PrefillGpuUtilPct.name(),
         "%",
         "higher",
         Combine::Min,
@@ -622,7 +631,7 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
     if any_prefill_comm {
         sampled(
             &mut metrics,
-            "prefill_comm_pct",
+            MetricId::PrefillCommPct.name(),
             "%",
             "lower",
             Combine::Max,

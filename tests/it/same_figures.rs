@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use tracegate::{Unit, METRICS};
+use tracegate::{MetricId, Unit};
 
 use crate::common::{assert_exit, synth_run, tracegate};
 
@@ -59,8 +59,8 @@ fn report_and_compare_print_every_registry_metric_as_extract_does() {
         let extract_json = json(&output(&["extract", "--format", "json"], &[run]));
         let report_md = output(&["report", "--format", "markdown"], &[run]);
         let report_json = json(&output(&["report", "--format", "json"], &[run]));
-        for def in METRICS {
-            let name = def.name;
+        for id in MetricId::ALL {
+            let (def, name) = (id.def(), id.name());
             let extracted = extract_json["metrics"][name]["value"].as_f64();
             assert_eq!(
                 report_json["metrics"][name]["value"].as_f64(),
@@ -127,7 +127,7 @@ fn compare_names_the_main_allreduce_kernel_apart_from_the_registry_allreduce() {
     // No figure of the analysis' own carries a registry metric's name.
     for k in &own {
         assert!(
-            METRICS.iter().all(|d| d.name != k),
+            MetricId::ALL.iter().all(|id| id.name() != k),
             "{k} is a registry name"
         );
     }
