@@ -38,11 +38,14 @@ ORDER = [
     SHARED[:5],
     SHARED[5:],
     ["reader"],
-    ["links", "identity", "synth"],
+    ["links", "identity"],
     ["taxonomy"],
     ["steps"],
     ["inspect"],
     ["metrics"],
+    # The synthetic generator: its truth is keyed by the registry's `MetricId` (names only; it
+    # computes every figure itself), so it sits just above `metrics`.
+    ["synth"],
     ["analysis"],
     ["baseline"],
     ["gate"],

@@ -16,7 +16,7 @@ pub(crate) use crate::files::check_not_special;
 
 /// Why a path is refused in a workflow.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfineError {
+pub(crate) enum ConfineError {
     /// The path itself leaves the directories a workflow step may use.
     #[error(
         "{flag} {}: outside the workspace and the runner's temporary directory ({roots}); \
@@ -104,7 +104,7 @@ fn shown(roots: &[PathBuf]) -> String {
 /// place and by where it leads. Outside a workflow, everything is allowed; in one without a
 /// workspace, nothing is. This is the one check of a path from a workflow input: every command
 /// and every reader of such paths (discovery, sweep's verdicts) calls it.
-pub fn confine(
+pub(crate) fn confine(
     flag: &'static str,
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
@@ -140,7 +140,7 @@ pub fn confine(
 
 /// [`confine`] for a path tracegate writes. The same rule: a symlink (dangling or not) is
 /// judged by where a write through it would land.
-pub fn confine_output(
+pub(crate) fn confine_output(
     flag: &'static str,
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,

@@ -9,9 +9,9 @@ use std::io::Read;
 use std::path::Path;
 
 /// Baselines, rules and verdict files are kilobytes; 16 MiB is far above any real one.
-pub const TEXT_CAP: u64 = 16 << 20;
+pub(crate) const TEXT_CAP: u64 = 16 << 20;
 /// GitHub's webhook payloads are at most 25 MB.
-pub const EVENT_CAP: u64 = 25 << 20;
+pub(crate) const EVENT_CAP: u64 = 25 << 20;
 
 fn not_regular() -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file")
@@ -19,7 +19,7 @@ fn not_regular() -> std::io::Error {
 
 /// Refuses, from its metadata alone (symlinks followed), what is not a regular file: a device
 /// (`/dev/zero`), a FIFO, a socket, a directory (`InvalidInput`, "not a regular file").
-pub fn check_regular(path: &Path) -> std::io::Result<std::fs::Metadata> {
+pub(crate) fn check_regular(path: &Path) -> std::io::Result<std::fs::Metadata> {
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
         return Err(not_regular());
@@ -30,7 +30,7 @@ pub fn check_regular(path: &Path) -> std::io::Result<std::fs::Metadata> {
 /// Refuses, from its metadata alone, what is not a regular file of at most `cap` bytes: the
 /// checks [`read_text_capped`] makes before it reads (`InvalidInput`: not a regular file;
 /// `InvalidData`: too large).
-pub fn check_regular_capped(path: &Path, cap: u64) -> std::io::Result<()> {
+pub(crate) fn check_regular_capped(path: &Path, cap: u64) -> std::io::Result<()> {
     if check_regular(path)?.len() > cap {
         return Err(too_large(cap));
     }
@@ -41,7 +41,7 @@ pub fn check_regular_capped(path: &Path, cap: u64) -> std::io::Result<()> {
 /// first, and the open itself never blocks (`O_NONBLOCK`, which means nothing to a regular file):
 /// a FIFO put in the file's place between the check and the open is refused by the check of
 /// what was opened, not waited on.
-pub fn open_regular(path: &Path) -> std::io::Result<File> {
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<File> {
     check_regular(path)?;
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
@@ -68,7 +68,7 @@ pub fn open_regular(path: &Path) -> std::io::Result<File> {
 /// socket is refused (`InvalidInput`, "not a regular file"); a regular file, a directory (where
 /// the flag takes one, its entries are checked as they are read) and a path that does not exist
 /// (the reader says so) pass.
-pub fn check_not_special(path: &Path) -> std::io::Result<()> {
+pub(crate) fn check_not_special(path: &Path) -> std::io::Result<()> {
     match std::fs::metadata(path) {
         Ok(meta) if !meta.is_file() && !meta.is_dir() => Err(not_regular()),
         _ => Ok(()),
@@ -83,7 +83,7 @@ fn too_large(cap: u64) -> std::io::Error {
 }
 
 /// The text of a regular file of at most `cap` bytes.
-pub fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
+pub(crate) fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
     check_regular_capped(path, cap)?;
     let mut text = String::new();
     // Read one byte past the cap: a file that grows while being read is still caught.

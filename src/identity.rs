@@ -19,7 +19,7 @@ pub struct Identity {
 }
 
 /// Prefix of the environment variables that add pairs.
-pub const META_ENV_PREFIX: &str = "TRACEGATE_META_";
+pub(crate) const META_ENV_PREFIX: &str = "TRACEGATE_META_";
 /// Keys `--meta` cannot set: the image has its own flag, the rest are written by tracegate.
 const RESERVED: [&str; 3] = ["image", "previous_image", "extra"];
 
@@ -89,7 +89,7 @@ fn check_key(key: &str) -> Result<(), String> {
 
 /// "a → b", "a" when both are the same, "a → —" or "— → b" when one is unknown, each value
 /// shown by `show`; `None` when neither is known.
-pub fn transition(
+pub(crate) fn transition(
     before: Option<&str>,
     after: Option<&str>,
     show: impl Fn(&str) -> String,
@@ -108,7 +108,7 @@ pub fn transition(
 /// `sglang::`/`sgl_kernel::` ops; vLLM by its `vllm::` ops (custom ops and attention). SGLang's
 /// evidence wins: older SGLang calls vLLM's custom ops. `None` when nothing tells (then
 /// `--key framework=NAME` does).
-pub fn framework_of(run: &crate::reader::Run) -> Option<&'static str> {
+pub(crate) fn framework_of(run: &crate::reader::Run) -> Option<&'static str> {
     use crate::reader::model::RankSource;
     let mut vllm = false;
     for t in &run.traces {

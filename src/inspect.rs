@@ -9,7 +9,7 @@ use crate::links::Links;
 use crate::reader::{dims_have_numbers, GpuKind, RankTrace, ReadStats, Run};
 
 /// Version of the `inspect --format json` schema; bumped on any incompatible change.
-pub const INSPECT_SCHEMA_VERSION: u32 = 1;
+pub(crate) const INSPECT_SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Serialize)]
 pub struct RunInspection {
@@ -87,7 +87,7 @@ pub struct OpCount {
     pub count: u64,
 }
 
-pub fn inspect(run: &Run) -> RunInspection {
+pub(crate) fn inspect(run: &Run) -> RunInspection {
     RunInspection {
         schema_version: INSPECT_SCHEMA_VERSION,
         ranks: run.traces.iter().map(inspect_rank).collect(),

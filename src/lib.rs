@@ -85,61 +85,38 @@
 
 #![warn(unreachable_pub)]
 
-// `pub(crate)` by default. Until the crate-wide `pub` → `pub(crate)` sweep (`cargo fix`, after this
-// round's branches are merged), every module below is exempt from `unreachable_pub`, and those
-// whose formerly public items are now unused from `dead_code` and `unused_imports` too: the sweep
-// removes each `// until the sweep` line and fixes what the compiler then lists.
+// `pub(crate)` by default: an item is `pub` only when it is part of the API below (or of
+// `testing`), and `unreachable_pub` says so when it is not.
 
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod analysis;
-#[allow(unreachable_pub, dead_code, unused_imports)] // until the sweep
 pub(crate) mod baseline;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod cli;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod confine;
 pub mod exit;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod files;
-#[allow(unreachable_pub, dead_code, unused_imports)] // until the sweep
 pub(crate) mod gate;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod github;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod identity;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod inspect;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod links;
-#[allow(unreachable_pub, dead_code, unused_imports)] // until the sweep
 pub(crate) mod metrics;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod output;
 pub mod pipeline;
-#[allow(unreachable_pub, dead_code, unused_imports)] // until the sweep
 pub(crate) mod reader;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod report;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod stats;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod steps;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod sweep;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod synth;
-#[allow(unreachable_pub, dead_code, unused_imports)] // until the sweep
 pub(crate) mod taxonomy;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod text;
-#[allow(unreachable_pub)] // until the sweep
 pub(crate) mod units;
 
 #[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod testing;
 
-// The public API: the pipeline, its settings, its results and errors (21 items with the two
+// The public API: the pipeline, its settings, its results and errors (22 items with the two
 // modules above). Everything else is `pub(crate)`; a type reachable only through these (a field's
 // type, say) is nameable by a program through the field, not by path.
 

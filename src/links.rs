@@ -12,7 +12,7 @@ const MAX_CHAIN_WALKED: usize = 512;
 /// No parent in [`ThreadOps::parent`].
 const NO_PARENT: u32 = u32::MAX;
 
-pub struct Links<'a> {
+pub(crate) struct Links<'a> {
     trace: &'a RankTrace,
     launch_by_corr: HashMap<u64, usize>,
     op_by_ext: HashMap<u64, usize>,
@@ -30,7 +30,7 @@ struct ThreadOps {
 }
 
 impl<'a> Links<'a> {
-    pub fn new(trace: &'a RankTrace) -> Self {
+    pub(crate) fn new(trace: &'a RankTrace) -> Self {
         let launch_by_corr = trace
             .launches
             .iter()
@@ -57,13 +57,13 @@ impl<'a> Links<'a> {
     }
 
     /// The runtime launch that started this activity.
-    pub fn launch_of(&self, activity: &GpuActivity) -> Option<&'a Launch> {
+    pub(crate) fn launch_of(&self, activity: &GpuActivity) -> Option<&'a Launch> {
         let i = *self.launch_by_corr.get(&activity.correlation()?)?;
         Some(&self.trace.launches[i])
     }
 
     /// The index of the CPU op this activity belongs to.
-    pub fn cpu_op_of(&self, activity: &GpuActivity) -> Option<usize> {
+    pub(crate) fn cpu_op_of(&self, activity: &GpuActivity) -> Option<usize> {
         let launch = self.launch_of(activity);
         let by_id = activity
             .external_id()

@@ -21,7 +21,7 @@ const JOINER: char = '\u{2060}';
 /// `text` made unable to start a workflow command, line by line: control characters other than
 /// the line feed and tab escaped ([`printable`]), `::` at the start of a line (after white space)
 /// and `##[` anywhere broken by a word joiner. Reads the same to a person.
-pub fn runner_safe(text: &str) -> String {
+pub(crate) fn runner_safe(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for (i, line) in text.split('\n').enumerate() {
         if i > 0 {
@@ -45,7 +45,7 @@ pub fn runner_safe(text: &str) -> String {
 
 /// A token of 32 hexadecimal digits from the OS's random source (`/dev/urandom`); where that
 /// cannot be read, from the standard library's randomly seeded hasher keys.
-pub fn random_token() -> String {
+pub(crate) fn random_token() -> String {
     let mut bytes = [0u8; 16];
     let read = std::fs::File::open("/dev/urandom")
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
@@ -69,7 +69,7 @@ pub fn random_token() -> String {
 
 /// `text` between `::stop-commands::TOKEN` and `::TOKEN::`: the runner runs no command in it.
 /// The token is fresh and not in `text`.
-pub fn wrap_for_runner(text: &str) -> String {
+pub(crate) fn wrap_for_runner(text: &str) -> String {
     let mut token = random_token();
     while text.contains(&token) {
         token = random_token();
@@ -83,7 +83,7 @@ pub fn wrap_for_runner(text: &str) -> String {
 }
 
 /// Writes `text` to stdout and flushes it. A closed pipe (`| head`) is not an error.
-pub fn try_stdout(text: &str) -> std::io::Result<()> {
+pub(crate) fn try_stdout(text: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
@@ -93,7 +93,7 @@ pub fn try_stdout(text: &str) -> std::io::Result<()> {
 
 /// Writes `text` to stdout; a failure is a line on stderr, never an error nor a panic: the
 /// exit status stays the verdict's.
-pub fn stdout(text: &str) {
+pub(crate) fn stdout(text: &str) {
     if let Err(e) = try_stdout(text) {
         note(&format!("warning: cannot write to standard output: {e}"));
     }
@@ -101,7 +101,7 @@ pub fn stdout(text: &str) {
 
 /// `text` on stderr as it is (no `tracegate:` prefix: a headline, a table), [`runner_safe`]. A
 /// failed write is ignored, as in [`note`].
-pub fn stderr(text: &str) {
+pub(crate) fn stderr(text: &str) {
     let mut text = runner_safe(text.trim_end_matches('\n'));
     text.push('\n');
     let mut err = std::io::stderr().lock();
@@ -110,7 +110,7 @@ pub fn stderr(text: &str) {
 
 /// `tracegate: MESSAGE` on stderr, [`runner_safe`]. A failed write is ignored: nothing is
 /// left to tell, and the exit status must not change.
-pub fn note(message: &str) {
+pub(crate) fn note(message: &str) {
     let line = format!(
         "tracegate: {}\n",
         runner_safe(message.trim_end_matches('\n'))

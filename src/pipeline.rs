@@ -47,8 +47,8 @@ pub struct AnalysisConfig {
     pub hta_comm: bool,
     /// The idle GPU time that separates forward passes, ns; chosen from the run when `None`.
     pub step_gap: Option<i64>,
-    /// `warmup_steps` was asked for: not below a rank's decode steps is an error (see
-    /// [`ExtractOptions::warmup_asked`]).
+    /// `warmup_steps` was asked for (`--warmup-steps N`): a count at or above the decode steps a
+    /// rank found is an error, not silently no warm-up (which the default allows).
     pub warmup_asked: bool,
     /// Memory, longest string and threads for this analysis alone: the reader and every stage
     /// after it run under them, on a thread pool built for the call.
@@ -259,7 +259,7 @@ pub enum BaselineChoice<'a> {
     File(&'a Path),
     /// The one baseline of `dir` that matches the run (`--baselines DIR`): its hardware
     /// (`hardware`, else the device the trace names), its ranks, the framework the trace tells,
-    /// and every `keys` pair (`name=value`, see [`crate::baseline::discover`]).
+    /// and every `keys` pair (`name=value`, matched against each baseline's `[meta]`).
     Discover {
         dir: &'a Path,
         hardware: Option<&'a str>,

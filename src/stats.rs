@@ -5,7 +5,7 @@
 
 /// Median: the middle value, or the mean of the two middle values. `None` for no values.
 /// Sorts `values` in place (NaN-free input assumed; NaN sorts last).
-pub fn median(values: &mut [f64]) -> Option<f64> {
+pub(crate) fn median(values: &mut [f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
@@ -21,7 +21,7 @@ pub fn median(values: &mut [f64]) -> Option<f64> {
 /// Percentile `q` (0 to 100) of sorted values, numpy's default linear method: `h = (n-1)·q/100`,
 /// `v[⌊h⌋] + (h-⌊h⌋)·(v[⌊h⌋+1] - v[⌊h⌋])`, computed as numpy does (`q/100` first, and its
 /// two-sided lerp) so the last bits agree with a numpy-written `truth.json`.
-pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
+pub(crate) fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
     let n = sorted.len();
     if n == 0 {
         return None;
@@ -43,13 +43,13 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
 }
 
 /// Percentile of unsorted values (sorts in place).
-pub fn percentile(values: &mut [f64], q: f64) -> Option<f64> {
+pub(crate) fn percentile(values: &mut [f64], q: f64) -> Option<f64> {
     values.sort_unstable_by(f64::total_cmp);
     percentile_sorted(values, q)
 }
 
 /// Arithmetic mean. `None` for no values.
-pub fn mean(values: &[f64]) -> Option<f64> {
+pub(crate) fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| mean_of(values.iter().copied(), values.len()))
 }
 
@@ -61,9 +61,9 @@ fn mean_of(values: impl Iterator<Item = f64>, n: usize) -> f64 {
 
 /// Resamples drawn for an interval. 2,000 gives stable 95% bounds for the sample sizes of a
 /// profile (20 to a few thousand steps) in well under a millisecond per metric.
-pub const RESAMPLES: usize = 2000;
+pub(crate) const RESAMPLES: usize = 2000;
 /// Two-sided confidence level of the interval.
-pub const CONFIDENCE: f64 = 0.95;
+pub(crate) const CONFIDENCE: f64 = 0.95;
 
 /// Which statistic of the samples a metric's value is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +118,7 @@ impl SplitMix {
 /// plain percentile bootstrap); above it (a long profile pools millions of collective calls) it
 /// draws this many and scales the spread of the resampled statistic by `sqrt(m / n)`, the
 /// m-out-of-n bootstrap, so that an interval costs the same whatever the number of samples.
-pub const MAX_DRAWS: usize = 32_768;
+pub(crate) const MAX_DRAWS: usize = 32_768;
 
 /// The `CONFIDENCE` percentile-bootstrap interval of `statistic` over `samples`.
 /// `None` with fewer than two samples: nothing to resample. Its cost is bounded by
@@ -129,6 +129,7 @@ pub const MAX_DRAWS: usize = 32_768;
 /// samples do not, and it estimates the spread of the samples within a few percent, so the
 /// m-out-of-n interval keeps its width at a fixed cost. The resamples spread around the pool's
 /// statistic; the interval is put around that of all the samples.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))] // public through `testing`
 pub fn bootstrap_interval(samples: &[f64], statistic: Statistic, seed: u64) -> Option<(f64, f64)> {
     let n = samples.len();
     if n < 2 {
@@ -198,7 +199,7 @@ fn resampled_means(source: &[f64], rng: &SplitMix) -> Vec<f64> {
 }
 
 /// Median absolute deviation scaled to estimate σ for normal data (× 1.4826).
-pub fn robust_spread(samples: &[f64]) -> Option<f64> {
+pub(crate) fn robust_spread(samples: &[f64]) -> Option<f64> {
     if samples.is_empty() {
         return None;
     }

@@ -12,7 +12,7 @@ use crate::metrics::MetricId;
 use crate::units::Unit;
 
 /// The metrics a sweep shows as columns, in order: the registry's headline metrics.
-pub fn headline_metrics() -> impl Iterator<Item = MetricId> {
+pub(crate) fn headline_metrics() -> impl Iterator<Item = MetricId> {
     MetricId::ALL.into_iter().filter(|id| id.def().headline)
 }
 
@@ -94,7 +94,7 @@ pub struct Sweep {
 }
 
 /// Version of the sweep JSON schema.
-pub const SWEEP_SCHEMA_VERSION: u32 = 1;
+pub(crate) const SWEEP_SCHEMA_VERSION: u32 = 1;
 
 /// `check`'s precedence: a regression beyond doubt is news whatever else could not be judged, so
 /// it outranks cannot-judge, which outranks a pass.
@@ -326,7 +326,7 @@ fn one_per_configuration(configurations: Vec<Configuration>) -> Vec<Configuratio
 }
 
 /// Merges verdict files; every name in `expect` without a verdict becomes a failure.
-pub fn merge(paths: &[PathBuf], expect: &[String]) -> Sweep {
+pub(crate) fn merge(paths: &[PathBuf], expect: &[String]) -> Sweep {
     let configurations: Vec<Configuration> = verdict_files(paths)
         .iter()
         .map(|p| read_verdict(p))

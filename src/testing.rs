@@ -3,15 +3,15 @@
 //! `tests/` drives directly; in unit tests, hand-built rank traces whose times are given in ns so
 //! that expected figures are exact.
 
-pub use crate::baseline::Tolerance;
+pub use crate::baseline::tolerance::Tolerance;
 pub use crate::metrics::{extract, ExtractOptions};
 pub use crate::reader::{
-    read_file, read_file_parallel_only, read_file_with_threads, read_run, MAX_NAME,
+    model::MAX_NAME, read_file, read_file_parallel_only, read_file_with_threads, read_run,
 };
 pub use crate::stats::{bootstrap_interval, Statistic};
 pub use crate::synth::generate_to_dir;
+pub use crate::taxonomy::names::{distinct_labels, untruncated_short_name};
 pub use crate::taxonomy::Taxonomy;
-pub use crate::taxonomy::{names::distinct_labels, untruncated_short_name};
 
 use std::path::PathBuf;
 

@@ -36,7 +36,7 @@ pub(crate) fn push_escape(out: &mut String, c: char) {
 /// function of names: the terminal table, markdown (`report::table::escape_markdown`, `code_span`), kernel
 /// names (the taxonomy's `short_name`) and the kernel diff all use it. Borrows when there is
 /// nothing to escape.
-pub fn printable(text: &str) -> Cow<'_, str> {
+pub(crate) fn printable(text: &str) -> Cow<'_, str> {
     if !text.chars().any(needs_escape) {
         return Cow::Borrowed(text);
     }

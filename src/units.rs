@@ -20,10 +20,10 @@
 use std::fmt;
 
 /// What a renderer prints where a figure is absent.
-pub const MISSING: &str = "—";
+pub(crate) const MISSING: &str = "—";
 
 /// What a signed figure that rounds to zero is written as (see the module doc).
-pub const SIGNED_ZERO: &str = "±0";
+pub(crate) const SIGNED_ZERO: &str = "±0";
 
 /// The unit of a metric (and of an absolute tolerance on it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -189,7 +189,7 @@ impl fmt::Display for Unit {
 
 /// A figure with a fixed number of decimals; never a negative zero (`-0.0004` at three decimals
 /// is `0.000`, not `-0.000`).
-pub fn fixed(value: f64, decimals: usize) -> String {
+pub(crate) fn fixed(value: f64, decimals: usize) -> String {
     let text = format!("{value:.decimals$}");
     match text.strip_prefix('-') {
         Some(rest) if rounds_to_zero(rest) => rest.to_string(),
@@ -203,7 +203,7 @@ fn rounds_to_zero(text: &str) -> bool {
 }
 
 /// A count: an integer when it is whole (`124`), else one decimal (`116.5`, calls per step).
-pub fn count(value: f64) -> String {
+pub(crate) fn count(value: f64) -> String {
     if (value - value.round()).abs() < 0.05 {
         fixed(value.round(), 0)
     } else {
@@ -213,7 +213,7 @@ pub fn count(value: f64) -> String {
 
 /// A signed figure with a fixed number of decimals: `+1.5`, `-0.2`, and `±0` for anything that
 /// rounds to zero (never `+0.0` or `-0.0`).
-pub fn fixed_signed(value: f64, decimals: usize) -> String {
+pub(crate) fn fixed_signed(value: f64, decimals: usize) -> String {
     let text = fixed(value, decimals);
     if rounds_to_zero(&text) {
         SIGNED_ZERO.to_string()
@@ -225,28 +225,28 @@ pub fn fixed_signed(value: f64, decimals: usize) -> String {
 }
 
 /// A relative change in percent, one decimal: `+4.6%`, `-12.0%`, `±0%`.
-pub fn percent_change(pct: f64) -> String {
+pub(crate) fn percent_change(pct: f64) -> String {
     format!("{}%", fixed_signed(pct, 1))
 }
 
 /// A signed share in whole percent, such as a category's share of a change: `+62%`, `-5%`, `±0%`.
-pub fn signed_share(pct: f64) -> String {
+pub(crate) fn signed_share(pct: f64) -> String {
     format!("{}%", fixed_signed(pct, 0))
 }
 
 /// A factor: `1.50×`, two decimals (`x` in plain ASCII contexts is not used).
-pub fn times(factor: f64) -> String {
+pub(crate) fn times(factor: f64) -> String {
     format!("{}×", fixed(factor, 2))
 }
 
 /// A statistic with no unit (a z-score, a coefficient), two decimals: `2.33`.
-pub fn stat(value: f64) -> String {
+pub(crate) fn stat(value: f64) -> String {
     fixed(value, 2)
 }
 
 /// A number with `digits` significant digits (at most nine decimals), no trailing zeros beyond
 /// them: `0.0123`, `1.50`, `123`; `0` for zero or a value that is not finite.
-pub fn significant(value: f64, digits: u32) -> String {
+pub(crate) fn significant(value: f64, digits: u32) -> String {
     if value == 0.0 || !value.is_finite() {
         return "0".into();
     }
@@ -255,7 +255,7 @@ pub fn significant(value: f64, digits: u32) -> String {
 }
 
 /// A number with at most `decimals` decimals and no trailing zeros: `10`, `0.25`, `1.5`.
-pub fn trimmed(value: f64, decimals: usize) -> String {
+pub(crate) fn trimmed(value: f64, decimals: usize) -> String {
     let text = fixed(value, decimals);
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -266,7 +266,7 @@ pub fn trimmed(value: f64, decimals: usize) -> String {
 
 /// A duration setting or gap given in nanoseconds, in the unit that shows it: `1.25 ms` from
 /// 1 ms up, else whole µs (`80 µs`). (A metric's figure is [`Unit::figure`].)
-pub fn duration_ns(ns: f64) -> String {
+pub(crate) fn duration_ns(ns: f64) -> String {
     if ns.abs() >= 1e6 {
         format!("{} ms", fixed(ns / 1e6, 2))
     } else {
@@ -276,7 +276,7 @@ pub fn duration_ns(ns: f64) -> String {
 
 /// A size in bytes as people read it: `1 byte`, `512 bytes`, `1.5 KiB`, `520.0 MiB`, `4.00 GiB`
 /// (powers of 1024), never `0.0 MiB` for a few bytes.
-pub fn bytes(n: u64) -> String {
+pub(crate) fn bytes(n: u64) -> String {
     const KIB: f64 = 1024.0;
     let v = n as f64;
     if n == 1 {

@@ -13,7 +13,7 @@ use crate::steps::is_allreduce;
 
 /// A rank whose mean allreduce call is at least this many times the median of the other ranks'
 /// means stands out (only slow ranks are flagged: with two ranks, one would otherwise flag both).
-pub const ALLREDUCE_OUTLIER_FACTOR: f64 = 1.5;
+pub(crate) const ALLREDUCE_OUTLIER_FACTOR: f64 = 1.5;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BalanceSection {

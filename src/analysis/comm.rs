@@ -9,7 +9,7 @@ use super::{Context, Scope};
 use crate::taxonomy::{Category, Collective};
 
 /// A first call at least this many times the kernel's mean is called cold.
-pub const COLD_FACTOR: f64 = 3.0;
+pub(crate) const COLD_FACTOR: f64 = 3.0;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CommSection {

@@ -14,10 +14,10 @@ use crate::units::Unit;
 /// Version of the `compare --format json` schema; bumped on any incompatible change (2: `metrics`
 /// holds the registry's metrics alone, the analysis' own figures moved to `figures`, and the main
 /// allreduce kernel's mean is `main_allreduce_kernel_us`, no longer `allreduce_us`).
-pub const COMPARE_SCHEMA_VERSION: u32 = 2;
+pub(crate) const COMPARE_SCHEMA_VERSION: u32 = 2;
 
 /// Kernels per category and run shown as "what it uses".
-pub const TOP_KERNELS_PER_CATEGORY: usize = 3;
+pub(crate) const TOP_KERNELS_PER_CATEGORY: usize = 3;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
@@ -235,7 +235,7 @@ fn own_figures(values: &dyn Fn(Figure<'_>) -> Vec<Option<f64>>) -> Vec<MetricRow
 }
 
 /// Compares analysed runs, the first being the reference of the ratios.
-pub fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
+pub(crate) fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
     let values = |f: &dyn Fn(&RunAnalysis) -> Option<f64>| -> Vec<Option<f64>> {
         runs.iter().map(|(_, a)| f(a)).collect()
     };

@@ -34,7 +34,7 @@ impl OpCoverage {
     }
 }
 
-pub fn coverage(run: &Run) -> Coverage {
+pub(crate) fn coverage(run: &Run) -> Coverage {
     let mut by_op: HashMap<&str, OpCoverage> = HashMap::new();
     let mut c = Coverage::default();
     for trace in &run.traces {

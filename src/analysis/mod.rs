@@ -9,14 +9,14 @@
 //! This module computes; it never formats. The JSON of `report --format json` is the `Serialize`
 //! form of [`RunAnalysis`] (documented in `docs/REPORT.md`).
 
-pub mod balance;
-pub mod comm;
-pub mod compare;
-pub mod coverage;
-pub mod overlap;
-pub mod prefill;
-pub mod shapes;
-pub mod unclassified;
+pub(crate) mod balance;
+pub(crate) mod comm;
+pub(crate) mod compare;
+pub(crate) mod coverage;
+pub(crate) mod overlap;
+pub(crate) mod prefill;
+pub(crate) mod shapes;
+pub(crate) mod unclassified;
 
 use std::collections::HashSet;
 
@@ -32,7 +32,7 @@ use shapes::ShapesSection;
 
 /// Version of the `report --format json` schema; bumped on any incompatible change (2:
 /// `unclassified.other_share_pct`, apart from the metric `other_pct`; `metrics` added).
-pub const REPORT_SCHEMA_VERSION: u32 = 2;
+pub(crate) const REPORT_SCHEMA_VERSION: u32 = 2;
 
 /// Which activities a section describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -46,7 +46,7 @@ pub enum Scope {
 
 /// How the run is analysed.
 #[derive(Debug, Clone, Default)]
-pub struct AnalysisOptions {
+pub(crate) struct AnalysisOptions {
     /// Warm-up decode steps to drop, when steps are found here (without an extraction).
     pub warmup_steps: usize,
     /// `--step-gap`, ns.
@@ -163,30 +163,34 @@ pub(crate) struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    pub fn classes_of(&self, trace: usize) -> &'a [Class] {
+    pub(crate) fn classes_of(&self, trace: usize) -> &'a [Class] {
         self.classes.get(trace).map_or(&[][..], |c| c.as_slice())
     }
 
-    pub fn activity(&self, trace: usize, index: u32) -> Option<&'a GpuActivity> {
+    pub(crate) fn activity(&self, trace: usize, index: u32) -> Option<&'a GpuActivity> {
         self.run.traces.get(trace)?.gpu.get(index as usize)
     }
 
-    pub fn name(&self, trace: usize, activity: &GpuActivity) -> &'a str {
+    pub(crate) fn name(&self, trace: usize, activity: &GpuActivity) -> &'a str {
         self.run.traces[trace].name(activity.name)
     }
 
     /// The class of a kernel name (memcpy/memset and unknown names have none).
-    pub fn class_of(&self, trace: usize, activity: &GpuActivity) -> Option<&'a Class> {
+    pub(crate) fn class_of(&self, trace: usize, activity: &GpuActivity) -> Option<&'a Class> {
         self.classes_of(trace).get(activity.name as usize)
     }
 
-    pub fn category(&self, trace: usize, activity: &GpuActivity) -> crate::taxonomy::Category {
+    pub(crate) fn category(
+        &self,
+        trace: usize,
+        activity: &GpuActivity,
+    ) -> crate::taxonomy::Category {
         category_of(activity, self.classes_of(trace))
     }
 
     /// The activities of a rank in scope, as (trace, index), and the number of units (kept
     /// decode steps, or 1 for the whole trace; 0 when the rank has nothing in scope).
-    pub fn rank_activities(&self, rs: &RankSteps) -> (Vec<(usize, u32)>, usize) {
+    pub(crate) fn rank_activities(&self, rs: &RankSteps) -> (Vec<(usize, u32)>, usize) {
         match self.scope {
             Scope::Decode => {
                 let acts = rs
@@ -212,7 +216,7 @@ impl<'a> Context<'a> {
     }
 
     /// Figures of each kept decode step of a rank, and its allreduce-class call durations (ns).
-    pub fn decode_figures(&self, rs: &RankSteps) -> (Vec<StepFigures>, Vec<i64>) {
+    pub(crate) fn decode_figures(&self, rs: &RankSteps) -> (Vec<StepFigures>, Vec<i64>) {
         let mut scratch = Scratch::default();
         let mut allreduce = Vec::new();
         let figures = rs
@@ -264,7 +268,7 @@ pub(crate) fn ns_to_ms(ns: i64) -> f64 {
 
 /// Analyses a run. `classes[i]` classifies the names of `run.traces[i]`; `extraction` is the
 /// result of [`crate::metrics::extract`] when it succeeded (its steps are reused).
-pub fn analyse_run(
+pub(crate) fn analyse_run(
     run: &Run,
     classes: &[Vec<Class>],
     extraction: Option<&Extraction>,

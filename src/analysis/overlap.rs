@@ -11,9 +11,9 @@ use crate::metrics::{MetricId, MetricMap};
 use crate::taxonomy::Category;
 
 /// Below this overlap (%) communication is called near-zero overlapped.
-pub const NEAR_ZERO_PCT: f64 = 5.0;
+pub(crate) const NEAR_ZERO_PCT: f64 = 5.0;
 /// At or above this overlap (%) communication is called mostly hidden.
-pub const MOSTLY_PCT: f64 = 50.0;
+pub(crate) const MOSTLY_PCT: f64 = 50.0;
 
 /// The overlap verdict in one word; the report says it in a sentence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

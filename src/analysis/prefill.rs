@@ -8,7 +8,7 @@ use crate::metrics::compute::{step_figures, Scratch};
 use crate::taxonomy::Category;
 
 /// Idle gaps at least this long (ns) are counted.
-pub const GAP_COUNTED_NS: i64 = 1_000_000;
+pub(crate) const GAP_COUNTED_NS: i64 = 1_000_000;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PrefillSection {

@@ -56,7 +56,7 @@ fn positive(v: i64) -> Option<i64> {
 }
 
 /// The shape of a GEMM op from its name and parsed `Input Dims`. `None` when the dims say nothing.
-pub fn gemm_shape(op_name: &str, inputs: &[Vec<i64>]) -> Option<GemmShape> {
+pub(crate) fn gemm_shape(op_name: &str, inputs: &[Vec<i64>]) -> Option<GemmShape> {
     let name = op_name.to_ascii_lowercase();
     let two_d = |v: &Vec<i64>| v.len() == 2;
     if name.contains("addmm") && !name.contains("baddbmm") {
@@ -121,7 +121,7 @@ pub fn gemm_shape(op_name: &str, inputs: &[Vec<i64>]) -> Option<GemmShape> {
 }
 
 /// The shape of a GEMM op from the raw text of its `Input Dims`.
-pub fn gemm_shape_from_text(op_name: &str, raw_dims: &str) -> Option<GemmShape> {
+pub(crate) fn gemm_shape_from_text(op_name: &str, raw_dims: &str) -> Option<GemmShape> {
     gemm_shape(op_name, &parse_input_dims(raw_dims))
 }
 
@@ -148,7 +148,7 @@ fn precision_word(t: &str) -> Option<&'static str> {
 
 /// The precision of a GEMM from the raw text of its `Input type`: the distinct types of its
 /// tensor inputs, in order, joined by `×` (`BF16`, `FP8-E4M3×BF16`).
-pub fn precision_from_types(raw_types: &str) -> Option<String> {
+pub(crate) fn precision_from_types(raw_types: &str) -> Option<String> {
     let value: serde_json::Value = serde_json::from_str(raw_types).ok()?;
     let mut words: Vec<&'static str> = Vec::new();
     for t in value.as_array()? {
@@ -163,7 +163,7 @@ pub fn precision_from_types(raw_types: &str) -> Option<String> {
 
 /// The precision a kernel name announces through its type templates (`bmm_E2m1…` → `FP4-E2M1`),
 /// for kernels without a linked op.
-pub fn precision_from_kernel_name(kernel: &str) -> Option<String> {
+pub(crate) fn precision_from_kernel_name(kernel: &str) -> Option<String> {
     let lower = kernel.to_ascii_lowercase();
     if lower.contains("e4m3") && lower.contains("e2m1") {
         return Some("FP8-E4M3×FP4-E2M1".to_string());
@@ -295,7 +295,7 @@ fn op_info(trace: &RankTrace, op_index: usize) -> Option<OpInfo> {
 /// The GEMM shapes of the activities in scope: decode steps when `scope` is decode, else every
 /// activity. Shapes come from the kernel's own op, else from the op of the same kernel name
 /// elsewhere in the rank's traces, else only the precision from the kernel name.
-pub fn shape_section(
+pub(crate) fn shape_section(
     run: &Run,
     classes: &[Vec<Class>],
     rank_steps: &[RankSteps],

@@ -11,9 +11,9 @@ use super::{Context, Scope};
 use crate::metrics::breakdown::Breakdown;
 use crate::taxonomy::{demangle, suggest, Category, Class, Suggestion};
 
-pub use crate::taxonomy::OTHER_LIMIT_PCT;
+pub(crate) use crate::taxonomy::OTHER_LIMIT_PCT;
 /// Kernels listed, most time first; the rest are counted.
-pub const LISTED: usize = 20;
+pub(crate) const LISTED: usize = 20;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct UnclassifiedSection {

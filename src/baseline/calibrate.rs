@@ -21,20 +21,20 @@ use crate::stats::{robust_spread, Statistic};
 use crate::units;
 
 /// Fewer clean runs than this cannot be calibrated.
-pub const MIN_RUNS: usize = 3;
+pub(crate) const MIN_RUNS: usize = 3;
 /// Fewer than this is calibrated with a warning.
-pub const RECOMMENDED_RUNS: usize = 5;
+pub(crate) const RECOMMENDED_RUNS: usize = 5;
 /// The default chance that a clean run fails the whole check, percent.
-pub const DEFAULT_FALSE_ALARM_PCT: f64 = 1.0;
+pub(crate) const DEFAULT_FALSE_ALARM_PCT: f64 = 1.0;
 /// A run further than this many between-run spreads from the median of a metric is an outlier.
-pub const OUTLIER_SPREADS: f64 = 6.0;
+pub(crate) const OUTLIER_SPREADS: f64 = 6.0;
 /// The registry's floor: this share of the metric's starting tolerance (a count-based metric,
 /// which moves in whole steps, keeps its whole starting tolerance).
-pub const FLOOR_SHARE: f64 = 0.25;
+pub(crate) const FLOOR_SHARE: f64 = 0.25;
 /// The default maximum: this many times the metric's starting tolerance.
-pub const MAX_TIMES_START: f64 = 5.0;
+pub(crate) const MAX_TIMES_START: f64 = 5.0;
 /// One-sided normal quantile of 95% power.
-pub const Z_POWER: f64 = 1.644_854;
+pub(crate) const Z_POWER: f64 = 1.644_854;
 const Z95: f64 = 1.959_964;
 
 /// A calibration that cannot be made: exit 2 with the reason.
@@ -115,7 +115,7 @@ impl RunFigures {
 
 /// Qn, Rousseeuw and Croux's robust scale (the first quartile of the pairwise distances, × 2.2219
 /// for normal data), with its small-sample correction factor; `None` below 2 values.
-pub fn qn_spread(values: &[f64]) -> Option<f64> {
+pub(crate) fn qn_spread(values: &[f64]) -> Option<f64> {
     let n = values.len();
     if n < 2 {
         return None;
@@ -148,7 +148,7 @@ pub fn qn_spread(values: &[f64]) -> Option<f64> {
 
 /// c4(n): the mean of the sample standard deviation of `n` normal draws over σ (the
 /// small-sample correction that makes it unbiased); 1 below 2.
-pub fn c4(n: usize) -> f64 {
+pub(crate) fn c4(n: usize) -> f64 {
     if n < 2 {
         return 1.0;
     }
@@ -162,7 +162,7 @@ pub fn c4(n: usize) -> f64 {
 
 /// The between-run spread of the runs kept (after [`OUTLIER_SPREADS`] left out the outliers,
 /// which makes it robust): their standard deviation over [`c4`]; 0 below 2 runs.
-pub fn between_run_spread(values: &[f64]) -> f64 {
+pub(crate) fn between_run_spread(values: &[f64]) -> f64 {
     let n = values.len();
     if n < 2 {
         return 0.0;
@@ -174,7 +174,7 @@ pub fn between_run_spread(values: &[f64]) -> f64 {
 
 /// The standard normal quantile of `p` in (0, 1) (Acklam's rational approximation, relative
 /// error below 1.2e-9).
-pub fn normal_quantile(p: f64) -> f64 {
+pub(crate) fn normal_quantile(p: f64) -> f64 {
     const A: [f64; 6] = [
         -3.969_683_028_665_376e1,
         2.209_460_984_245_205e2,
@@ -255,7 +255,7 @@ fn starting(def: &MetricDef, value: f64, decode_step: Option<f64>) -> (f64, Form
 /// A `--min-tolerance` / `--max-tolerance`: for one metric (`METRIC=TOL`) or every metric whose
 /// unit it fits (`TOL`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Bound {
+pub(crate) struct Bound {
     pub metric: Option<MetricId>,
     pub tolerance: Tolerance,
 }
@@ -308,7 +308,7 @@ fn bound_for(bounds: &[Bound], def: &MetricDef, value: f64) -> Option<f64> {
 
 /// What `calibrate` is asked for.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// The chance a clean run fails the whole check, percent (0 < x < 50).
     pub false_alarm_pct: f64,
     pub min: Vec<Bound>,
@@ -326,7 +326,7 @@ impl Default for Options {
 }
 
 /// `--false-alarm`: `1%`, `0.5%` or `1` (percent).
-pub fn parse_false_alarm(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_false_alarm(text: &str) -> Result<f64, String> {
     let t = text.trim();
     let number = t.strip_suffix('%').unwrap_or(t).trim();
     match number.parse::<f64>() {
@@ -339,7 +339,7 @@ pub fn parse_false_alarm(text: &str) -> Result<f64, String> {
 
 /// One gated metric, calibrated.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MetricCalibration {
+pub(crate) struct MetricCalibration {
     pub name: MetricId,
     pub unit: Unit,
     /// The median of the runs' values.
@@ -369,12 +369,12 @@ pub struct MetricCalibration {
 
 impl MetricCalibration {
     /// A figure relative to the value, percent, where that means something.
-    pub fn pct(&self, amount: f64) -> Option<f64> {
+    pub(crate) fn pct(&self, amount: f64) -> Option<f64> {
         (self.value != 0.0).then(|| amount / self.value.abs() * 100.0)
     }
 
     /// How the tolerance was obtained, for the comment above the metric.
-    pub fn how(&self, runs: usize, z: f64) -> String {
+    pub(crate) fn how(&self, runs: usize, z: f64) -> String {
         let shown = |v: f64| match (self.pct(v), self.unit) {
             (_, Unit::Pct) => format!("{} pp", fmt_sig(v)),
             (Some(p), _) => format!("{}%", units::fixed(p, 2)),
@@ -405,14 +405,14 @@ impl MetricCalibration {
 
 /// A run left out of the calibration, and why.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outlier {
+pub(crate) struct Outlier {
     pub label: String,
     pub reasons: Vec<String>,
 }
 
 /// The whole calibration.
 #[derive(Debug, Clone)]
-pub struct Calibration {
+pub(crate) struct Calibration {
     /// The runs kept, in the order given.
     pub kept: Vec<usize>,
     pub outliers: Vec<Outlier>,
@@ -578,7 +578,10 @@ fn more_runs(z: f64, spread: f64, within: f64, n: usize, max: f64) -> String {
 
 /// Calibrates the gated metrics from clean runs; fewer than [`MIN_RUNS`] runs (before or after
 /// leaving out outliers), or runs of different hardware, rank count or framework, are an error.
-pub fn calibrate(runs: &[RunFigures], opts: &Options) -> Result<Calibration, CalibrateError> {
+pub(crate) fn calibrate(
+    runs: &[RunFigures],
+    opts: &Options,
+) -> Result<Calibration, CalibrateError> {
     if runs.len() < MIN_RUNS {
         return Err(CalibrateError::TooFewRuns(runs.len()));
     }
@@ -751,7 +754,7 @@ fn string_array<'a>(items: impl IntoIterator<Item = &'a str>) -> Item {
 /// run: each metric's value and tolerance, `gate = false` for one too noisy, a comment saying how
 /// it was obtained, and the `[calibration]` table.
 /// With `set_values` false (`--from-history`), the values stay as they are.
-pub fn write_calibration(
+pub(crate) fn write_calibration(
     doc: &mut DocumentMut,
     cal: &Calibration,
     runs: &[RunFigures],
@@ -840,7 +843,7 @@ pub fn write_calibration(
 }
 
 /// The stderr table: metric, between-run spread, tolerance, minimum detectable change.
-pub fn table(cal: &Calibration) -> String {
+pub(crate) fn table(cal: &Calibration) -> String {
     let relative = |m: &MetricCalibration, v: f64| match (m.pct(v), m.unit) {
         (_, Unit::Pct) => format!("{} pp", m.unit.number(v)),
         (Some(p), _) => format!("{} ({}%)", m.unit.figure(v), units::fixed(p, 2)),

@@ -12,7 +12,7 @@ use super::{Baseline, BaselineError, Meta};
 
 /// What the run says about itself, for matching.
 #[derive(Debug, Clone)]
-pub struct RunIdentity {
+pub(crate) struct RunIdentity {
     pub hardware: Option<String>,
     pub ranks: usize,
     /// The serving framework the trace tells ([`crate::identity::framework_of`]).
@@ -53,7 +53,7 @@ pub enum DiscoveryError {
 
 /// Parses `name=value` keys: any `[meta]` key or `extra` key (a name of letters, digits, `_`,
 /// `-` or `.`).
-pub fn parse_keys(keys: &[String]) -> Result<Vec<(String, String)>, DiscoveryError> {
+pub(crate) fn parse_keys(keys: &[String]) -> Result<Vec<(String, String)>, DiscoveryError> {
     let valid = |name: &str| {
         !name.is_empty()
             && name
@@ -139,14 +139,15 @@ fn load_all(
 }
 
 /// The one baseline of `dir` that matches `run`, every file of the directory read as it is.
-pub fn discover(dir: &Path, run: &RunIdentity) -> Result<Baseline, DiscoveryError> {
+#[cfg(test)]
+pub(crate) fn discover(dir: &Path, run: &RunIdentity) -> Result<Baseline, DiscoveryError> {
     discover_admitting(dir, run, &|_| Ok(()))
 }
 
 /// [`discover`] where each file of `dir` is confined first, by the same rule as every path from
 /// a workflow input (`env` gives `GITHUB_WORKSPACE`, `RUNNER_TEMP` and `GITHUB_ACTIONS`): in a
 /// workflow, a symlink in the directory that leads out of the workspace is refused, not followed.
-pub fn discover_confined(
+pub(crate) fn discover_confined(
     dir: &Path,
     run: &RunIdentity,
     env: &dyn Fn(&str) -> Option<String>,

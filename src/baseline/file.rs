@@ -36,7 +36,7 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> BaselineFileError + '_ {
 }
 
 /// The file a baseline path stands for: a symlink's target (followed to the end), else the path.
-pub fn target(path: &Path) -> Result<PathBuf, BaselineFileError> {
+pub(crate) fn target(path: &Path) -> Result<PathBuf, BaselineFileError> {
     let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     if !is_link {
         return Ok(path.to_path_buf());
@@ -59,14 +59,14 @@ fn directory(path: &Path) -> &Path {
 /// of a file in that directory waits for it, so a read-modify-write is never interleaved with
 /// another. The lock is on the directory, not the file, because the file is replaced (renamed
 /// over) by each write: a lock on the old file would not stop a writer that opened the new one.
-pub struct Lock {
+pub(crate) struct Lock {
     /// Open for as long as the lock is held: closing it releases the lock.
     _dir: File,
 }
 
 /// Takes the lock for the baseline at `path` (its symlink target's directory), waiting for
 /// another process that holds it.
-pub fn lock(path: &Path) -> Result<Lock, BaselineFileError> {
+pub(crate) fn lock(path: &Path) -> Result<Lock, BaselineFileError> {
     let target = target(path)?;
     let dir = directory(&target);
     let file = File::open(dir).map_err(io(dir))?;
@@ -138,7 +138,7 @@ fn sync_directory(dir: &Path) -> std::io::Result<()> {
 /// it (created anew, never through something already at that name), fsynced, with the old file's
 /// mode; the directory fsynced, the temporary renamed over the file, the directory fsynced again.
 /// A read-only file is refused. Call it holding [`lock`] for a read-modify-write.
-pub fn write(path: &Path, bytes: &[u8]) -> Result<(), BaselineFileError> {
+pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), BaselineFileError> {
     let target = target(path)?;
     let old = match std::fs::metadata(&target) {
         Ok(m) if !m.is_file() => {

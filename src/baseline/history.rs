@@ -15,11 +15,11 @@ use crate::metrics::catalog::{MetricId, METRICS};
 use crate::metrics::Extraction;
 
 /// Runs kept when the file does not say.
-pub const DEFAULT_MAX_RUNS: usize = 20;
+pub(crate) const DEFAULT_MAX_RUNS: usize = 20;
 /// The most a history may be asked to keep.
-pub const MAX_MAX_RUNS: usize = 1000;
+pub(crate) const MAX_MAX_RUNS: usize = 1000;
 /// Runs the history needs before `check` widens by its spread.
-pub const MIN_RUNS_TO_WIDEN: usize = 5;
+pub(crate) const MIN_RUNS_TO_WIDEN: usize = 5;
 
 /// The `[history]` table as read back from a baseline.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -121,7 +121,7 @@ impl History {
 /// Appends the run's values of the metrics to the document's `[history]` (created with `max_runs`
 /// when absent, else its own bound kept unless `max_runs` is given), dropping the oldest runs
 /// beyond the bound. Everything else in the document is left as it is.
-pub fn append(
+pub(crate) fn append(
     doc: &mut DocumentMut,
     x: &Extraction,
     date: &str,

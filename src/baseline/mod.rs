@@ -3,22 +3,22 @@
 //! The schema is in `docs/BASELINES.md`. Unknown keys and bad values are errors that name the
 //! file, the line and the key, because a typo in a baseline must never silently turn a gate off.
 
-pub mod calibrate;
-pub mod discover;
-pub mod file;
-pub mod history;
-pub mod shipped;
-pub mod tolerance;
-pub mod write;
+pub(crate) mod calibrate;
+pub(crate) mod discover;
+pub(crate) mod file;
+pub(crate) mod history;
+pub(crate) mod shipped;
+pub(crate) mod tolerance;
+pub(crate) mod write;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use tolerance::{Tolerance, ToleranceError, Unit};
+pub(crate) use tolerance::{Tolerance, Unit};
 
-pub use crate::metrics::Direction;
+pub(crate) use crate::metrics::Direction;
 use crate::metrics::MetricId;
 
 /// The `[meta]` table: what configuration the figures belong to and where they came from.
@@ -165,7 +165,7 @@ pub struct Baseline {
 }
 
 /// How a baseline's rules are named in messages.
-pub const RULES_KEY: &str = "[[rules]]";
+pub(crate) const RULES_KEY: &str = "[[rules]]";
 
 /// A baseline that cannot be used. Displayed as `<file>[:<line>]: <what is wrong>`.
 #[derive(Debug, thiserror::Error)]
@@ -418,7 +418,7 @@ impl Baseline {
 
 /// Text from a baseline for a message: quoted, control characters escaped, at most 120
 /// characters.
-pub fn shown_text(text: &str) -> String {
+pub(crate) fn shown_text(text: &str) -> String {
     const MAX: usize = 120;
     let mut out: String = text.chars().take(MAX).collect();
     if text.chars().nth(MAX).is_some() {

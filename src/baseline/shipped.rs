@@ -1,7 +1,7 @@
 //! The baselines shipped in `baselines/`, compiled in so that `tracegate demo` needs no files.
 
 /// (synth scenario, file name, TOML text) of every shipped baseline.
-pub const SHIPPED: [(&str, &str, &str); 6] = [
+pub(crate) const SHIPPED: [(&str, &str, &str); 6] = [
     (
         "mi355x-dsr1-fp4-tp4",
         "dsr1-fp4-mi355x-sglang-tp4-conc64.toml",
@@ -35,7 +35,7 @@ pub const SHIPPED: [(&str, &str, &str); 6] = [
 ];
 
 /// The shipped baseline of a synth scenario: (file name, text).
-pub fn for_scenario(scenario: &str) -> Option<(&'static str, &'static str)> {
+pub(crate) fn for_scenario(scenario: &str) -> Option<(&'static str, &'static str)> {
     SHIPPED
         .iter()
         .find(|(s, _, _)| *s == scenario)

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer};
 
-pub use crate::units::Unit;
+pub(crate) use crate::units::Unit;
 
 /// How far a metric may move before it counts as changed.
 #[derive(Debug, Clone, Copy, PartialEq)]

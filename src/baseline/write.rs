@@ -37,7 +37,7 @@ pub(crate) fn round6(v: f64) -> f64 {
 
 /// What `[meta]` gets stamped with on every write.
 #[derive(Debug, Clone)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     pub source: String,
     pub date: String,
     pub device: Option<String>,
@@ -70,7 +70,7 @@ fn meta_slot(key: &str, text: &str) -> Result<MetaSlot, String> {
 
 /// Refuses `--meta` pairs a baseline cannot hold: a number field that is not a number, or a
 /// field tracegate or another option writes.
-pub fn check_identity(identity: &crate::identity::Identity) -> Result<(), String> {
+pub(crate) fn check_identity(identity: &crate::identity::Identity) -> Result<(), String> {
     for (key, text) in &identity.meta {
         meta_slot(key, text)?;
     }
@@ -108,7 +108,7 @@ fn stamp_identity(meta: &mut dyn TableLike, identity: &crate::identity::Identity
 }
 
 /// Today's date, `YYYY-MM-DD`, in UTC.
-pub fn today() -> String {
+pub(crate) fn today() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
@@ -161,7 +161,7 @@ fn stamp_meta(doc: &mut DocumentMut, stamp: &Stamp) -> Result<(), String> {
 
 /// What an update did not do to a baseline's set of metrics.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MetricChanges {
+pub(crate) struct MetricChanges {
     /// Metrics the run has and the baseline does not, left out (without `--add-new`).
     pub not_added: Vec<&'static str>,
     /// Metrics of the baseline the run does not produce: their old figures are kept.
@@ -264,7 +264,7 @@ fn write_breakdown(doc: &mut DocumentMut, x: &Extraction) {
 }
 
 /// A new baseline for a run, with default tolerances and a header saying how to edit it.
-pub fn new_baseline(x: &Extraction, meta: &Meta, stamp: &Stamp) -> String {
+pub(crate) fn new_baseline(x: &Extraction, meta: &Meta, stamp: &Stamp) -> String {
     let mut doc = DocumentMut::new();
     let mut m = Table::new();
     m.decor_mut().set_prefix(
@@ -315,7 +315,7 @@ fn update_document(
 
 /// The baseline text with the run's figures written in, and what was left as it was; `Err` with
 /// the TOML parser's message. Metrics the baseline lacks are added only with `add_new`.
-pub fn update_baseline(
+pub(crate) fn update_baseline(
     old: &str,
     x: &Extraction,
     stamp: &Stamp,
@@ -329,7 +329,7 @@ pub fn update_baseline(
 }
 
 /// A unified diff of two baseline texts.
-pub fn diff(path: &str, old: &str, new: &str) -> String {
+pub(crate) fn diff(path: &str, old: &str, new: &str) -> String {
     similar::TextDiff::from_lines(old, new)
         .unified_diff()
         .context_radius(2)

@@ -14,7 +14,7 @@ use crate::report::{ExtractFormat, Format};
     version,
     about = "Guards LLM inference performance: reads PyTorch-profiler traces of every rank, extracts the figures that matter and gates them against a per-hardware baseline."
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
     /// Stop with exit 2 when tracegate's resident memory passes SIZE while reading traces
@@ -35,7 +35,7 @@ impl Cli {
     /// Parses the process's arguments. A report whose format was left to its default
     /// (markdown, made for GitHub) and that goes to standard output becomes a table when
     /// standard output is a terminal: a person reads it there, not a markdown renderer.
-    pub fn parse_args() -> Cli {
+    pub(crate) fn parse_args() -> Cli {
         use clap::{CommandFactory, FromArgMatches};
         use std::io::IsTerminal;
         let matches = Cli::command().get_matches();
@@ -74,7 +74,7 @@ impl Command {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// What the reader finds in each rank: devices, streams, launches, graph replays, Input Dims.
     Inspect(InspectArgs),
     /// The gated figures of a run: decode step time, utilization, comm share, allreduce, MoE...
@@ -101,7 +101,7 @@ pub enum Command {
 #[command(after_help = "Examples:
   tracegate inspect traces/                     # every rank of the run in traces/
   tracegate inspect rank-0.json.gz --format json")]
-pub struct InspectArgs {
+pub(crate) struct InspectArgs {
     /// Trace files (.json, .json.gz) or directories of them; one run.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -118,7 +118,7 @@ pub struct InspectArgs {
   tracegate extract traces/
   tracegate extract traces/ --format json --output figures.json
   tracegate extract traces/ --step-gap 500us    # when the steps found look wrong (see report)")]
-pub struct ExtractArgs {
+pub(crate) struct ExtractArgs {
     /// Trace files (.json, .json.gz) or directories of them; one run.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -139,7 +139,7 @@ pub struct ExtractArgs {
   tracegate check traces/ --baseline b.toml --hardware \"AMD Instinct MI300X\"  # trace names no device
   tracegate check traces/ --baseline b.toml --output report.md   # the headline still on stderr
 Exit status: 0 pass, 1 regression, 2 could not judge.")]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// Trace files (.json, .json.gz) or directories of them; one run.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -194,7 +194,7 @@ pub struct CheckArgs {
   tracegate sweep verdicts/ --expect mi355x-tp4,b200-tp4 --name profile-sweep
   tracegate sweep verdicts/*.json --github --comment always
 Exit status: the worst of the configurations' (a configuration in --expect without a verdict fails).")]
-pub struct SweepArgs {
+pub(crate) struct SweepArgs {
     /// Verdict files (`check --verdict-out`) or directories of them.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -221,7 +221,7 @@ pub struct SweepArgs {
 #[command(after_help = "Examples:
   tracegate baseline new traces/ --baseline baselines/my-config.toml --model Qwen3-8B --precision bf16
   tracegate baseline update traces/ --baseline baselines/my-config.toml --image lmsysorg/sglang:v0.5.5")]
-pub enum BaselineCommand {
+pub(crate) enum BaselineCommand {
     /// Create a baseline from a run, with default tolerances.
     New(BaselineNewArgs),
     /// Rewrite a baseline's figures from a run, keeping tolerances, comments and key order.
@@ -236,7 +236,7 @@ pub enum BaselineCommand {
 #[command(after_help = "Examples:
   tracegate baseline calibrate run1/ run2/ run3/ run4/ run5/ --baseline baselines/my-config.toml
   tracegate baseline calibrate --from-history baselines/my-config.toml")]
-pub struct BaselineCalibrateArgs {
+pub(crate) struct BaselineCalibrateArgs {
     /// Clean runs of one configuration: each a directory of one run's traces, or one run's trace
     /// files joined with commas.
     #[arg(required_unless_present = "from_history")]
@@ -292,7 +292,7 @@ pub struct BaselineCalibrateArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct BaselineWriteArgs {
+pub(crate) struct BaselineWriteArgs {
     /// Trace files (.json, .json.gz) or directories of them; one run.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -326,7 +326,7 @@ pub struct BaselineWriteArgs {
       --model DeepSeek-R1-0528 --precision fp4 --framework sglang --concurrency 64
   tracegate baseline new traces/ --baseline b.toml --hardware \"AMD Instinct MI300X\"  # no device in the trace
   tracegate baseline new traces/ --baseline b.toml --dry-run    # print it, write nothing")]
-pub struct BaselineNewArgs {
+pub(crate) struct BaselineNewArgs {
     #[command(flatten)]
     pub write: BaselineWriteArgs,
     /// Hardware name (default: the device name the trace reports).
@@ -362,7 +362,7 @@ pub struct BaselineNewArgs {
   tracegate baseline update traces/ --baseline baselines/my-config.toml
   tracegate baseline update traces/ --baseline b.toml --image lmsysorg/sglang:v0.5.5  # after a merged bump
   tracegate baseline update traces/ --baseline b.toml --add-new --dry-run")]
-pub struct BaselineUpdateArgs {
+pub(crate) struct BaselineUpdateArgs {
     #[command(flatten)]
     pub write: BaselineWriteArgs,
     /// Also add the metrics the run has and the baseline does not (gated as `baseline new` would
@@ -383,7 +383,7 @@ pub struct BaselineUpdateArgs {
   tracegate report traces/
   tracegate report traces/ --format markdown --output report.md
   tracegate report ../shared/traces/h200-torch/graph.json.gz --format json")]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// Trace files (.json, .json.gz) or directories of them; one run.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -401,7 +401,7 @@ pub struct ReportArgs {
 #[command(after_help = "Examples:
   tracegate compare runs/b200 runs/h200
   tracegate compare runs/old runs/new --label before=runs/old --label after=runs/new")]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// Runs: each a trace file or a directory of one run's traces. The first is the reference.
     pub runs: Vec<PathBuf>,
     /// Name a run: NAME=PATH renames the run given as PATH, or adds PATH as a run named NAME.
@@ -429,7 +429,7 @@ Examples:
   tracegate synth --scenario mi355x-dsr1-fp4-tp4 --out runs/slow --inject allreduce=1.5
   tracegate synth --scenario vllm-eager --out runs/stalls --inject stall=5:3.0 --seed 7"
 )]
-pub struct SynthArgs {
+pub(crate) struct SynthArgs {
     /// Scenario: mi355x-dsr1-fp4-tp4, b200-dsr1-fp4-tp4-ep4, h200-dsr1-fp8-tp8, mi325x-dsr1-fp8-tp8,
     /// vllm-eager, vllm-piecewise.
     #[arg(long)]
@@ -479,7 +479,7 @@ pub struct SynthArgs {
 
 /// `--gzip-level`: 0 to 9, or `None` for `none` (plain JSON).
 #[derive(Debug, Clone, Copy)]
-pub struct GzipLevel(pub Option<u32>);
+pub(crate) struct GzipLevel(pub Option<u32>);
 
 fn parse_gzip_level(text: &str) -> Result<GzipLevel, String> {
     if text == "none" {
@@ -498,7 +498,7 @@ fn parse_gzip_level(text: &str) -> Result<GzipLevel, String> {
   tracegate demo
   tracegate demo --scenario b200-dsr1-fp4-tp4-ep4 --inject moe=1.3
   tracegate demo --inject stall=5:3.0 --keep runs/demo   # keep the generated runs")]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// The synthetic scenario (one with a shipped baseline: see synth --help).
     #[arg(long, default_value = "mi355x-dsr1-fp4-tp4")]
     pub scenario: String,
@@ -515,7 +515,7 @@ pub struct DemoArgs {
 
 /// How a run is analysed; shared by the commands that compute metrics.
 #[derive(Debug, Args)]
-pub struct AnalysisArgs {
+pub(crate) struct AnalysisArgs {
     /// Extra taxonomy rules (TOML, the format of the built-in rules.toml), tried first.
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
@@ -537,7 +537,7 @@ pub struct AnalysisArgs {
 
 impl AnalysisArgs {
     /// The library's configuration for these flags, under the command's limits.
-    pub fn config(&self, limits: crate::pipeline::ReadLimits) -> AnalysisConfig {
+    pub(crate) fn config(&self, limits: crate::pipeline::ReadLimits) -> AnalysisConfig {
         AnalysisConfig {
             rules: self.rules.clone(),
             moe_layers: self.moe_layers,
@@ -555,7 +555,7 @@ impl AnalysisArgs {
 /// GitHub Actions integration of `check` and `sweep`: job summary, annotations, step outputs and the sticky
 /// pull-request comment. None of it changes the exit status.
 #[derive(Debug, Args)]
-pub struct GithubArgs {
+pub(crate) struct GithubArgs {
     /// Act as a GitHub Actions step (the default when GITHUB_ACTIONS=true): append the report to
     /// $GITHUB_STEP_SUMMARY, print ::error/::warning/::notice annotations, set step outputs
     /// (verdict, regressions, report-path) and write the sticky pull-request comment.
@@ -589,7 +589,7 @@ pub struct GithubArgs {
 
 /// `--image` and `--meta`: the run's identity, for `check`, `sweep` and `baseline new|update`.
 #[derive(Debug, Clone, Default, Args)]
-pub struct IdentityArgs {
+pub(crate) struct IdentityArgs {
     /// The image the run used (lmsysorg/sglang:v0.5.4-rocm700), shown beside the baseline's;
     /// default: $TRACEGATE_IMAGE.
     #[arg(long, value_name = "IMAGE")]
@@ -603,20 +603,20 @@ pub struct IdentityArgs {
 
 impl IdentityArgs {
     /// The identity from the command line and this process's environment.
-    pub fn resolve(&self) -> anyhow::Result<crate::pipeline::Identity> {
+    pub(crate) fn resolve(&self) -> anyhow::Result<crate::pipeline::Identity> {
         crate::pipeline::resolve_identity(self.image.as_deref(), &self.meta, std::env::vars())
             .map_err(anyhow::Error::msg)
     }
 }
 
 impl GithubArgs {
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         crate::github::enabled(self.github, self.no_github, &|name| {
             std::env::var(name).ok()
         })
     }
 
-    pub fn options(
+    pub(crate) fn options(
         &self,
         report_path: Option<&PathBuf>,
         fail_on_improvement: bool,

@@ -3,7 +3,7 @@
 //! pipeline, writes what it got and returns the exit status.
 
 mod analyse;
-pub mod args;
+pub(crate) mod args;
 mod baseline;
 mod demo;
 mod gate;
@@ -15,10 +15,10 @@ use anyhow::{Context, Result};
 
 use crate::pipeline;
 use args::BaselineCommand;
-pub use args::{Cli, Command};
+pub(crate) use args::{Cli, Command};
 
 /// Runs the parsed command and returns the exit status.
-pub fn run(cli: Cli) -> Result<i32> {
+pub(crate) fn run(cli: Cli) -> Result<i32> {
     let limits = limits(&cli)?;
     match cli.command {
         Command::Inspect(args) => analyse::inspect(args, limits),
@@ -65,7 +65,7 @@ fn limits(cli: &Cli) -> Result<pipeline::ReadLimits> {
 
 /// `tracegate: error: ...` on stderr for an error that ends the command; a failed write is
 /// ignored (the exit status says it), never a panic.
-pub fn print_error(e: &anyhow::Error) {
+pub(crate) fn print_error(e: &anyhow::Error) {
     crate::output::note(&format!("error: {e:#}"));
 }
 

@@ -12,7 +12,7 @@ use crate::metrics::{Extraction, Metric, MetricId};
 
 /// Version of the check JSON schema (`check --format json`, `--verdict-out`); 2: `unclassified`
 /// names its pooled shares `other_share_pct` and `baseline_other_share_pct`.
-pub const CHECK_SCHEMA_VERSION: u32 = 2;
+pub(crate) const CHECK_SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Default)]
 pub struct CheckOptions {
@@ -130,7 +130,7 @@ pub struct DecodeSeries {
     pub rank: Option<u32>,
 }
 
-pub use crate::steps::{DecodePoint, PointKind};
+pub(crate) use crate::steps::{DecodePoint, PointKind};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BaselineInfo {
@@ -218,7 +218,7 @@ fn seed_of(name: &str) -> u64 {
     })
 }
 
-pub fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
+pub(crate) fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
     // Metrics are judged side by side: a bootstrap over a run's pooled collective calls is most
     // of a check's time. Each has its own seed, so the result is the same on any thread count.
     let mut metrics: Vec<MetricCheck> = METRICS
@@ -328,7 +328,7 @@ fn baseline_asserts_hardware(b: &Baseline) -> bool {
 /// Why the ranks' devices cannot be taken as one hardware: ranks that name different devices,
 /// or a rank that names none beside ranks that name one (it cannot be assumed to be on theirs).
 /// Each names the files.
-pub fn device_problems(x: &Extraction) -> Vec<String> {
+pub(crate) fn device_problems(x: &Extraction) -> Vec<String> {
     let mut problems = Vec::new();
     // Each device named with the files that name it.
     let mut devices: std::collections::BTreeMap<&str, Vec<String>> = Default::default();

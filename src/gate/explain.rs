@@ -25,9 +25,9 @@ use crate::taxonomy::{readable, untruncated_short_name, Category, OTHER_LIMIT_PC
 /// demangled, shortened names are at least this similar (`similar`'s character ratio: twice the
 /// matching characters over both lengths). A new template argument, a namespace suffix or a build
 /// tag on a 40-character name stays above 0.85; two unrelated kernels of one library rarely reach it.
-pub const RENAME_SIMILARITY: f32 = 0.85;
+pub(crate) const RENAME_SIMILARITY: f32 = 0.85;
 /// ... and their calls per step differ by at most this share of the larger count.
-pub const RENAME_CALLS_TOLERANCE: f64 = 0.10;
+pub(crate) const RENAME_CALLS_TOLERANCE: f64 = 0.10;
 
 /// Name pairs compared character by character at most, per check (each diff is cheap; a
 /// million of them is not).
@@ -407,7 +407,7 @@ fn with_shares(mut deltas: Vec<Delta>, total: f64, material: f64) -> Vec<Delta> 
     deltas
 }
 
-pub fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explanation {
+pub(crate) fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Explanation {
     // Categories: the union of both sides.
     let mut cats: BTreeMap<String, (PerStep, PerStep)> = BTreeMap::new();
     for (name, e) in &b.breakdown.categories {
@@ -948,7 +948,7 @@ fn metric_change(metrics: &[MetricCheck], name: MetricId) -> Option<f64> {
 
 /// Lines of the kernel diff kept for the report and the comment; the verdict JSON lists every
 /// name in `appeared` and `vanished`.
-pub const KERNEL_DIFF_LINES: usize = 200;
+pub(crate) const KERNEL_DIFF_LINES: usize = 200;
 
 /// Unified diff of sorted kernel names (demangled, as every table shows them); only changed
 /// lines and no context, to stay short, and at most [`KERNEL_DIFF_LINES`] of them. Both sides

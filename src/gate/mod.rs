@@ -3,11 +3,11 @@
 //! Deciding is kept apart from measuring (metrics) and from reporting (report), as criterion
 //! keeps its analysis apart from its harness.
 
-pub mod check;
-pub mod explain;
-pub mod verdict;
+pub(crate) mod check;
+pub(crate) mod explain;
+pub(crate) mod verdict;
 
-pub use check::{
-    check, CalibrationNote, CheckOptions, CheckResult, DecodePoint, DecodeSeries, PointKind, Status,
-};
-pub use verdict::{judge, judge_widened, Judgement, MetricCheck, Observation, Verdict};
+pub(crate) use check::{check, DecodePoint, DecodeSeries, PointKind};
+pub use check::{CheckOptions, CheckResult, Status};
+pub(crate) use verdict::MetricCheck;
+pub use verdict::Verdict;

@@ -55,7 +55,7 @@ pub struct MetricCheck {
 
 /// A metric as the run measured it.
 #[derive(Debug, Clone)]
-pub struct Observation {
+pub(crate) struct Observation {
     pub value: f64,
     /// Per-step (or per-call) samples the value summarises; empty when the metric has none.
     pub samples: Vec<f64>,
@@ -63,7 +63,7 @@ pub struct Observation {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Judgement {
+pub(crate) struct Judgement {
     pub verdict: Verdict,
     /// Current minus baseline, in the metric's unit.
     pub change: Option<f64>,
@@ -105,7 +105,8 @@ fn interval(observed: &Observation, baseline_se: f64, seed: u64) -> Option<(f64,
     ))
 }
 
-pub fn judge(
+#[cfg(test)]
+pub(crate) fn judge(
     baseline: &MetricBaseline,
     direction: Direction,
     unit: Unit,
@@ -117,7 +118,7 @@ pub fn judge(
 
 /// [`judge`], with the interval also widened in quadrature by `between_run` (a standard
 /// deviation in the metric's unit: the spread of the baseline's history between clean runs).
-pub fn judge_widened(
+pub(crate) fn judge_widened(
     baseline: &MetricBaseline,
     direction: Direction,
     unit: Unit,

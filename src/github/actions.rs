@@ -10,10 +10,10 @@ use crate::report::check::{change, value};
 use crate::sweep::Sweep;
 
 /// GitHub refuses a step summary larger than this many bytes.
-pub const STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
+pub(crate) const STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
 
 /// Escapes a workflow-command message: `%`, carriage return and line feed.
-pub fn escape_data(text: &str) -> String {
+pub(crate) fn escape_data(text: &str) -> String {
     text.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
@@ -21,12 +21,12 @@ pub fn escape_data(text: &str) -> String {
 
 /// Escapes a workflow-command property value (such as `title`): the message escapes plus `:`
 /// and `,`, which would otherwise end the property.
-pub fn escape_property(text: &str) -> String {
+pub(crate) fn escape_property(text: &str) -> String {
     escape_data(text).replace(':', "%3A").replace(',', "%2C")
 }
 
 /// One workflow command line, e.g. `::error title=allreduce_us::...`.
-pub fn command(kind: &str, title: Option<&str>, message: &str) -> String {
+pub(crate) fn command(kind: &str, title: Option<&str>, message: &str) -> String {
     match title {
         Some(t) => format!(
             "::{kind} title={}::{}",
@@ -50,7 +50,7 @@ fn figures(m: &MetricCheck) -> String {
 /// The annotations for a check, most important first: gated regressions (GitHub shows only ten
 /// error annotations per step), then metrics that could not be judged, report-only regressions,
 /// and improvements worth re-baselining.
-pub fn annotations(result: &CheckResult, fail_on_improvement: bool) -> Vec<String> {
+pub(crate) fn annotations(result: &CheckResult, fail_on_improvement: bool) -> Vec<String> {
     let mut errors = Vec::new();
     let mut failed_improvements = Vec::new();
     let mut warnings = Vec::new();
@@ -131,7 +131,7 @@ pub fn annotations(result: &CheckResult, fail_on_improvement: bool) -> Vec<Strin
 }
 
 /// The `verdict` output: `pass`, `regression` or `cannot_judge`.
-pub fn verdict_word(status: Status) -> &'static str {
+pub(crate) fn verdict_word(status: Status) -> &'static str {
     match status {
         Status::Pass => "pass",
         Status::Regression => "regression",
@@ -141,7 +141,10 @@ pub fn verdict_word(status: Status) -> &'static str {
 
 /// The step outputs: `verdict`, `regressions` (the number of gated metrics that regressed) and
 /// `report-path` (the `--output` file, empty without one).
-pub fn step_outputs(result: &CheckResult, report_path: Option<&Path>) -> Vec<(String, String)> {
+pub(crate) fn step_outputs(
+    result: &CheckResult,
+    report_path: Option<&Path>,
+) -> Vec<(String, String)> {
     let regressions = result
         .metrics
         .iter()
@@ -158,7 +161,7 @@ pub fn step_outputs(result: &CheckResult, report_path: Option<&Path>) -> Vec<(St
 }
 
 /// `$GITHUB_OUTPUT` lines: `name=value`, or the heredoc form for a value with a line break.
-pub fn format_outputs(outputs: &[(String, String)]) -> String {
+pub(crate) fn format_outputs(outputs: &[(String, String)]) -> String {
     let mut out = String::new();
     for (name, value) in outputs {
         if value.contains(['\n', '\r']) {
@@ -186,13 +189,13 @@ fn append(path: &Path, text: &str) -> Result<(), GithubError> {
         })
 }
 
-pub fn append_outputs(path: &Path, outputs: &[(String, String)]) -> Result<(), GithubError> {
+pub(crate) fn append_outputs(path: &Path, outputs: &[(String, String)]) -> Result<(), GithubError> {
     append(path, &format_outputs(outputs))
 }
 
 /// The job-summary markdown: every part that fits in `budget` bytes, in order, saying what was
 /// left out.
-pub fn summary_markdown(parts: &[String], budget: usize) -> String {
+pub(crate) fn summary_markdown(parts: &[String], budget: usize) -> String {
     const NOTE: &str = "_Sections left out to fit GitHub's job-summary limit; the JSON verdict (`--verdict-out`) has everything._\n\n";
     let mut out = String::new();
     let mut omitted = false;
@@ -210,7 +213,7 @@ pub fn summary_markdown(parts: &[String], budget: usize) -> String {
 }
 
 /// Appends the full markdown to the job summary, within what is left of its 1 MiB.
-pub fn append_step_summary(path: &Path, parts: &[String]) -> Result<(), GithubError> {
+pub(crate) fn append_step_summary(path: &Path, parts: &[String]) -> Result<(), GithubError> {
     let used = std::fs::metadata(path).map_or(0, |m| m.len() as usize);
     let budget = STEP_SUMMARY_LIMIT.saturating_sub(used);
     append(path, &summary_markdown(parts, budget))
@@ -218,7 +221,7 @@ pub fn append_step_summary(path: &Path, parts: &[String]) -> Result<(), GithubEr
 
 /// The annotations of a sweep: an error for each configuration that regressed or could not be
 /// judged (a missing verdict among them), naming it and saying why.
-pub fn sweep_annotations(sweep: &Sweep) -> Vec<String> {
+pub(crate) fn sweep_annotations(sweep: &Sweep) -> Vec<String> {
     sweep
         .configurations
         .iter()
@@ -232,7 +235,7 @@ pub fn sweep_annotations(sweep: &Sweep) -> Vec<String> {
 
 /// The step outputs of a sweep: `verdict`, `regressions` (configurations that regressed),
 /// `failures` (configurations that did not pass, unjudged ones included) and `report-path`.
-pub fn sweep_outputs(sweep: &Sweep, report_path: Option<&Path>) -> Vec<(String, String)> {
+pub(crate) fn sweep_outputs(sweep: &Sweep, report_path: Option<&Path>) -> Vec<(String, String)> {
     let count = |s: Status| {
         sweep
             .configurations

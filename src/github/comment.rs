@@ -29,13 +29,13 @@ const MAX_PAGES: usize = 100;
 const NOTE_ROOM: usize = 256;
 /// The author of comments written with the default Actions token (`GITHUB_TOKEN`), which
 /// cannot read `GET /user`.
-pub const ACTIONS_BOT: &str = "github-actions[bot]";
+pub(crate) const ACTIONS_BOT: &str = "github-actions[bot]";
 
 /// The hidden first line that identifies the comment of one baseline
 /// (`<!-- tracegate:baseline=baselines/x.toml -->`) or of one sweep
 /// (`<!-- tracegate:sweep=nightly -->`). The name is escaped so that it cannot end the HTML
 /// comment (`--`, `>`), nor break the line.
-pub fn marker(kind: &str, name: &str) -> String {
+pub(crate) fn marker(kind: &str, name: &str) -> String {
     let path = name.trim_start_matches("./");
     let mut out = String::with_capacity(path.len());
     for c in path.chars() {
@@ -58,14 +58,14 @@ pub fn marker(kind: &str, name: &str) -> String {
 }
 
 /// Whether a comment body is the sticky comment of this marker (the marker is its first line).
-pub fn is_sticky(body: &str, marker: &str) -> bool {
+pub(crate) fn is_sticky(body: &str, marker: &str) -> bool {
     body.trim_start().lines().next().map(str::trim_end) == Some(marker)
 }
 
 /// The comment: the marker, then the markdown parts (verdict, table, causes; later parts dropped
 /// to fit), then a line linking the run that says where any left-out section is. At most
 /// [`GITHUB_COMMENT_LIMIT`] characters.
-pub fn body(marker: &str, parts: &[String], run_url: Option<&str>) -> String {
+pub(crate) fn body(marker: &str, parts: &[String], run_url: Option<&str>) -> String {
     // The job summary holds every part; the comment points there only when it left some out,
     // and otherwise links the run without promising tables it already holds.
     let pointer = |what: &str| match run_url {
@@ -91,7 +91,7 @@ pub fn body(marker: &str, parts: &[String], run_url: Option<&str>) -> String {
 }
 
 /// What to write, and where.
-pub struct CommentRequest<'a> {
+pub(crate) struct CommentRequest<'a> {
     pub context: &'a Context,
     pub marker: String,
     pub body: String,
@@ -102,7 +102,7 @@ pub struct CommentRequest<'a> {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CommentOutcome {
+pub(crate) enum CommentOutcome {
     Created { id: u64, url: String },
     Updated { id: u64, url: String },
     Skipped(&'static str),
@@ -110,7 +110,7 @@ pub enum CommentOutcome {
 
 /// What [`sync`] did, and the spoofs it left alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Synced {
+pub(crate) struct Synced {
     pub outcome: CommentOutcome,
     /// Comments that carry the marker but were written by someone else: (id, author, our login).
     pub spoofs: Vec<Spoof>,
@@ -118,7 +118,7 @@ pub struct Synced {
 
 /// A comment that carries tracegate's marker but that the token's user did not write.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Spoof {
+pub(crate) struct Spoof {
     pub id: u64,
     pub author: String,
     pub ours: String,
@@ -174,7 +174,7 @@ impl IssueComment {
 }
 
 /// Creates or updates the sticky comment. Blocks; builds its own current-thread runtime.
-pub fn sync(request: &CommentRequest<'_>) -> Result<Synced, GithubError> {
+pub(crate) fn sync(request: &CommentRequest<'_>) -> Result<Synced, GithubError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -6,24 +6,24 @@ use std::fmt;
 
 use super::{GithubError, Options};
 
-pub const DEFAULT_API_URL: &str = "https://api.github.com";
+pub(crate) const DEFAULT_API_URL: &str = "https://api.github.com";
 
 /// A token. Its `Debug` and `Display` never show it; [`Token::redact`] removes it from text.
 #[derive(Clone)]
-pub struct Token(String);
+pub(crate) struct Token(String);
 
 impl Token {
-    pub fn new(secret: String) -> Token {
+    pub(crate) fn new(secret: String) -> Token {
         Token(secret)
     }
 
     /// The secret itself, for the HTTP client only.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 
     /// `text` with every occurrence of the token replaced by `***`.
-    pub fn redact(&self, text: &str) -> String {
+    pub(crate) fn redact(&self, text: &str) -> String {
         if self.0.is_empty() {
             text.to_string()
         } else {
@@ -40,7 +40,7 @@ impl fmt::Debug for Token {
 
 /// The pull request to comment on and how to reach it.
 #[derive(Debug, Clone)]
-pub struct Context {
+pub(crate) struct Context {
     pub api_url: String,
     pub owner: String,
     pub repo: String,
@@ -49,7 +49,7 @@ pub struct Context {
 }
 
 /// `owner/name`, each part of the characters GitHub allows.
-pub fn parse_repo(text: &str) -> Result<(String, String), GithubError> {
+pub(crate) fn parse_repo(text: &str) -> Result<(String, String), GithubError> {
     let ok = |s: &str| {
         !s.is_empty()
             && s != "."
@@ -67,7 +67,7 @@ pub fn parse_repo(text: &str) -> Result<(String, String), GithubError> {
 
 /// The pull-request number of an Actions event payload: `pull_request.number` (pull_request,
 /// pull_request_target), or `issue.number` of an issue that is a pull request (issue_comment).
-pub fn pr_from_event(event: &serde_json::Value) -> Option<u64> {
+pub(crate) fn pr_from_event(event: &serde_json::Value) -> Option<u64> {
     if let Some(n) = event
         .get("pull_request")
         .and_then(|p| p.get("number"))
@@ -81,7 +81,7 @@ pub fn pr_from_event(event: &serde_json::Value) -> Option<u64> {
 }
 
 /// The pull-request number of `refs/pull/N/merge` or `refs/pull/N/head`.
-pub fn pr_from_ref(git_ref: &str) -> Option<u64> {
+pub(crate) fn pr_from_ref(git_ref: &str) -> Option<u64> {
     let rest = git_ref.strip_prefix("refs/pull/")?;
     let (number, tail) = rest.split_once('/')?;
     matches!(tail, "merge" | "head")
@@ -94,7 +94,7 @@ pub fn pr_from_ref(git_ref: &str) -> Option<u64> {
 /// comment's pull request only, so it is checked only when a comment may be written and `--pr`
 /// does not give the pull request. A path that does not exist or cannot be read stays a warning
 /// at comment time, like a missing token.
-pub fn check_event_file(
+pub(crate) fn check_event_file(
     options: &Options,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), GithubError> {
@@ -123,7 +123,7 @@ pub fn check_event_file(
 impl Context {
     /// Resolves the comment's target from the options, then the environment (`env` returns a
     /// variable's non-empty value).
-    pub fn discover(
+    pub(crate) fn discover(
         options: &Options,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Context, GithubError> {

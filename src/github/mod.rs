@@ -5,21 +5,21 @@
 //! `report` renders from it; it never computes a figure. Nothing here changes the verdict: every
 //! failure becomes a warning, and the exit status stays the verdict's.
 
-pub mod actions;
-pub mod comment;
-pub mod context;
+pub(crate) mod actions;
+pub(crate) mod comment;
+pub(crate) mod context;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::gate::{CheckResult, Status};
 
-pub use comment::{marker, CommentRequest};
-pub use context::Context;
+pub(crate) use comment::{marker, CommentRequest};
+pub(crate) use context::Context;
 
 /// Errors of the GitHub integration. API errors carry the HTTP status; no message holds the token.
 #[derive(Debug, thiserror::Error)]
-pub enum GithubError {
+pub(crate) enum GithubError {
     #[error("GitHub API answered HTTP {status}: {message}")]
     Api { status: u16, message: String },
     #[error("GitHub API request timed out after {} s", .0.as_secs_f64())]
@@ -37,7 +37,7 @@ pub enum GithubError {
 
 impl GithubError {
     /// The HTTP status of an API error.
-    pub fn status(&self) -> Option<u16> {
+    pub(crate) fn status(&self) -> Option<u16> {
         match self {
             GithubError::Api { status, .. } => Some(*status),
             _ => None,
@@ -45,7 +45,7 @@ impl GithubError {
     }
 
     /// What an API status most likely means for a comment, for the warning.
-    pub fn hint(&self) -> Option<&'static str> {
+    pub(crate) fn hint(&self) -> Option<&'static str> {
         Some(match self.status()? {
             401 => "bad or expired token",
             403 => "the token may not write pull-request comments (a fork's read-only token?) or the rate limit is exhausted",
@@ -60,7 +60,7 @@ impl GithubError {
 
 /// When to write the sticky pull-request comment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum CommentMode {
+pub(crate) enum CommentMode {
     /// Never comment.
     Off,
     /// Create or update the comment on every run, a passing one too.
@@ -73,7 +73,7 @@ pub enum CommentMode {
 
 /// What `check --github` was asked to do.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub comment: CommentMode,
     pub pr: Option<u64>,
     pub repo: Option<String>,
@@ -102,13 +102,13 @@ impl Default for Options {
 }
 
 /// Whether GitHub mode is on: `--github`, or `GITHUB_ACTIONS=true` unless `--no-github`.
-pub fn enabled(github: bool, no_github: bool, env: &dyn Fn(&str) -> Option<String>) -> bool {
+pub(crate) fn enabled(github: bool, no_github: bool, env: &dyn Fn(&str) -> Option<String>) -> bool {
     !no_github && (github || env("GITHUB_ACTIONS").is_some_and(|v| v == "true"))
 }
 
 /// What a gate step publishes in GitHub mode, the same for `check` and `sweep`: built from the
 /// verdict by the caller, written here.
-pub struct Publication {
+pub(crate) struct Publication {
     pub status: Status,
     /// Workflow-command lines, most important first.
     pub annotations: Vec<String>,
@@ -122,7 +122,7 @@ pub struct Publication {
 
 impl Publication {
     /// The publication of one `check`: one comment per baseline.
-    pub fn of_check(result: &CheckResult, options: &Options) -> Publication {
+    pub(crate) fn of_check(result: &CheckResult, options: &Options) -> Publication {
         Publication {
             status: result.status,
             annotations: actions::annotations(result, options.fail_on_improvement),
@@ -133,7 +133,11 @@ impl Publication {
     }
 
     /// The publication of a `sweep`: one comment for the whole sweep, named by `name`.
-    pub fn of_sweep(sweep: &crate::sweep::Sweep, name: &str, options: &Options) -> Publication {
+    pub(crate) fn of_sweep(
+        sweep: &crate::sweep::Sweep,
+        name: &str,
+        options: &Options,
+    ) -> Publication {
         Publication {
             status: sweep.status,
             annotations: actions::sweep_annotations(sweep),
@@ -147,7 +151,7 @@ impl Publication {
 /// Everything `--github` does after the verdict: step summary, annotations and outputs, then
 /// the sticky comment. Prints workflow commands on stdout and plain notes on stderr; never fails
 /// and never changes the verdict.
-pub fn publish(publication: &Publication, options: &Options) {
+pub(crate) fn publish(publication: &Publication, options: &Options) {
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let mut stdout = String::new();
     let mut warnings: Vec<String> = Vec::new();

@@ -11,7 +11,7 @@ use crate::taxonomy::Category;
 
 /// Kernel time and calls of one rank's kept decode steps, summed over the steps.
 #[derive(Debug, Default)]
-pub struct RankTotals<'a> {
+pub(crate) struct RankTotals<'a> {
     /// Number of kept decode steps the sums cover.
     pub steps: usize,
     pub kernels: FxHashMap<(&'a str, Category), (i64, u64)>,
@@ -19,7 +19,7 @@ pub struct RankTotals<'a> {
 
 impl<'a> RankTotals<'a> {
     /// Adds `calls` calls of `name` taking `ns` in all.
-    pub fn add(&mut self, name: &'a str, category: Category, ns: i64, calls: u64) {
+    pub(crate) fn add(&mut self, name: &'a str, category: Category, ns: i64, calls: u64) {
         let e = self.kernels.entry((name, category)).or_insert((0, 0));
         e.0 += ns;
         e.1 += calls;
@@ -61,7 +61,7 @@ impl Breakdown {
 }
 
 /// Combines the totals of the ranks that kept at least one decode step.
-pub fn combine(ranks: &[RankTotals<'_>]) -> Breakdown {
+pub(crate) fn combine(ranks: &[RankTotals<'_>]) -> Breakdown {
     let ranks: Vec<&RankTotals<'_>> = ranks.iter().filter(|r| r.steps > 0).collect();
     if ranks.is_empty() {
         return Breakdown::default();

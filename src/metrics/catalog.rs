@@ -212,13 +212,41 @@ const fn entry(id: MetricId) -> MetricDef {
     MetricDef { id, ..def }
 }
 
+impl MetricId {
+    /// The metric's registry entry.
+    pub fn def(self) -> &'static MetricDef {
+        &METRICS[POSITION[self as usize]]
+    }
+}
+
+/// Each metric's place in [`MetricId::ALL`] (and in [`METRICS`]), by declaration order.
+const POSITION: [usize; MetricId::ALL.len()] = {
+    let mut position = [usize::MAX; MetricId::ALL.len()];
+    let mut i = 0;
+    while i < MetricId::ALL.len() {
+        let d = MetricId::ALL[i] as usize;
+        // A variant missing from `ALL` shifts a listed one past the end, which fails here.
+        assert!(
+            d < MetricId::ALL.len(),
+            "a metric is missing from MetricId::ALL"
+        );
+        assert!(
+            position[d] == usize::MAX,
+            "a metric is twice in MetricId::ALL"
+        );
+        position[d] = i;
+        i += 1;
+    }
+    position
+};
+
 /// The entry of a metric, by name.
-pub fn def(name: &str) -> Option<&'static MetricDef> {
+pub(crate) fn def(name: &str) -> Option<&'static MetricDef> {
     MetricId::from_name(name).map(MetricId::def)
 }
 
 /// Names of every metric, in registry order.
-pub fn names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn names() -> impl Iterator<Item = &'static str> {
     MetricId::ALL.into_iter().map(MetricId::name)
 }
 #[cfg(test)]

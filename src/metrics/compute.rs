@@ -33,14 +33,14 @@ pub struct StepFigures {
 
 /// Reusable buffers, so that a million steps do not allocate a million times.
 #[derive(Default)]
-pub struct Scratch {
+pub(crate) struct Scratch {
     all: Vec<Interval>,
     comm: Vec<Interval>,
     compute: Vec<Interval>,
 }
 
 /// Computes the figures of `step` and appends the durations (ns) of its allreduce-class calls.
-pub fn step_figures(
+pub(crate) fn step_figures(
     trace: &RankTrace,
     classes: &[Class],
     step: &Step,

@@ -179,33 +179,7 @@ impl MetricId {
     pub fn from_name(name: &str) -> Option<MetricId> {
         MetricId::ALL.into_iter().find(|id| id.name() == name)
     }
-
-    /// The metric's registry entry.
-    pub fn def(self) -> &'static MetricDef {
-        &super::catalog::METRICS[POSITION[self as usize]]
-    }
 }
-
-/// Each metric's place in [`MetricId::ALL`] (and in `catalog::METRICS`), by declaration order.
-const POSITION: [usize; MetricId::ALL.len()] = {
-    let mut position = [usize::MAX; MetricId::ALL.len()];
-    let mut i = 0;
-    while i < MetricId::ALL.len() {
-        let d = MetricId::ALL[i] as usize;
-        // A variant missing from `ALL` shifts a listed one past the end, which fails here.
-        assert!(
-            d < MetricId::ALL.len(),
-            "a metric is missing from MetricId::ALL"
-        );
-        assert!(
-            position[d] == usize::MAX,
-            "a metric is twice in MetricId::ALL"
-        );
-        position[d] = i;
-        i += 1;
-    }
-    position
-};
 
 impl From<MetricId> for &'static str {
     fn from(id: MetricId) -> &'static str {

@@ -1,11 +1,11 @@
 //! Interval arithmetic on GPU activities, as defined in `docs/METRICS.md` ("Units and arithmetic").
 
 /// A half-open time interval `[start, end)` in ns.
-pub type Interval = (i64, i64);
+pub(crate) type Interval = (i64, i64);
 
 /// Merges intervals (any order, nested, touching, zero-length) into sorted disjoint non-empty
 /// intervals, in place. Touching intervals merge; empty and inverted ones vanish.
-pub fn union_in_place(intervals: &mut Vec<Interval>) {
+pub(crate) fn union_in_place(intervals: &mut Vec<Interval>) {
     intervals.retain(|&(s, e)| e > s);
     if intervals.windows(2).any(|w| w[0].0 > w[1].0) {
         intervals.sort_unstable();
@@ -26,19 +26,20 @@ pub fn union_in_place(intervals: &mut Vec<Interval>) {
 }
 
 /// Total length of sorted disjoint intervals (the output of [`union_in_place`]).
-pub fn total_len(disjoint: &[Interval]) -> i64 {
+pub(crate) fn total_len(disjoint: &[Interval]) -> i64 {
     disjoint.iter().map(|&(s, e)| e - s).sum()
 }
 
 /// Length of the union of intervals in any order.
-pub fn union_len(intervals: &[Interval]) -> i64 {
+#[cfg(test)]
+pub(crate) fn union_len(intervals: &[Interval]) -> i64 {
     let mut v = intervals.to_vec();
     union_in_place(&mut v);
     total_len(&v)
 }
 
 /// Length of the intersection of two sets of sorted disjoint intervals (two unions).
-pub fn intersection_len(a: &[Interval], b: &[Interval]) -> i64 {
+pub(crate) fn intersection_len(a: &[Interval], b: &[Interval]) -> i64 {
     let (mut i, mut j, mut total) = (0, 0, 0i64);
     while i < a.len() && j < b.len() {
         let s = a[i].0.max(b[j].0);

@@ -5,14 +5,14 @@
 //! This module computes; it never formats. The JSON a machine reads is the `Serialize` form of
 //! [`Extraction`].
 
-pub mod breakdown;
-pub mod catalog;
-pub mod compute;
+pub(crate) mod breakdown;
+pub(crate) mod catalog;
+pub(crate) mod compute;
 mod def;
-pub mod figures;
-pub mod intervals;
-pub mod run;
-pub mod waits;
+pub(crate) mod figures;
+pub(crate) mod intervals;
+pub(crate) mod run;
+pub(crate) mod waits;
 
 #[cfg(test)]
 mod tests;
@@ -33,7 +33,7 @@ use figures::{rank_figures, RankFigures};
 use figures::{Context, RunFigures};
 
 /// The metrics of a run, in the order of their names (as the JSON lists them).
-pub type MetricMap = BTreeMap<MetricId, Metric>;
+pub(crate) type MetricMap = BTreeMap<MetricId, Metric>;
 
 /// What `extract` may be told.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -250,6 +250,7 @@ fn read_warnings(run: &Run) -> Vec<String> {
 }
 
 /// Extracts the figures of a run. `classes[i]` classifies the names of `run.traces[i]` by `NameId`.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))] // public through `testing`
 pub fn extract(
     run: &Run,
     classes: &[Vec<Class>],
@@ -325,7 +326,7 @@ pub fn extract(
 }
 
 /// The device of the run: the first non-empty device name a trace reports.
-pub fn run_device(run: &Run) -> Option<String> {
+pub(crate) fn run_device(run: &Run) -> Option<String> {
     run.traces
         .iter()
         .filter_map(|t| t.device.as_ref().map(|d| d.name.trim()))

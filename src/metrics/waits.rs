@@ -145,7 +145,7 @@ fn ordered_steps(rs: &RankSteps) -> Vec<(&Step, bool)> {
 
 /// Matches the collectives of the decode steps across ranks and splits each call into wait and
 /// transfer. `None` when there is no decode step kept on every rank with the same collectives.
-pub fn match_collectives(
+pub(crate) fn match_collectives(
     run: &Run,
     classes: &[Vec<Class>],
     rank_steps: &[RankSteps],

@@ -18,10 +18,10 @@ use super::numbers::{micros_to_ns, parse_dim3, parse_u64, track_id};
 /// The raw bytes of a JSON string (escapes resolved, UTF-8 not yet checked), borrowed when it can
 /// be: names are interned by their bytes and validated only the first time they are seen.
 #[derive(Debug, Default, PartialEq)]
-pub struct RawStr<'a>(pub Cow<'a, [u8]>);
+pub(super) struct RawStr<'a>(pub Cow<'a, [u8]>);
 
 impl RawStr<'_> {
-    pub fn bytes(&self) -> &[u8] {
+    pub(super) fn bytes(&self) -> &[u8] {
         &self.0
     }
 }
@@ -55,10 +55,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawStr<'a> {
 /// The raw JSON text of a value (a number, a string with its quotes, an array), borrowed from
 /// the input: numbers are converted exactly from their text. Checked to be UTF-8.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RawText<'a>(pub &'a str);
+pub(super) struct RawText<'a>(pub &'a str);
 
 impl<'a> RawText<'a> {
-    pub fn get(&self) -> &'a str {
+    pub(super) fn get(&self) -> &'a str {
         self.0
     }
 }
@@ -71,7 +71,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawText<'a> {
 
 /// The arguments the analysis reads; every other key is skipped without being parsed.
 #[derive(Debug, Default, PartialEq)]
-pub struct RawArgs<'a> {
+pub(super) struct RawArgs<'a> {
     pub external_id: Option<RawText<'a>>,
     pub correlation: Option<RawText<'a>>,
     pub stream: Option<RawText<'a>>,
@@ -83,7 +83,7 @@ pub struct RawArgs<'a> {
 }
 
 #[derive(Debug, Default, PartialEq)]
-pub struct RawEvent<'a> {
+pub(super) struct RawEvent<'a> {
     pub ph: Option<RawStr<'a>>,
     pub cat: Option<RawStr<'a>>,
     pub name: Option<RawStr<'a>>,
@@ -169,7 +169,7 @@ byte_keyed!(RawEvent, SeqEvent, "RawEvent",
 
 /// The events of one rank (or, before ranks are resolved, of one process label) being collected.
 #[derive(Debug, Default)]
-pub struct EventSink {
+pub(super) struct EventSink {
     pub names: NameTable,
     /// Distinct launch dimensions; entry 0 stands for "not recorded".
     pub launch_dims: Vec<LaunchDims>,
@@ -192,7 +192,7 @@ const MAX_EVENT_NS: i64 = 86_400 * 1_000_000_000;
 
 /// What kind of event a `cat` names, for the categories the analysis keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kept {
+pub(super) enum Kept {
     Gpu(GpuKind),
     CpuOp,
     Runtime,
@@ -201,7 +201,7 @@ pub enum Kept {
     Ignored,
 }
 
-pub fn classify_cat(cat: &[u8]) -> Kept {
+pub(super) fn classify_cat(cat: &[u8]) -> Kept {
     match cat {
         b"kernel" | b"Kernel" => Kept::Gpu(GpuKind::Kernel),
         b"gpu_memcpy" | b"Memcpy" | b"memcpy" => Kept::Gpu(GpuKind::Memcpy),
@@ -267,7 +267,7 @@ impl EventSink {
 
     /// Adds one complete (`ph: "X"`) or other event. `pid_device` is the numeric device a GPU
     /// event's pid names, used when `args.device` is absent.
-    pub fn add(&mut self, ev: &RawEvent<'_>, pid_device: Option<u64>) {
+    pub(super) fn add(&mut self, ev: &RawEvent<'_>, pid_device: Option<u64>) {
         let ph = ev.ph.as_ref().map(RawStr::bytes).unwrap_or(b"");
         if ph == b"M" {
             self.count_category(b"__metadata");
@@ -410,7 +410,7 @@ impl EventSink {
     /// sink had read them itself: names and launch dimensions are interned again in the order
     /// `other` first saw them, lists keep file order, counts add up, the first unusable event
     /// stays the first.
-    pub fn absorb(&mut self, other: EventSink) {
+    pub(super) fn absorb(&mut self, other: EventSink) {
         let names = self.names.absorb(&other.names);
         let name = |id: u32| names[id as usize];
         let mut dims = vec![0u32; other.launch_dims.len().max(1)];
@@ -447,7 +447,7 @@ impl EventSink {
     }
 
     /// Sorts every list by start time (stable, so equal starts keep file order).
-    pub fn finish(&mut self) {
+    pub(super) fn finish(&mut self) {
         sort_by_start(&mut self.gpu, |a| a.ts);
         sort_by_start(&mut self.cpu_ops, |a| a.ts);
         sort_by_start(&mut self.launches, |a| a.ts);
@@ -466,7 +466,7 @@ fn sort_by_start<T>(list: &mut [T], start: impl Fn(&T) -> i64) {
 /// True when an event's text starts like a `python_function` event, which can be ~90% of a
 /// trace: such events are counted and skipped without a full parse. Kineto writes `cat` among
 /// the first keys, so looking at the head of the event is enough.
-pub fn looks_like_python_function(event: &[u8]) -> bool {
+pub(super) fn looks_like_python_function(event: &[u8]) -> bool {
     use std::sync::LazyLock;
     // Built once: constructing a searcher per event was a visible share of the parse.
     static PYTHON: LazyLock<memchr::memmem::Finder<'static>> =

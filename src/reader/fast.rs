@@ -17,14 +17,14 @@ const MAX_DEPTH: u32 = 64;
 
 /// The fast path cannot vouch for this event: read it with serde.
 #[derive(Debug)]
-pub struct GiveUp;
+pub(super) struct GiveUp;
 
 type Fast<T> = Result<T, GiveUp>;
 
 /// Parses the event at the start of `buf` (after optional whitespace) into `ev`, which must be
 /// empty: returns the number of bytes up to and including its closing brace. Filled in place,
 /// since an event is a few hundred bytes to move.
-pub fn parse_event<'a>(buf: &'a [u8], ev: &mut RawEvent<'a>) -> Fast<usize> {
+pub(super) fn parse_event<'a>(buf: &'a [u8], ev: &mut RawEvent<'a>) -> Fast<usize> {
     let mut c = Cursor { b: buf, i: 0 };
     c.ws();
     c.eat(b'{')?;

@@ -34,7 +34,7 @@ pub(crate) const CHECK_EVERY: u64 = 1 << 15;
 
 /// The default of `--max-string`: 16 MiB, far above any string a profiler writes (stacks and
 /// `Input Dims` of real traces stay under 1 MiB).
-pub const DEFAULT_STRING_LIMIT: u64 = 16 << 20;
+pub(crate) const DEFAULT_STRING_LIMIT: u64 = 16 << 20;
 
 /// Bytes of input between two looks at the resident size, whatever the number of events: what
 /// the reader keeps cannot grow faster than what it reads.

@@ -8,7 +8,7 @@ mod event;
 mod fast;
 mod file;
 mod memory;
-pub mod model;
+pub(crate) mod model;
 mod numbers;
 mod parallel;
 mod rank;
@@ -19,8 +19,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-pub use error::{ReadError, ReadErrorKind};
-pub use memory::{parse_size, OverMemory, ReadLimits, DEFAULT_STRING_LIMIT};
+pub use error::ReadError;
+pub(crate) use error::ReadErrorKind;
+pub(crate) use memory::OverMemory;
+pub use memory::{parse_size, ReadLimits};
 pub use model::*;
 
 /// File names a directory walk skips: the files `tracegate synth` and `check` write beside traces.
@@ -34,7 +36,7 @@ fn is_trace_name(name: &str) -> bool {
 
 /// Expands directories (not recursively) into the trace files they hold, sorted by name.
 /// Files named explicitly are kept whatever their name.
-pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
+pub(crate) fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
     let mut files = Vec::new();
     for path in paths {
         if !path.is_dir() {
@@ -65,6 +67,7 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
 
 /// Reads one file, with one thread per core and no limit but the default longest string; a
 /// merged file gives one trace per rank.
+#[cfg(any(test, feature = "testing"))]
 pub fn read_file(path: &Path) -> Result<Vec<RankTrace>, ReadError> {
     let limits = ReadLimits::default();
     read_one(path, limits.thread_count(), limits)
@@ -72,13 +75,14 @@ pub fn read_file(path: &Path) -> Result<Vec<RankTrace>, ReadError> {
 
 /// Reads one file with `threads` threads (one: a single pass; more: inflate on one thread,
 /// parse chunks of events on the others). The result does not depend on `threads`.
+#[cfg(any(test, feature = "testing"))]
 pub fn read_file_with_threads(path: &Path, threads: usize) -> Result<Vec<RankTrace>, ReadError> {
     read_one(path, threads, ReadLimits::default())
 }
 
 /// The parallel pass alone, with chunks of about `chunk` bytes and no single-pass fallback:
 /// `Ok(None)` where it gave up. For tests that must know the parallel pass made the result.
-#[doc(hidden)]
+#[cfg(any(test, feature = "testing"))]
 pub fn read_file_parallel_only(
     path: &Path,
     threads: usize,
@@ -90,13 +94,14 @@ pub fn read_file_parallel_only(
 /// Reads every file of a run in parallel, with the default [`ReadLimits`]. The first error, in
 /// argument order, wins, so the message does not depend on thread timing. Two traces of the
 /// same rank and stage are an error.
+#[cfg(any(test, feature = "testing"))]
 pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
     read_run_with(paths, &ReadLimits::default(), &|_, _| {})
 }
 
 /// [`read_run`] under `limits`, calling `on_file(files_done, files_total)` as each file
 /// finishes (from any thread).
-pub fn read_run_with(
+pub(crate) fn read_run_with(
     paths: &[PathBuf],
     limits: &ReadLimits,
     on_file: &(dyn Fn(usize, usize) + Sync),
@@ -150,7 +155,7 @@ pub fn read_run_with(
 /// The most ranks a run may have (from `distributedInfo.world_size` or the rank numbers found).
 /// Ranks are ids: nothing is allocated per rank id, but a run said to hold more ranks than this
 /// is refused before its missing ranks are even listed.
-pub const MAX_RANKS: u64 = 65_536;
+pub(crate) const MAX_RANKS: u64 = 65_536;
 
 /// How many missing ranks the error lists before it counts the rest.
 const MISSING_LISTED: usize = 16;
@@ -280,6 +285,7 @@ fn read_one(path: &Path, threads: usize, limits: ReadLimits) -> Result<Vec<RankT
 
 /// The parallel pass alone, without the single-pass fallback: `None` where it gave up. For tests
 /// that must know the parallel pass, not the fallback, produced a result.
+#[cfg(any(test, feature = "testing"))]
 fn read_one_parallel_only(
     path: &Path,
     threads: usize,

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 /// Index into a [`NameTable`].
-pub type NameId = u32;
+pub(crate) type NameId = u32;
 
 /// Interned strings of one rank: kernel names, op names, raw `Input Dims` / `Input type` text.
 ///
@@ -53,11 +53,12 @@ impl PartialEq for NameTable {
 
 /// The longest name kept, in bytes: a longer one (a kernel name of megabytes in a hostile or
 /// broken trace) is cut to a little less and ends with a marker saying how long it was.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))] // public through `testing`
 pub const MAX_NAME: usize = 64 << 10;
 
 /// `name` cut at a character boundary below [`MAX_NAME`], with `…[truncated from N bytes]`
 /// appended; at most `MAX_NAME` bytes, so cutting again changes nothing.
-pub fn truncated_name(name: &[u8]) -> Vec<u8> {
+pub(crate) fn truncated_name(name: &[u8]) -> Vec<u8> {
     let mut keep = MAX_NAME - 64;
     while keep > 0 && name.get(keep).is_some_and(|b| b & 0xC0 == 0x80) {
         keep -= 1;
@@ -239,7 +240,7 @@ fn fold_stream(stream: u64) -> u32 {
 
 /// The largest launch-dimension index an activity holds; [`GpuActivity::set_launch_dims`]
 /// records any past it as "not recorded" (a rank cannot hold 2^30 activities in memory).
-pub const MAX_LAUNCH_DIMS: u32 = (1 << 30) - 1;
+pub(crate) const MAX_LAUNCH_DIMS: u32 = (1 << 30) - 1;
 
 impl GpuKind {
     fn bits(self) -> u32 {
@@ -517,7 +518,7 @@ impl Run {
 /// Parses the raw text of an `Input Dims` argument into one shape per input.
 ///
 /// A scalar, non-tensor or tensor-list input is an empty shape; malformed text gives no inputs.
-pub fn parse_input_dims(raw: &str) -> Vec<Vec<i64>> {
+pub(crate) fn parse_input_dims(raw: &str) -> Vec<Vec<i64>> {
     let value: serde_json::Value = match serde_json::from_str(raw) {
         Ok(v) => v,
         Err(_) => return Vec::new(),
@@ -535,7 +536,7 @@ pub fn parse_input_dims(raw: &str) -> Vec<Vec<i64>> {
 }
 
 /// True when an `Input Dims` text holds at least one number (a tensor input with a shape).
-pub fn dims_have_numbers(raw: &str) -> bool {
+pub(crate) fn dims_have_numbers(raw: &str) -> bool {
     raw.bytes().any(|b| b.is_ascii_digit())
 }
 

@@ -24,7 +24,7 @@ fn unquote(raw: &str) -> &str {
 /// Converts a microsecond text to integer nanoseconds, rounding below the nanosecond.
 /// `None` for anything that is not a finite number in range. One pass over the bytes: this runs
 /// twice per event.
-pub fn micros_to_ns(raw: &str) -> Option<i64> {
+pub(super) fn micros_to_ns(raw: &str) -> Option<i64> {
     let text = unquote(raw);
     let bytes = text.as_bytes();
     let (negative, digits) = match bytes.first()? {
@@ -81,7 +81,7 @@ fn scientific_micros_to_ns(text: &str) -> Option<i64> {
 
 /// Parses an id or small integer that may be written as a number, a decimal string or a hex
 /// string (`"0x1f"`). Ids may exceed `i64`, so the result is `u64`. Negative ids are rejected.
-pub fn parse_u64(raw: &str) -> Option<u64> {
+pub(super) fn parse_u64(raw: &str) -> Option<u64> {
     let text = unquote(raw);
     if let Some(v) = plain_digits(text.as_bytes()) {
         return Some(v);
@@ -111,7 +111,7 @@ fn plain_digits(bytes: &[u8]) -> Option<u64> {
 }
 
 /// Parses a `[x, y, z]` launch dimension (grid or block); parts after the third are ignored.
-pub fn parse_dim3(raw: &str) -> Option<[u32; 3]> {
+pub(super) fn parse_dim3(raw: &str) -> Option<[u32; 3]> {
     let text = raw.trim().strip_prefix('[')?.strip_suffix(']')?;
     let mut out = [1u32; 3];
     let mut count = 0;
@@ -124,7 +124,7 @@ pub fn parse_dim3(raw: &str) -> Option<[u32; 3]> {
 
 /// A stable 64-bit id for a thread or process written as a string (`"Spans"`, `"[TP00] 251"`).
 /// Numeric texts keep their value so that tids stay readable.
-pub fn track_id(raw: &str) -> u64 {
+pub(super) fn track_id(raw: &str) -> u64 {
     if let Some(v) = parse_u64(raw) {
         return v;
     }

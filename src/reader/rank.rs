@@ -4,7 +4,7 @@ use super::model::Stage;
 
 /// The `[TP00]` / `[TP00-DP01-PP00-EP03]` label SGLang's merged file puts in front of each pid,
 /// e.g. `"[TP00] 251"`; returns the label and the number after it.
-pub fn process_label(pid_text: &str) -> Option<(&str, Option<u64>)> {
+pub(super) fn process_label(pid_text: &str) -> Option<(&str, Option<u64>)> {
     let text = pid_text.trim().trim_matches('"');
     let rest = text.strip_prefix('[')?;
     let close = rest.find(']')?;
@@ -17,12 +17,12 @@ pub fn process_label(pid_text: &str) -> Option<(&str, Option<u64>)> {
 }
 
 /// The numeric rank of a label: the TP index when the label is `TPnn` alone.
-pub fn label_tp_index(label: &str) -> Option<u32> {
+pub(super) fn label_tp_index(label: &str) -> Option<u32> {
     label.strip_prefix("TP")?.parse().ok()
 }
 
 /// The rank a file name states: SGLang `-TP-3`, HTA `rank-3` / `rank_3`, PARAM `worker3`.
-pub fn rank_from_file_name(file_name: &str) -> Option<u32> {
+pub(super) fn rank_from_file_name(file_name: &str) -> Option<u32> {
     // A number beyond u32 is kept as u32::MAX, for the rank cap to refuse: never read as no
     // number (which made such a file rank 0).
     rank_digits_from_file_name(file_name).map(|digits| digits.parse().unwrap_or(u32::MAX))
@@ -30,7 +30,7 @@ pub fn rank_from_file_name(file_name: &str) -> Option<u32> {
 
 /// The digits of the rank a file name states, as written (`99999999999` of `x-TP-99999999999`),
 /// for a message about a number too large to be a rank.
-pub fn rank_digits_from_file_name(file_name: &str) -> Option<String> {
+pub(super) fn rank_digits_from_file_name(file_name: &str) -> Option<String> {
     const MARKERS: [&str; 5] = ["-TP-", "rank-", "rank_", "worker", "rank"];
     let lower = file_name.to_ascii_lowercase();
     for marker in MARKERS {
@@ -49,7 +49,7 @@ pub fn rank_digits_from_file_name(file_name: &str) -> Option<String> {
 }
 
 /// The stage of an SGLang stage-split file: `-DECODE` / `-decode`, `-EXTEND` / `-prefill`.
-pub fn stage_from_file_name(file_name: &str) -> Option<Stage> {
+pub(super) fn stage_from_file_name(file_name: &str) -> Option<Stage> {
     if file_name.contains("-DECODE") || file_name.contains("-decode") {
         Some(Stage::Decode)
     } else if file_name.contains("-EXTEND")

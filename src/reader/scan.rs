@@ -10,7 +10,7 @@ const CHUNK: usize = 1 << 18;
 
 /// What went wrong while framing.
 #[derive(Debug)]
-pub enum ScanError {
+pub(crate) enum ScanError {
     /// The underlying reader failed (including gzip corruption).
     Io(io::Error),
     /// The stream ended inside a value, at this offset of the uncompressed stream.
@@ -30,7 +30,7 @@ pub enum ScanError {
 /// Where the first string longer than `limit` bytes opens in `bytes` (a framed JSON value), if
 /// any: for values parsed straight from a buffer that already held them whole, which framing
 /// did not measure. Linear in `bytes`.
-pub fn first_long_string(bytes: &[u8], limit: u64) -> Option<usize> {
+pub(crate) fn first_long_string(bytes: &[u8], limit: u64) -> Option<usize> {
     let mut at = 0;
     while let Some(open) = memchr::memchr(b'"', &bytes[at..]) {
         let open = at + open;
@@ -59,7 +59,7 @@ pub fn first_long_string(bytes: &[u8], limit: u64) -> Option<usize> {
     None
 }
 
-pub struct Scanner<R> {
+pub(crate) struct Scanner<R> {
     src: R,
     buf: Vec<u8>,
     /// First unconsumed byte of `buf`.
@@ -77,7 +77,12 @@ pub struct Scanner<R> {
 impl Scanner<io::Empty> {
     /// A scanner over bytes already in memory, `buf[..len]` (one chunk of a file, starting at
     /// stream offset `base`): their end is the end of the data.
-    pub fn over(buf: Vec<u8>, len: usize, base: u64, limits: super::memory::ReadLimits) -> Self {
+    pub(crate) fn over(
+        buf: Vec<u8>,
+        len: usize,
+        base: u64,
+        limits: super::memory::ReadLimits,
+    ) -> Self {
         Scanner {
             src: io::empty(),
             end: len.min(buf.len()),
@@ -90,20 +95,20 @@ impl Scanner<io::Empty> {
     }
 
     /// Gives the bytes back, to be reused.
-    pub fn into_buffer(self) -> Vec<u8> {
+    pub(crate) fn into_buffer(self) -> Vec<u8> {
         self.buf
     }
 }
 
 impl<R: Read> Scanner<R> {
     /// A scanner with the default limits (no memory limit, the default longest string).
-    pub fn new(src: R) -> Self {
+    pub(crate) fn new(src: R) -> Self {
         Self::with_limits(src, super::memory::ReadLimits::default())
     }
 
     /// A scanner that frames no string longer than `limits.max_string` and checks
     /// `limits.memory` as its buffer grows.
-    pub fn with_limits(src: R, limits: super::memory::ReadLimits) -> Self {
+    pub(crate) fn with_limits(src: R, limits: super::memory::ReadLimits) -> Self {
         Scanner {
             src,
             buf: vec![0; CHUNK],
@@ -116,27 +121,27 @@ impl<R: Read> Scanner<R> {
     }
 
     /// The limits this scanner reads under.
-    pub fn limits(&self) -> &super::memory::ReadLimits {
+    pub(crate) fn limits(&self) -> &super::memory::ReadLimits {
         &self.limits
     }
 
     /// Gives the underlying reader back (to drain it after an error).
-    pub fn into_inner(self) -> R {
+    pub(crate) fn into_inner(self) -> R {
         self.src
     }
 
     /// The bytes buffered and not yet consumed (possibly ending inside a value).
-    pub fn buffered(&self) -> &[u8] {
+    pub(crate) fn buffered(&self) -> &[u8] {
         &self.buf[self.start..self.end]
     }
 
     /// Marks `n` buffered bytes as consumed.
-    pub fn consume(&mut self, n: usize) {
+    pub(crate) fn consume(&mut self, n: usize) {
         self.start = (self.start + n).min(self.end);
     }
 
     /// Makes at least `n` bytes available in [`Self::buffered`] unless the stream ends first.
-    pub fn buffer_at_least(&mut self, n: usize) -> Result<(), ScanError> {
+    pub(crate) fn buffer_at_least(&mut self, n: usize) -> Result<(), ScanError> {
         while self.end - self.start < n {
             if !self.fill()? {
                 break;
@@ -146,7 +151,7 @@ impl<R: Read> Scanner<R> {
     }
 
     /// Stream offset of the next unconsumed byte.
-    pub fn offset(&self) -> u64 {
+    pub(crate) fn offset(&self) -> u64 {
         self.base + self.start as u64
     }
 
@@ -203,7 +208,7 @@ impl<R: Read> Scanner<R> {
     }
 
     /// The next non-whitespace byte, without consuming it; `None` at end of stream.
-    pub fn peek(&mut self) -> Result<Option<u8>, ScanError> {
+    pub(crate) fn peek(&mut self) -> Result<Option<u8>, ScanError> {
         loop {
             while self.start < self.end {
                 let b = self.buf[self.start];
@@ -219,7 +224,7 @@ impl<R: Read> Scanner<R> {
     }
 
     /// Consumes the next non-whitespace byte, which must be `want`.
-    pub fn expect(&mut self, want: u8, expected: &'static str) -> Result<(), ScanError> {
+    pub(crate) fn expect(&mut self, want: u8, expected: &'static str) -> Result<(), ScanError> {
         match self.peek()? {
             Some(b) if b == want => {
                 self.start += 1;
@@ -238,7 +243,7 @@ impl<R: Read> Scanner<R> {
 
     /// Consumes one complete JSON value and returns its bytes, valid until the next call.
     /// Also returns the value's stream offset.
-    pub fn next_value(&mut self) -> Result<(u64, &[u8]), ScanError> {
+    pub(crate) fn next_value(&mut self) -> Result<(u64, &[u8]), ScanError> {
         let first = match self.peek()? {
             Some(b) => b,
             None => {
@@ -269,7 +274,7 @@ impl<R: Read> Scanner<R> {
     /// chunk, whatever the size of the value (an unknown top-level key of gigabytes). Strings
     /// in it are not limited, since nothing of them is kept. The value is checked for structure
     /// only (brackets balance, strings close), as [`Self::next_value`] frames it.
-    pub fn skip_value(&mut self) -> Result<(), ScanError> {
+    pub(crate) fn skip_value(&mut self) -> Result<(), ScanError> {
         let first = match self.peek()? {
             Some(b) => b,
             None => {

@@ -21,7 +21,7 @@ pub(crate) const KERNEL_TABLE_NAME_WIDTH: usize = 72;
 /// full names follow in a folded list.
 const WIDE_TABLE_NAME_WIDTH: usize = 36;
 
-pub fn render(a: &RunAnalysis, format: Format) -> String {
+pub(crate) fn render(a: &RunAnalysis, format: Format) -> String {
     match format {
         Format::Json => {
             serde_json::to_string_pretty(&to_json(a)).expect("analysis serialises") + "\n"
@@ -32,7 +32,7 @@ pub fn render(a: &RunAnalysis, format: Format) -> String {
 }
 
 /// The JSON document: the analysis with its schema version first.
-pub fn to_json(a: &RunAnalysis) -> serde_json::Value {
+pub(crate) fn to_json(a: &RunAnalysis) -> serde_json::Value {
     super::versioned_json(REPORT_SCHEMA_VERSION, a)
 }
 
@@ -44,34 +44,34 @@ pub(crate) struct Doc {
 
 impl Doc {
     /// A document in markdown (`true`) or terminal text; see [`Doc::with`].
-    pub fn new(markdown: bool) -> Self {
+    pub(crate) fn new(markdown: bool) -> Self {
         Doc::with(markup(markdown))
     }
 
-    pub fn with(m: &'static dyn Markup) -> Self {
+    pub(crate) fn with(m: &'static dyn Markup) -> Self {
         Doc {
             m,
             out: String::new(),
         }
     }
 
-    pub fn heading(&mut self, level: usize, title: &str) {
+    pub(crate) fn heading(&mut self, level: usize, title: &str) {
         self.out
             .push_str(&self.m.heading(level, &[Inline::Prose(title)]));
     }
 
     /// A paragraph of text the caller has already escaped (see [`Doc::name`]).
-    pub fn para(&mut self, text: &str) {
+    pub(crate) fn para(&mut self, text: &str) {
         self.out.push_str(&self.m.paragraph(&[Inline::Prose(text)]));
     }
 
     /// A kernel or op name for running text: shortened and, in markdown, escaped so that it
     /// cannot inject markup.
-    pub fn name(&self, name: &str) -> String {
+    pub(crate) fn name(&self, name: &str) -> String {
         self.m.inline(&Inline::Text(&super::short_name(name)))
     }
 
-    pub fn table(&mut self, table: &Table) {
+    pub(crate) fn table(&mut self, table: &Table) {
         self.out.push_str(&self.m.table(table));
     }
 
@@ -79,7 +79,7 @@ impl Doc {
     /// a count (terminal).
     /// `names`: the column of kernel or op names, shown as code in markdown, and the width its
     /// names are cut to ([`Table::name_width`]).
-    pub fn long_table(
+    pub(crate) fn long_table(
         &mut self,
         columns: &[(&str, Align)],
         names: Option<(usize, usize)>,
@@ -108,11 +108,11 @@ impl Doc {
     }
 
     /// A table folded away in markdown, shown whole on a terminal.
-    pub fn folded_table(&mut self, summary: &str, table: &Table) {
+    pub(crate) fn folded_table(&mut self, summary: &str, table: &Table) {
         self.out.push_str(&self.m.folded_table(summary, table));
     }
 
-    pub fn bold(&self, text: &str) -> String {
+    pub(crate) fn bold(&self, text: &str) -> String {
         self.m.inline(&Inline::Strong(text))
     }
 }

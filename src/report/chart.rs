@@ -15,9 +15,9 @@ use crate::units::{fixed, Unit};
 const MAX_POINTS: usize = 60;
 
 /// The run's colour: 3.6:1 against white, 5.3:1 against GitHub's dark background.
-pub const RUN: &str = "#e8590c";
+pub(crate) const RUN: &str = "#e8590c";
 /// The baseline, the band and other context: a mid grey, visible in both themes.
-pub const SECONDARY: &str = "#8c959f";
+pub(crate) const SECONDARY: &str = "#8c959f";
 /// The bars' second and third series (wait, transfer), after [`RUN`] (compute).
 const WAIT: &str = "#0969da";
 const TRANSFER: &str = "#8c959f";
@@ -34,7 +34,7 @@ fn init_line(palette: &[&str]) -> String {
 /// the baseline and its tolerance band as flat lines when there is a baseline; `None` without
 /// steps. Warm-up steps are labelled `w1`, `w2`, ...; the steps after them are numbered from 1,
 /// as the stall sentence numbers them.
-pub fn decode_steps(series: &DecodeSeries) -> Option<String> {
+pub(crate) fn decode_steps(series: &DecodeSeries) -> Option<String> {
     if series.steps.is_empty() {
         return None;
     }
@@ -190,7 +190,7 @@ fn step_labels(steps: &[DecodePoint]) -> Vec<String> {
 
 /// Per-rank bars of compute, wait and transfer per decode step (ms), drawn as overlapping bars
 /// of the running sums so that they read as stacked: `None` without a rank measured.
-pub fn rank_bars(ranks: &[(String, f64, f64, f64)]) -> Option<String> {
+pub(crate) fn rank_bars(ranks: &[(String, f64, f64, f64)]) -> Option<String> {
     if ranks.is_empty() {
         return None;
     }

@@ -15,11 +15,11 @@ use crate::taxonomy::distinguishing_names;
 use crate::units::{Unit, MISSING};
 
 /// GitHub refuses comments longer than this many characters.
-pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
+pub(crate) const GITHUB_COMMENT_LIMIT: usize = 65_536;
 /// Headroom kept below the limit for a marker and a footer added by the caller.
 const BUDGET: usize = GITHUB_COMMENT_LIMIT - 2_048;
 
-pub fn render(result: &CheckResult, format: Format) -> String {
+pub(crate) fn render(result: &CheckResult, format: Format) -> String {
     match format {
         Format::Json => {
             // `explanation.lead`: the plain "why", kept for readers of older verdicts.
@@ -32,7 +32,7 @@ pub fn render(result: &CheckResult, format: Format) -> String {
     }
 }
 
-pub fn mark(verdict: Verdict) -> &'static str {
+pub(crate) fn mark(verdict: Verdict) -> &'static str {
     match verdict {
         Verdict::Ok => "✅",
         Verdict::Regressed => "❌",
@@ -72,7 +72,7 @@ fn verdict_word(m: &MetricCheck) -> String {
 }
 
 /// A metric value with its unit, or the missing mark.
-pub fn value(v: Option<f64>, unit: Unit) -> String {
+pub(crate) fn value(v: Option<f64>, unit: Unit) -> String {
     unit.figure_or_missing(v)
 }
 
@@ -84,7 +84,7 @@ fn tolerance_of(m: &MetricCheck) -> Option<Tolerance> {
 /// A metric's change as shown in the table, in the unit its tolerance uses: percentage points
 /// for a percentage, the metric's unit for an absolute tolerance (`rank_skew_ms` +13.178 ms
 /// against 0.25 ms), percent of the baseline for a relative one; never a signed zero.
-pub fn change(m: &MetricCheck) -> String {
+pub(crate) fn change(m: &MetricCheck) -> String {
     let Some(c) = m.change else {
         return MISSING.into();
     };
@@ -171,7 +171,7 @@ fn figure_with_share(m: &MetricCheck, v: f64) -> String {
 /// What the calibration claims and what the history widened, one line each (empty when the
 /// baseline has neither): the smallest regression each calibrated metric is caught at, since a
 /// smaller one is not claimed, and the history's between-run spread.
-pub fn calibration_lines(result: &CheckResult) -> Vec<String> {
+pub(crate) fn calibration_lines(result: &CheckResult) -> Vec<String> {
     let find = |name: MetricId| result.metrics.iter().find(|m| m.name == name);
     let mdc: Vec<String> = result
         .calibration
@@ -217,7 +217,7 @@ pub fn calibration_lines(result: &CheckResult) -> Vec<String> {
 /// sglang `0.5.3` → `0.5.4`" in markdown (values in code spans), the same without backticks
 /// for a terminal; `None` when neither side has any. Pairs only the baseline has are shown
 /// too, so a run that does not say is visible.
-pub fn identity_line(result: &CheckResult, markdown: bool) -> Option<String> {
+pub(crate) fn identity_line(result: &CheckResult, markdown: bool) -> Option<String> {
     let (base, run) = (&result.baseline.meta, &result.run.identity);
     // Free text from the command line or the baseline: cut in markdown (the JSON has it all),
     // escaped everywhere.
@@ -321,7 +321,7 @@ fn meta_table(result: &CheckResult) -> Table {
 /// that markdown shows as code. The one writer of check's sentences: [`Words::markdown`] and
 /// [`Words::plain`] render the same pieces.
 #[derive(Debug, Clone, Default)]
-pub struct Words(Vec<Piece>);
+pub(crate) struct Words(Vec<Piece>);
 
 #[derive(Debug, Clone)]
 enum Piece {
@@ -341,7 +341,7 @@ impl Words {
     }
 
     /// Markdown: text escaped, names as code spans.
-    pub fn markdown(&self) -> String {
+    pub(crate) fn markdown(&self) -> String {
         self.0
             .iter()
             .map(|p| match p {
@@ -363,7 +363,7 @@ impl Words {
     }
 
     /// Plain text for a terminal or the JSON: control characters escaped.
-    pub fn plain(&self) -> String {
+    pub(crate) fn plain(&self) -> String {
         self.0
             .iter()
             .map(|p| match p {
@@ -392,7 +392,7 @@ fn ms_change(v: f64) -> String {
 }
 
 /// The configuration a check judged: the baseline's file stem, as the sweep names it.
-pub fn configuration(result: &CheckResult) -> String {
+pub(crate) fn configuration(result: &CheckResult) -> String {
     let path = std::path::Path::new(&result.baseline.path);
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -426,7 +426,7 @@ fn decode_step_words(result: &CheckResult) -> Option<String> {
 }
 
 /// The cause in a few words, for the headline.
-pub fn cause_words(cause: &Cause) -> Words {
+pub(crate) fn cause_words(cause: &Cause) -> Words {
     let w = Words::default();
     match cause {
         Cause::Unclassified {
@@ -528,7 +528,7 @@ pub fn cause_words(cause: &Cause) -> Words {
 }
 
 /// "Why": the cause in one sentence, then at most one supporting sentence.
-pub fn why_words(result: &CheckResult) -> Words {
+pub(crate) fn why_words(result: &CheckResult) -> Words {
     let e = &result.explanation;
     let w = Words::default();
     let name = |n: &str| super::short_name(n);
@@ -696,7 +696,7 @@ pub fn why_words(result: &CheckResult) -> Words {
 
 /// The plain "why" the JSON keeps as `explanation.lead`, for readers of the verdict that
 /// predate [`Cause`] (the sweep shows it): [`why_words`] as plain text.
-pub fn lead(result: &CheckResult) -> String {
+pub(crate) fn lead(result: &CheckResult) -> String {
     why_words(result).plain()
 }
 
@@ -871,7 +871,7 @@ fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
 
 /// One line on the time in kernels no rule classifies, naming the top ones with their share
 /// (plain text: the `::warning` annotation and, escaped, the markdown).
-pub fn unclassified_line(u: &Unclassified) -> String {
+pub(crate) fn unclassified_line(u: &Unclassified) -> String {
     unclassified_words(u).plain()
 }
 
@@ -898,7 +898,7 @@ fn unclassified_words(u: &Unclassified) -> Words {
 }
 
 /// The markdown parts, most important first; later parts are dropped to fit the budget.
-pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
+pub(crate) fn markdown_parts(result: &CheckResult) -> Vec<String> {
     let e = &result.explanation;
     let pass = result.status == Status::Pass;
     let mut parts = vec![format!(
@@ -1002,7 +1002,7 @@ pub fn markdown_parts(result: &CheckResult) -> Vec<String> {
 }
 
 /// Joins parts while they fit the comment budget, saying what was left out.
-pub fn fit(parts: Vec<String>, budget: usize) -> String {
+pub(crate) fn fit(parts: Vec<String>, budget: usize) -> String {
     let mut out = String::new();
     let mut omitted = 0;
     for part in parts {
@@ -1018,7 +1018,7 @@ pub fn fit(parts: Vec<String>, budget: usize) -> String {
     out
 }
 
-pub fn markdown(result: &CheckResult) -> String {
+pub(crate) fn markdown(result: &CheckResult) -> String {
     fit(markdown_parts(result), BUDGET)
 }
 

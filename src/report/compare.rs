@@ -8,7 +8,7 @@ use crate::analysis::compare::{Comparison, MetricRow, COMPARE_SCHEMA_VERSION};
 use crate::analysis::Scope;
 use crate::units::MISSING;
 
-pub fn render(c: &Comparison, format: Format) -> String {
+pub(crate) fn render(c: &Comparison, format: Format) -> String {
     match format {
         Format::Json => {
             let mut value = serde_json::json!({ "schema_version": COMPARE_SCHEMA_VERSION });

@@ -9,12 +9,12 @@ use crate::units::{Unit, MISSING};
 
 /// Version of the `extract --format json` schema; bumped on any incompatible change (2: the
 /// pooled `other` share is `other_share_pct`, apart from the metric `other_pct`).
-pub const EXTRACT_SCHEMA_VERSION: u32 = 2;
+pub(crate) const EXTRACT_SCHEMA_VERSION: u32 = 2;
 
 /// Kernels listed in the text breakdown (JSON and TOML list them all).
 const TOP_KERNELS: usize = 15;
 
-pub fn render(x: &Extraction, format: ExtractFormat) -> String {
+pub(crate) fn render(x: &Extraction, format: ExtractFormat) -> String {
     match format {
         ExtractFormat::Json => {
             serde_json::to_string_pretty(&to_json(x)).expect("extraction serialises") + "\n"
@@ -26,7 +26,7 @@ pub fn render(x: &Extraction, format: ExtractFormat) -> String {
 }
 
 /// The JSON document: the extraction with its schema version first.
-pub fn to_json(x: &Extraction) -> serde_json::Value {
+pub(crate) fn to_json(x: &Extraction) -> serde_json::Value {
     super::versioned_json(EXTRACT_SCHEMA_VERSION, x)
 }
 

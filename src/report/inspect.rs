@@ -6,7 +6,7 @@ use super::{fixed, percent, Format};
 use crate::inspect::{RankInspection, RunInspection};
 use crate::units::{Unit, MISSING};
 
-pub fn render(inspection: &RunInspection, format: Format) -> String {
+pub(crate) fn render(inspection: &RunInspection, format: Format) -> String {
     match format {
         Format::Json => {
             serde_json::to_string_pretty(inspection).expect("inspection serialises") + "\n"

@@ -14,7 +14,7 @@ use super::table::{code_span, escape_markdown, printable, text_with_code, Table}
 
 /// One piece of a paragraph or heading.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Inline<'a> {
+pub(crate) enum Inline<'a> {
     /// Text written by tracegate itself, as is (its `` `code` `` spans included).
     Prose(&'a str),
     /// Free text from a trace, a baseline or the command line: escaped in markdown.
@@ -31,7 +31,7 @@ pub enum Inline<'a> {
 }
 
 /// What a report is written in: markdown for GitHub, or aligned text for a terminal.
-pub trait Markup {
+pub(crate) trait Markup {
     /// One inline piece, escaped for this markup.
     fn inline(&self, part: &Inline<'_>) -> String;
 
@@ -69,13 +69,13 @@ pub trait Markup {
 }
 
 /// GitHub-flavoured markdown.
-pub struct Markdown;
+pub(crate) struct Markdown;
 
 /// Aligned plain text for a terminal.
-pub struct Terminal;
+pub(crate) struct Terminal;
 
 /// The markup for a report: markdown or terminal text.
-pub fn markup(markdown: bool) -> &'static dyn Markup {
+pub(crate) fn markup(markdown: bool) -> &'static dyn Markup {
     if markdown {
         &Markdown
     } else {

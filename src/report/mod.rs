@@ -1,15 +1,15 @@
 //! Rendering: every human- and machine-readable output of tracegate. Nothing here computes a
 //! figure; it formats what earlier stages computed.
 
-pub mod analysis;
-pub mod chart;
-pub mod check;
-pub mod compare;
-pub mod extract;
-pub mod inspect;
-pub mod markup;
-pub mod sweep;
-pub mod table;
+pub(crate) mod analysis;
+pub(crate) mod chart;
+pub(crate) mod check;
+pub(crate) mod compare;
+pub(crate) mod extract;
+pub(crate) mod inspect;
+pub(crate) mod markup;
+pub(crate) mod sweep;
+pub(crate) mod table;
 
 /// Output formats every report can be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -24,7 +24,7 @@ pub enum Format {
 
 /// `extract`'s formats: those of every report, and TOML (the figures in a baseline's own syntax).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ExtractFormat {
+pub(crate) enum ExtractFormat {
     Table,
     Markdown,
     Json,
@@ -32,7 +32,10 @@ pub enum ExtractFormat {
 }
 
 /// A document as JSON with its schema version as the first key, so readers can check it first.
-pub fn versioned_json(schema_version: u32, document: &impl serde::Serialize) -> serde_json::Value {
+pub(crate) fn versioned_json(
+    schema_version: u32,
+    document: &impl serde::Serialize,
+) -> serde_json::Value {
     let mut value = serde_json::json!({ "schema_version": schema_version });
     if let (Some(out), serde_json::Value::Object(fields)) = (
         value.as_object_mut(),
@@ -43,12 +46,12 @@ pub fn versioned_json(schema_version: u32, document: &impl serde::Serialize) -> 
     value
 }
 
-pub use crate::units::fixed;
+pub(crate) use crate::units::fixed;
 use crate::units::{Unit, MISSING};
 
 /// A change of a metric as every table shows it: percentage points for a percentage, percent of
 /// the baseline otherwise, the change in the unit where the baseline is 0.
-pub fn change_text(unit: Unit, change: Option<f64>, change_pct: Option<f64>) -> String {
+pub(crate) fn change_text(unit: Unit, change: Option<f64>, change_pct: Option<f64>) -> String {
     match (change, change_pct) {
         (Some(c), _) if unit == Unit::Pct => unit.change(c),
         (Some(_), Some(p)) => crate::units::percent_change(p),
@@ -58,22 +61,22 @@ pub fn change_text(unit: Unit, change: Option<f64>, change_pct: Option<f64>) -> 
 }
 
 /// A percentage of `part` in `whole`, with one decimal; the missing mark when `whole` is zero.
-pub fn percent(part: u64, whole: u64) -> String {
+pub(crate) fn percent(part: u64, whole: u64) -> String {
     Unit::share(part as f64, whole as f64)
 }
 
-pub use crate::taxonomy::names;
+pub(crate) use crate::taxonomy::names;
 
 /// A kernel name made readable for a table cell, whole: a [`table::Table::code_column`] cuts
 /// it, keeping different names apart. Running text and lists use [`short_name`] or
 /// [`names::distinct_labels`].
-pub fn display_kernel_name(name: &str) -> String {
+pub(crate) fn display_kernel_name(name: &str) -> String {
     crate::taxonomy::untruncated_short_name(name)
 }
 
 /// A kernel name for running text: readable and cut in the middle (see
 /// [`crate::taxonomy::short_name`]).
-pub fn short_name(name: &str) -> String {
+pub(crate) fn short_name(name: &str) -> String {
     crate::taxonomy::short_name(name)
 }
 

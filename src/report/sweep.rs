@@ -10,7 +10,7 @@ use crate::units::MISSING;
 /// Headroom kept below GitHub's comment limit for a marker added by the caller.
 const BUDGET: usize = GITHUB_COMMENT_LIMIT - 2_048;
 
-pub fn render(sweep: &Sweep, format: Format) -> String {
+pub(crate) fn render(sweep: &Sweep, format: Format) -> String {
     match format {
         Format::Json => serde_json::to_string_pretty(sweep).expect("sweep serialises") + "\n",
         Format::Markdown => markdown(sweep),
@@ -90,7 +90,7 @@ fn table(sweep: &Sweep, markdown: bool) -> Table {
 
 /// "image `a` → `b`" per distinct bump (with its count when there are several), then the pairs
 /// every run shares: "commit `abc`". `None` when there is nothing to say.
-pub fn identity_line(sweep: &Sweep, markdown: bool) -> Option<String> {
+pub(crate) fn identity_line(sweep: &Sweep, markdown: bool) -> Option<String> {
     let show = |v: &str| {
         if markdown {
             free_code(v)
@@ -160,7 +160,7 @@ fn details(c: &Configuration) -> String {
 
 /// The sweep markdown in parts, for [`markdown`] and for the job summary and comment, which fit
 /// the parts to their own limits.
-pub fn markdown_parts(sweep: &Sweep) -> Vec<String> {
+pub(crate) fn markdown_parts(sweep: &Sweep) -> Vec<String> {
     let mut head = format!(
         "{} **tracegate sweep**: {}\n\n",
         status_mark(sweep.status),
@@ -181,7 +181,7 @@ pub fn markdown_parts(sweep: &Sweep) -> Vec<String> {
     parts
 }
 
-pub fn markdown(sweep: &Sweep) -> String {
+pub(crate) fn markdown(sweep: &Sweep) -> String {
     fit(markdown_parts(sweep), BUDGET)
 }
 

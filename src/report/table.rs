@@ -6,13 +6,13 @@ use std::borrow::Cow;
 
 /// Column alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Align {
+pub(crate) enum Align {
     Left,
     Right,
 }
 
 #[derive(Debug, Clone)]
-pub struct Table {
+pub(crate) struct Table {
     headers: Vec<String>,
     align: Vec<Align>,
     /// Columns of names (kernels, ops): code spans in markdown.
@@ -25,15 +25,15 @@ pub struct Table {
 }
 
 use crate::taxonomy::names::{distinct_cuts, NAME_WIDTH};
-pub use crate::text::printable;
+pub(crate) use crate::text::printable;
 use crate::text::{needs_escape, push_escape};
 
 /// Free text (an image, a `--meta` value, a label, a file name, a status) is cut to this many
 /// characters in markdown; the JSON keeps the whole value.
-pub const FREE_TEXT_CHARS: usize = 200;
+pub(crate) const FREE_TEXT_CHARS: usize = 200;
 
 /// `text` cut to [`FREE_TEXT_CHARS`] characters, the cut marked with `…`.
-pub fn cut(text: &str) -> Cow<'_, str> {
+pub(crate) fn cut(text: &str) -> Cow<'_, str> {
     match text.char_indices().nth(FREE_TEXT_CHARS) {
         None => Cow::Borrowed(text),
         Some(_) => {
@@ -132,25 +132,25 @@ fn neutralise(text: &str, target: Target) -> String {
 
 /// Escapes text for markdown (a table cell, a sentence): no text can break the table, inject
 /// markup, mention a user, reference an issue or make a link. Not cut: see [`free_text`].
-pub fn escape_markdown(text: &str) -> String {
+pub(crate) fn escape_markdown(text: &str) -> String {
     neutralise(text, Target::Markdown)
 }
 
 /// A free-text value (image, meta, label, file name, status) for markdown: [`cut`] and
 /// [`escape_markdown`].
-pub fn free_text(text: &str) -> String {
+pub(crate) fn free_text(text: &str) -> String {
     escape_markdown(&cut(text))
 }
 
 /// A free-text value as a code span: [`cut`] and [`code_span`].
-pub fn free_code(text: &str) -> String {
+pub(crate) fn free_code(text: &str) -> String {
     code_span(&cut(text))
 }
 
 /// A free-text value placed inside HTML (`<summary>`, `<details>`), where markdown escapes do
 /// not apply: [`cut`], HTML entities for `&`, `<`, `>`, `"`, `'`, and mentions, references and
 /// links broken as in [`escape_markdown`].
-pub fn escape_html(text: &str) -> String {
+pub(crate) fn escape_html(text: &str) -> String {
     neutralise(&cut(text), Target::Html)
 }
 
@@ -158,7 +158,7 @@ pub fn escape_html(text: &str) -> String {
 /// it, padded when it starts or ends with a backtick or a space, control characters escaped
 /// ([`printable`]). Nothing in a code span is markup, so no name can add a link, HTML or a
 /// mention.
-pub fn code_span(text: &str) -> String {
+pub(crate) fn code_span(text: &str) -> String {
     let text = printable(text);
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
@@ -172,14 +172,14 @@ pub fn code_span(text: &str) -> String {
 
 /// [`code_span`] for a table cell: GFM splits cells at `|` even inside a code span unless it is
 /// escaped, and takes `\|` there as a plain `|`.
-pub fn table_code_span(text: &str) -> String {
+pub(crate) fn table_code_span(text: &str) -> String {
     code_span(text).replace('|', "\\|")
 }
 
 /// Running text that marks names as CommonMark code spans (a run of backticks to the next run of
 /// the same length, as `explain` writes its lead) as markdown: the spans become [`code_span`]s,
 /// everything else is escaped. A backtick run without its closing run is text.
-pub fn text_with_code(text: &str) -> String {
+pub(crate) fn text_with_code(text: &str) -> String {
     let mut out = String::new();
     let mut plain = String::new();
     let mut rest = text;
@@ -231,7 +231,7 @@ fn find_run(text: &str, len: usize) -> Option<usize> {
 
 impl Table {
     /// Headers with their alignment: text columns left, figures right.
-    pub fn new(columns: &[(&str, Align)]) -> Self {
+    pub(crate) fn new(columns: &[(&str, Align)]) -> Self {
         Table {
             headers: columns.iter().map(|(h, _)| h.to_string()).collect(),
             align: columns.iter().map(|(_, a)| *a).collect(),
@@ -246,7 +246,7 @@ impl Table {
     /// text, and every output cuts them in the middle to [`NAME_WIDTH`] characters with no two
     /// different names alike ([`distinct_cuts`]): callers put the whole readable name
     /// ([`super::display_kernel_name`]) in the cell.
-    pub fn code_column(mut self, i: usize) -> Self {
+    pub(crate) fn code_column(mut self, i: usize) -> Self {
         self.code[i] = true;
         self
     }
@@ -254,24 +254,24 @@ impl Table {
     /// Names of the code columns cut to `width` characters instead of [`NAME_WIDTH`]: what fits
     /// the table beside its other columns in GitHub's comment column (900 px). Different names
     /// still read apart ([`distinct_cuts`] widens the cut where they would not).
-    pub fn name_width(mut self, width: usize) -> Self {
+    pub(crate) fn name_width(mut self, width: usize) -> Self {
         self.name_width = width;
         self
     }
 
     /// Markdown shows column `i` as written: its cells are markdown the caller escaped (several
     /// names as [`table_code_span`]s). Only for a table rendered as markdown.
-    pub fn markdown_column(mut self, i: usize) -> Self {
+    pub(crate) fn markdown_column(mut self, i: usize) -> Self {
         self.markdown[i] = true;
         self
     }
 
-    pub fn row(&mut self, cells: Vec<String>) {
+    pub(crate) fn row(&mut self, cells: Vec<String>) {
         debug_assert_eq!(cells.len(), self.headers.len());
         self.rows.push(cells);
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
 
@@ -288,7 +288,7 @@ impl Table {
     }
 
     /// GitHub-flavoured markdown; cells are escaped.
-    pub fn to_markdown(&self) -> String {
+    pub(crate) fn to_markdown(&self) -> String {
         let mut out = String::new();
         let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
         out.push_str(&line(
@@ -327,7 +327,7 @@ impl Table {
     }
 
     /// Aligned plain text for a terminal; cells are [`printable`].
-    pub fn to_terminal(&self) -> String {
+    pub(crate) fn to_terminal(&self) -> String {
         let rows = self.shown_rows();
         let shown: Vec<Vec<Cow<'_, str>>> = rows
             .iter()

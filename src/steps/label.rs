@@ -98,7 +98,7 @@ impl EvidenceCounts {
 
 /// What a forward pass holds that tells its kind.
 #[derive(Debug, Clone, Default)]
-pub struct Facts {
+pub(crate) struct Facts {
     pub gemm_m: Option<i64>,
     pub attention: Vec<NameId>,
     pub wall: i64,
@@ -108,7 +108,12 @@ pub struct Facts {
 }
 
 /// The facts of a set of activities of `trace`.
-pub fn facts(trace: &RankTrace, links: &Links<'_>, activities: &[u32], classes: &[Class]) -> Facts {
+pub(crate) fn facts(
+    trace: &RankTrace,
+    links: &Links<'_>,
+    activities: &[u32],
+    classes: &[Class],
+) -> Facts {
     let mut gemm_m: Option<i64> = None;
     let mut attention = Vec::new();
     let (mut start, mut end) = (i64::MAX, i64::MIN);
@@ -183,7 +188,10 @@ fn side(value: i64, split: f64) -> StepKind {
 
 /// Labels `steps` (the forward passes segmentation found) given the steps of known kind of the
 /// same trace. One `(kind, evidence)` per step.
-pub fn label(steps: &[Facts], known: &[(StepKind, Facts)]) -> Vec<(Option<StepKind>, Evidence)> {
+pub(crate) fn label(
+    steps: &[Facts],
+    known: &[(StepKind, Facts)],
+) -> Vec<(Option<StepKind>, Evidence)> {
     let mut out = vec![(None, Evidence::Undecided); steps.len()];
     by_gemm_m(steps, known, &mut out);
     by_attention(steps, known, &mut out);

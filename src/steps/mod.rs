@@ -12,8 +12,8 @@
 //! does not depend on how the taxonomy matches names.
 
 mod annotations;
-pub mod label;
-pub mod segment;
+pub(crate) mod label;
+pub(crate) mod segment;
 
 use std::collections::HashMap;
 
@@ -27,8 +27,8 @@ use crate::taxonomy::{Category, Class, Collective};
 use annotations::{
     parse_execute_annotation, parse_step_annotation, AnnotationIndex, StepAnnotation,
 };
-pub use label::{Evidence, EvidenceCounts, StepLabel};
-pub use segment::Segmentation;
+pub(crate) use label::{Evidence, EvidenceCounts, StepLabel};
+pub(crate) use segment::Segmentation;
 
 /// Decode steps dropped at the start of each rank unless told otherwise.
 pub const DEFAULT_WARMUP_STEPS: usize = 2;
@@ -311,7 +311,7 @@ pub struct RankSteps {
 
 /// How steps are found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StepOptions {
+pub(crate) struct StepOptions {
     /// Decode steps dropped at the start of each rank.
     pub warmup: usize,
     /// `--step-gap`: the gap threshold, instead of the one the run's gaps and host syncs give, ns.
@@ -329,7 +329,7 @@ impl Default for StepOptions {
 
 /// The category of one activity: memcpy and memset are `memcpy` whatever their name; a name the
 /// classification does not cover is `other`.
-pub fn category_of(activity: &GpuActivity, classes: &[Class]) -> Category {
+pub(crate) fn category_of(activity: &GpuActivity, classes: &[Class]) -> Category {
     match activity.kind() {
         GpuKind::Memcpy | GpuKind::Memset => Category::Memcpy,
         GpuKind::Kernel => classes
@@ -339,7 +339,7 @@ pub fn category_of(activity: &GpuActivity, classes: &[Class]) -> Category {
 }
 
 /// True for a `comm` kernel whose collective is `allreduce`.
-pub fn is_allreduce(activity: &GpuActivity, classes: &[Class]) -> bool {
+pub(crate) fn is_allreduce(activity: &GpuActivity, classes: &[Class]) -> bool {
     activity.kind() == GpuKind::Kernel
         && classes.get(activity.name as usize).is_some_and(|c| {
             c.category == Category::Comm && c.collective == Some(Collective::Allreduce)
@@ -350,7 +350,7 @@ pub fn is_allreduce(activity: &GpuActivity, classes: &[Class]) -> bool {
 ///
 /// `classes[i]` classifies the names of `run.traces[i]`; a missing entry classifies every name `other`.
 #[cfg(test)]
-pub fn find_steps(run: &Run, classes: &[Vec<Class>], warmup: usize) -> Vec<RankSteps> {
+pub(crate) fn find_steps(run: &Run, classes: &[Vec<Class>], warmup: usize) -> Vec<RankSteps> {
     let opts = StepOptions {
         warmup,
         step_gap: None,
@@ -359,7 +359,11 @@ pub fn find_steps(run: &Run, classes: &[Vec<Class>], warmup: usize) -> Vec<RankS
 }
 
 /// [`find_steps`] with every option.
-pub fn find_steps_with(run: &Run, classes: &[Vec<Class>], opts: &StepOptions) -> Vec<RankSteps> {
+pub(crate) fn find_steps_with(
+    run: &Run,
+    classes: &[Vec<Class>],
+    opts: &StepOptions,
+) -> Vec<RankSteps> {
     let warmup = opts.warmup;
     let per_trace: Vec<TraceSteps> = run
         .traces
@@ -440,7 +444,7 @@ pub fn find_steps_with(run: &Run, classes: &[Vec<Class>], opts: &StepOptions) ->
 
 /// Splits decode steps (in start order) into the steady state and the dropped ones: the first
 /// `warmup` steps, then the steps whose wall is below 0.5× or above 2× the median wall of the rest.
-pub fn steady_state(decode: Vec<Step>, warmup: usize) -> (Vec<Step>, Vec<DroppedStep>) {
+pub(crate) fn steady_state(decode: Vec<Step>, warmup: usize) -> (Vec<Step>, Vec<DroppedStep>) {
     // A trace of one or two forward passes (a TraceLens split, a single profiled iteration) has
     // no warm-up to drop: dropping it would leave nothing to measure.
     let warmup = if decode.len() > warmup { warmup } else { 0 };
@@ -487,7 +491,7 @@ pub fn steady_state(decode: Vec<Step>, warmup: usize) -> (Vec<Step>, Vec<Dropped
 /// The decode steps of one rank that stalled: the slow outliers among its steps after warm-up
 /// (above 2x their median wall), which the steady state leaves out of every per-step figure.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Stalls {
+pub(crate) struct Stalls {
     /// Decode steps after warm-up, kept or dropped as outliers.
     pub steps: usize,
     /// Positions of the stalled steps among those, 1-based, in start order.
@@ -502,12 +506,12 @@ pub struct Stalls {
 
 impl Stalls {
     /// Stalled steps / steps after warm-up, %; `None` without a step.
-    pub fn pct(&self) -> Option<f64> {
+    pub(crate) fn pct(&self) -> Option<f64> {
         (self.steps > 0).then(|| self.positions.len() as f64 / self.steps as f64 * 100.0)
     }
 
     /// One sample per step after warm-up, in start order: 100 for a stalled step, 0 otherwise.
-    pub fn samples(&self) -> Vec<f64> {
+    pub(crate) fn samples(&self) -> Vec<f64> {
         let mut v = vec![0.0; self.steps];
         for &p in &self.positions {
             v[p - 1] = 100.0;
@@ -516,7 +520,7 @@ impl Stalls {
     }
 
     /// The time the stalls cost, ms: each stalled step's wall minus the median wall, summed.
-    pub fn lost_ms(&self) -> f64 {
+    pub(crate) fn lost_ms(&self) -> f64 {
         // Folded from +0.0: `Sum` of no f64 is -0.0, which a report would print as "-0.000".
         self.walls_ns
             .iter()
@@ -524,13 +528,13 @@ impl Stalls {
     }
 
     /// [`Stalls::lost_ms`] per decode step after warm-up, ms; `None` without a step.
-    pub fn lost_ms_per_step(&self) -> Option<f64> {
+    pub(crate) fn lost_ms_per_step(&self) -> Option<f64> {
         (self.steps > 0).then(|| self.lost_ms() / self.steps as f64)
     }
 
     /// One sample per step after warm-up, in start order: the time a stalled step cost (its wall
     /// minus the median wall, ms), 0 for the others; their mean is [`Stalls::lost_ms_per_step`].
-    pub fn lost_samples(&self) -> Vec<f64> {
+    pub(crate) fn lost_samples(&self) -> Vec<f64> {
         let mut v = vec![0.0; self.steps];
         for (&p, &w) in self.positions.iter().zip(&self.walls_ns) {
             v[p - 1] = (w as f64 - self.median_ns) / 1e6;
@@ -562,7 +566,7 @@ pub enum PointKind {
 /// Every decode step of one rank in start order, warm-up and outliers included, each with what
 /// the selection did with it; an outlier is a stall when slower than the median of the steps
 /// after warm-up (as [`stalls`] counts them).
-pub fn decode_points(rs: &RankSteps) -> Vec<DecodePoint> {
+pub(crate) fn decode_points(rs: &RankSteps) -> Vec<DecodePoint> {
     let mut steps: Vec<(&Step, Option<DropReason>)> = rs.decode.iter().map(|s| (s, None)).collect();
     steps.extend(rs.dropped.iter().map(|d| (&d.step, Some(d.reason))));
     steps.sort_by_key(|(s, _)| (s.start, s.trace, s.end));
@@ -582,7 +586,7 @@ pub fn decode_points(rs: &RankSteps) -> Vec<DecodePoint> {
 }
 
 /// The stalls of one rank (fast outliers are not stalls: they are left out, not counted).
-pub fn stalls(rs: &RankSteps) -> Stalls {
+pub(crate) fn stalls(rs: &RankSteps) -> Stalls {
     let mut steps: Vec<(&Step, bool)> = rs.decode.iter().map(|s| (s, false)).collect();
     steps.extend(
         rs.dropped

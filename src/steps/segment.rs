@@ -19,10 +19,10 @@ use crate::taxonomy::Class;
 use super::{is_attention, is_forward_pass};
 
 /// No gap below this is a cut between forward passes (kernel launch latency is a few µs).
-pub const GAP_FLOOR_NS: i64 = 50_000;
+pub(crate) const GAP_FLOOR_NS: i64 = 50_000;
 
 /// A break in the gap distribution: the gap above it is at least this many times the one below.
-pub const MIN_JUMP: f64 = 4.0;
+pub(crate) const MIN_JUMP: f64 = 4.0;
 
 /// Gaps below 1 µs count as 1 µs when comparing sizes (back-to-back kernels have gaps of 0).
 const GAP_UNIT_NS: i64 = 1_000;
@@ -148,7 +148,7 @@ fn plural(n: u64) -> &'static str {
 }
 
 /// `80 µs`, `1.25 ms`.
-pub fn duration(ns: i64) -> String {
+pub(crate) fn duration(ns: i64) -> String {
     crate::units::duration_ns(ns as f64)
 }
 
@@ -181,7 +181,7 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
 }
 
 /// The pool cut into segments (each ascending by start), and how.
-pub struct Cut {
+pub(crate) struct Cut {
     pub segments: Vec<Vec<u32>>,
     pub report: Segmentation,
 }
@@ -189,7 +189,7 @@ pub struct Cut {
 /// Cuts `pool` (indices into `trace.gpu`) into segments. `given` is `--step-gap`; `known` holds
 /// the first launch time of each step already found (annotations, graph launches): a loop that
 /// syncs once per forward puts each in its own host interval, and so do the syncs count them.
-pub fn cut_pool(
+pub(crate) fn cut_pool(
     trace: &RankTrace,
     mut pool: Vec<u32>,
     classes: &[Class],
@@ -270,7 +270,7 @@ fn cut_at(pool: &[u32], gaps: &[i64], threshold: i64) -> Vec<Vec<u32>> {
 
 /// A break in the sorted gaps: the gap below, the gap above, their ratio.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Break {
+pub(crate) struct Break {
     pub below: i64,
     pub above: i64,
     pub ratio: f64,
@@ -278,7 +278,7 @@ pub struct Break {
 
 impl Break {
     /// The geometric middle of the break, at least the floor.
-    pub fn threshold(&self) -> i64 {
+    pub(crate) fn threshold(&self) -> i64 {
         let middle = ((self.below.max(GAP_UNIT_NS) as f64) * self.above as f64).sqrt();
         (middle.ceil() as i64).clamp(GAP_FLOOR_NS, self.above)
     }
@@ -286,7 +286,7 @@ impl Break {
 
 /// Breaks of at least [`MIN_JUMP`] whose upper gap is at least the floor, largest ratio first
 /// (ties: the lower threshold first).
-pub fn breaks(gaps: &[i64]) -> Vec<Break> {
+pub(crate) fn breaks(gaps: &[i64]) -> Vec<Break> {
     let mut sorted: Vec<i64> = gaps.iter().map(|&g| g.max(0)).collect();
     sorted.sort_unstable();
     sorted.dedup();

@@ -10,7 +10,7 @@ mod jitter;
 mod rename;
 mod rng;
 mod scenario;
-pub mod truth;
+pub(crate) mod truth;
 mod write;
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 /// One GPU activity of a step: `[start, end)` in ns and an index into the name table.
 #[derive(Debug, Clone, Copy)]
-pub struct Activity {
+pub(crate) struct Activity {
     pub start: u64,
     pub end: u64,
     pub name: u32,
@@ -20,7 +20,7 @@ pub struct Activity {
 
 /// What the generator knows about a kernel name.
 #[derive(Debug, Clone)]
-pub struct NameInfo {
+pub(crate) struct NameInfo {
     pub name: String,
     /// `comm`, `moe_gemm`, `dense_gemm`, `attention`, `moe_routing`, `norm`, `quant`,
     /// `elementwise`, `memcpy`, `other`.
@@ -41,14 +41,14 @@ impl NameInfo {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StepKind {
+pub(crate) enum StepKind {
     Decode,
     Prefill,
 }
 
 /// The reductions of one step that the metrics need (so that huge runs need not keep activities).
 #[derive(Debug, Clone)]
-pub struct StepSummary {
+pub(crate) struct StepSummary {
     pub kind: StepKind,
     pub start: u64,
     pub wall: u64,
@@ -113,7 +113,7 @@ fn intersection(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
     total
 }
 
-pub fn summarize(kind: StepKind, acts: &[Activity], names: &[NameInfo]) -> StepSummary {
+pub(crate) fn summarize(kind: StepKind, acts: &[Activity], names: &[NameInfo]) -> StepSummary {
     let mut per_name = vec![(0u64, 0u32); names.len()];
     let start = acts.iter().map(|a| a.start).min().unwrap_or(0);
     let end = acts.iter().map(|a| a.end).max().unwrap_or(0);
@@ -172,7 +172,7 @@ pub fn summarize(kind: StepKind, acts: &[Activity], names: &[NameInfo]) -> StepS
 }
 
 /// METRICS.md median: middle value, or mean of the two middle values.
-pub fn median(v: &[f64]) -> Option<f64> {
+pub(crate) fn median(v: &[f64]) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
@@ -187,7 +187,7 @@ pub fn median(v: &[f64]) -> Option<f64> {
 }
 
 /// numpy-default linear percentile.
-pub fn percentile(v: &[f64], p: f64) -> Option<f64> {
+pub(crate) fn percentile(v: &[f64], p: f64) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
@@ -201,13 +201,13 @@ pub fn percentile(v: &[f64], p: f64) -> Option<f64> {
 
 /// The steps of one rank, in start order.
 #[derive(Debug, Clone)]
-pub struct RankSteps {
+pub(crate) struct RankSteps {
     pub rank: u32,
     pub steps: Vec<StepSummary>,
 }
 
 /// Indices of the kept decode steps and the number dropped (warm-up + outliers).
-pub fn kept_decode(steps: &[StepSummary], warmup: usize) -> (Vec<usize>, usize) {
+pub(crate) fn kept_decode(steps: &[StepSummary], warmup: usize) -> (Vec<usize>, usize) {
     let mut decode: Vec<usize> = (0..steps.len())
         .filter(|&i| steps[i].kind == StepKind::Decode)
         .collect();
@@ -361,7 +361,11 @@ fn stall_pct(out: &mut Map<String, Value>, ranks: &[RankSteps], warmup: usize) {
 
 /// Computes metrics, step counts and the breakdown. Returns the `metrics`, `steps` and
 /// `breakdown` members of `truth.json`.
-pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<String, Value> {
+pub(crate) fn compute(
+    names: &[NameInfo],
+    ranks: &[RankSteps],
+    warmup: usize,
+) -> Map<String, Value> {
     let mut metrics = Map::new();
     let mut steps_obj = Map::new();
     let kept: Vec<Vec<usize>> = ranks
@@ -729,7 +733,7 @@ pub fn compute(names: &[NameInfo], ranks: &[RankSteps], warmup: usize) -> Map<St
 
 /// The decode steps kept on every rank, matched by their order among each rank's decode steps:
 /// per matched step, the index of that step in each rank's `steps`.
-pub fn matched_steps(ranks: &[RankSteps], kept: &[Vec<usize>]) -> Vec<Vec<usize>> {
+pub(crate) fn matched_steps(ranks: &[RankSteps], kept: &[Vec<usize>]) -> Vec<Vec<usize>> {
     let ordered: Vec<Vec<usize>> = ranks
         .iter()
         .map(|r| {

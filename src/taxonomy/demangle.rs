@@ -14,7 +14,7 @@ const RECURSION_LIMIT: u32 = 256;
 
 /// The demangled form of an Itanium-mangled name (`_Z...`); `None` for a name that is not
 /// mangled, or whose head cannot be read either.
-pub fn demangle(name: &str) -> Option<String> {
+pub(crate) fn demangle(name: &str) -> Option<String> {
     if !name.starts_with("_Z") {
         return None;
     }
@@ -28,7 +28,7 @@ pub fn demangle(name: &str) -> Option<String> {
 }
 
 /// The name as people read it: demangled when it is mangled, else as written.
-pub fn readable(name: &str) -> Cow<'_, str> {
+pub(crate) fn readable(name: &str) -> Cow<'_, str> {
     match demangle(name) {
         Some(d) => Cow::Owned(d),
         None => Cow::Borrowed(name),

@@ -18,12 +18,12 @@ use prefilter::Prefilter;
 use crate::reader::model::{GpuActivity, GpuKind, NameId, NameTable, RankTrace};
 
 mod demangle;
-pub mod names;
+pub(crate) mod names;
 mod prefilter;
 mod suggest;
-pub use demangle::{demangle, readable};
-pub use names::{distinguishing_names, short_name, untruncated_short_name};
-pub use suggest::{rule_stem, suggest, Suggestion};
+pub(crate) use demangle::{demangle, readable};
+pub(crate) use names::{distinguishing_names, short_name, untruncated_short_name};
+pub(crate) use suggest::{suggest, Suggestion};
 
 /// What a GPU activity does, as far as the gate cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -780,7 +780,7 @@ impl NameClasses {
 
 /// Share of kernel time in `other` above which a run's figures are suspect: `check` warns, the
 /// report says so, and the coverage tests hold every real trace and synth scenario at or below it.
-pub const OTHER_LIMIT_PCT: f64 = 5.0;
+pub(crate) const OTHER_LIMIT_PCT: f64 = 5.0;
 
 #[cfg(test)]
 mod tests;

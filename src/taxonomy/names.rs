@@ -9,15 +9,16 @@ use std::collections::HashMap;
 use super::readable;
 
 /// Longest kernel name shown in a table, a list or a sentence; the JSON keeps full names.
-pub const NAME_WIDTH: usize = 96;
+pub(crate) const NAME_WIDTH: usize = 96;
 
 /// A kernel name made readable for people: demangled, no `void ` prefix, no parameter list, and
 /// at most [`NAME_WIDTH`] characters, cut in the middle (see [`cut_middle`]).
-pub fn short_name(name: &str) -> String {
+pub(crate) fn short_name(name: &str) -> String {
     cut_middle(&untruncated_short_name(name), NAME_WIDTH, None)
 }
 
 /// [`short_name`] without the cut to [`NAME_WIDTH`].
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))] // public through `testing`
 pub fn untruncated_short_name(name: &str) -> String {
     let readable = readable(name);
     // Control characters shown escaped: a name cannot break a line of any report.
@@ -56,7 +57,7 @@ fn boundary(c: char) -> bool {
 /// first `<` (the function, at most half the width), `…`, and the tail, which holds the last
 /// template arguments. With `focus` (a character index where this name differs from another),
 /// a window around it is kept too: `head…window…tail`, so that the arguments that differ show.
-pub fn cut_middle(text: &str, width: usize, focus: Option<usize>) -> String {
+pub(crate) fn cut_middle(text: &str, width: usize, focus: Option<usize>) -> String {
     let c: Vec<char> = text.chars().collect();
     let n = c.len();
     let width = width.max(16);
@@ -164,13 +165,14 @@ fn full_texts(names: &[&str]) -> Vec<String> {
 /// same, each keeps a window around where it differs from the others; where that is not enough,
 /// the cut widens until they differ (at worst to the whole readable name). The same name always
 /// gets the same label.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))] // public through `testing`
 pub fn distinct_labels(names: &[&str], width: usize) -> Vec<String> {
     distinct(full_texts(names), width)
 }
 
 /// [`distinct_labels`] for texts already readable (a table's column of names): cut as they
 /// are, different texts never alike.
-pub fn distinct_cuts(texts: &[&str], width: usize) -> Vec<String> {
+pub(crate) fn distinct_cuts(texts: &[&str], width: usize) -> Vec<String> {
     distinct(texts.iter().map(|t| t.to_string()).collect(), width)
 }
 
@@ -218,7 +220,7 @@ fn all_distinct(full: &[String], labels: &[String]) -> bool {
 
 /// Two names of one kernel (old, new) shortened so that each still shows where they differ:
 /// [`distinct_labels`] of the pair.
-pub fn distinguishing_names(old: &str, new: &str) -> (String, String) {
+pub(crate) fn distinguishing_names(old: &str, new: &str) -> (String, String) {
     let mut labels = distinct_labels(&[old, new], NAME_WIDTH).into_iter();
     let a = labels.next().unwrap_or_default();
     let b = labels.next().unwrap_or_default();
@@ -230,7 +232,7 @@ pub fn distinguishing_names(old: &str, new: &str) -> (String, String) {
 /// the common tail from a `-` or `_` on are dropped, so `lmsysorg/sglang:v0.5.8-rocm700` →
 /// `lmsysorg/sglang:v0.5.9-rocm700` reads `v0.5.8 → v0.5.9`. The full names belong in a
 /// folded section or a line beside the table.
-pub fn image_labels(old: &str, new: &str) -> (String, String) {
+pub(crate) fn image_labels(old: &str, new: &str) -> (String, String) {
     let (a, b): (Vec<char>, Vec<char>) = (old.chars().collect(), new.chars().collect());
     let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
     let start = a[..common]

@@ -95,7 +95,7 @@ const PATTERN_WIDTH: usize = 160;
 
 /// The function name a rule should match: demangled, without return type, template arguments
 /// and argument list (`void ns::fused_thing<8>(float*)` → `ns::fused_thing`).
-pub fn rule_stem(name: &str) -> String {
+pub(crate) fn rule_stem(name: &str) -> String {
     let readable = readable(name);
     let shown = readable.strip_prefix("void ").unwrap_or(&readable);
     let cut = shown.find(['<', '(']).unwrap_or(shown.len());
@@ -105,7 +105,7 @@ pub fn rule_stem(name: &str) -> String {
 }
 
 /// A rule for `name`, with the category its words hint at.
-pub fn suggest(name: &str) -> Suggestion {
+pub(crate) fn suggest(name: &str) -> Suggestion {
     let stem = rule_stem(name);
     let lower = stem.to_ascii_lowercase();
     let hint = HINTS.iter().find(|(word, ..)| lower.contains(word));
