@@ -808,9 +808,13 @@ fn moved(d: &Delta, noise: f64) -> bool {
     d.delta_ms_per_step.abs() >= noise
 }
 
-/// Characters of a kernel name in the table of kernels that moved, beside its five columns of
+/// Characters of a kernel name in the table of kernels that moved, beside its four columns of
 /// figures: what fits GitHub's 900 px comment column.
-const KERNEL_DELTA_NAME_WIDTH: usize = 56;
+const KERNEL_DELTA_NAME_WIDTH: usize = 54;
+
+/// The header of the change column: the share of the net change goes in the same cell, in
+/// brackets, when the change is material (`+0.393 (+53%)`).
+const DELTA_WITH_SHARE: &str = "Δ ms (share of change)";
 
 fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
     let shares = deltas.iter().any(|d| d.share_of_change_pct.is_some());
@@ -818,16 +822,13 @@ fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
     if kernels {
         columns.push(("category", Align::Left));
     }
-    // Baseline and current in one cell (`a → b`), calls too when they changed: the table
-    // stays within GitHub's comment column.
+    // Baseline and current in one cell (`a → b`), calls too when they changed, and the share
+    // beside the change: the table stays within GitHub's comment column.
     columns.extend([
         ("ms per step", Align::Right),
-        ("Δ ms", Align::Right),
+        (if shares { DELTA_WITH_SHARE } else { "Δ ms" }, Align::Right),
         ("calls per step", Align::Right),
     ]);
-    if shares {
-        columns.push(("share of change", Align::Right));
-    }
     let mut t = Table::new(&columns);
     if kernels {
         t = t.code_column(0).name_width(KERNEL_DELTA_NAME_WIDTH);
@@ -845,25 +846,26 @@ fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
             crate::units::count(d.baseline_calls_per_step),
             crate::units::count(d.current_calls_per_step),
         );
+        let delta = crate::units::fixed_signed(d.delta_ms_per_step, Unit::Ms.decimals());
         row.extend([
             format!(
                 "{} → {}",
                 Unit::Ms.number(d.baseline_ms_per_step),
                 Unit::Ms.number(d.current_ms_per_step)
             ),
-            crate::units::fixed_signed(d.delta_ms_per_step, Unit::Ms.decimals()),
+            // No share beside a change that rounds to nothing.
+            match d.share_of_change_pct {
+                Some(share) if delta != crate::units::SIGNED_ZERO => {
+                    format!("{delta} ({})", crate::units::signed_share(share))
+                }
+                _ => delta,
+            },
             if calls_before == calls_now {
                 calls_now
             } else {
                 format!("{calls_before} → {calls_now}")
             },
         ]);
-        if shares {
-            row.push(
-                d.share_of_change_pct
-                    .map_or_else(|| MISSING.into(), crate::units::signed_share),
-            );
-        }
         t.row(row);
     }
     t
