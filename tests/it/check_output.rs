@@ -607,6 +607,14 @@ fn stalled_steps_are_the_cause_in_the_first_line() {
         " of 24 decode steps stalled at 3.0× the median",
     );
     let _ = assert_clean_figures(&md);
+    // One rank for one story: the rank whose stalls "Why" counts is the rank the chart draws.
+    let why = regex::Regex::new(r"decode steps of rank ([0-9]+) stalled").unwrap();
+    let chart = regex::Regex::new(r"every decode step found on rank ([0-9]+),").unwrap();
+    let (why, chart) = (
+        &why.captures(&md).expect("Why names the rank")[1],
+        &chart.captures(&md).expect("the chart names its rank")[1],
+    );
+    assert_eq!(why, chart, "{md}");
     insta::assert_snapshot!("story_stalls", md);
 }
 
