@@ -10,7 +10,8 @@
 // Fails, naming the snapshot, on: a mermaid parse or render error; the run's line (an
 // xychart-beta's first line) under 3:1 contrast against #ffffff or #0d1117; a visible escape
 // (`\_`), entity (`&lt;`) or tag (`<details>`) in the rendered text; a table wider than the
-// column. Writes screenshots (PNG) of every snapshot in both themes under OUT_DIR.
+// column. Writes screenshots (PNG) of every snapshot in both themes under OUT_DIR: the whole
+// page, each chart, and the top of the page through the first chart.
 
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -205,6 +206,16 @@ async function check(browser, files) {
       const shown = await p.$$(".mermaid-chart");
       for (const [n, el] of shown.entries()) {
         await el.screenshot({ path: path.join(out, `${name}-${theme}-chart${n + 1}.png`) });
+      }
+      // The top of the comment through its first chart (the first line, Why, the chart): what
+      // the README shows (docs/comment.png is the allreduce story's, light).
+      const bottom = await p.evaluate(() => {
+        const chart = document.querySelector(".mermaid-chart");
+        return chart ? chart.getBoundingClientRect().bottom + window.scrollY : null;
+      });
+      if (bottom) {
+        const height = Math.ceil(bottom);
+        await p.screenshot({ path: path.join(out, `${name}-${theme}-top.png`), clip: { x: 0, y: 0, width: COLUMN_PX, height } });
       }
       await p.close();
     }

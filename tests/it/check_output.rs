@@ -503,6 +503,18 @@ fn an_allreduce_regression_names_the_collective_kernel_in_the_first_line() {
     );
     assert!(md.lines().next().unwrap().ends_with("% per call"), "{md}");
     let _ = assert_clean_figures(&md);
+    // The README shows this comment's first lines: they are the current output.
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let first = md.lines().next().unwrap();
+    let shown: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.starts_with("❌ **REGRESSION** · dsr1-fp4-mi355x-sglang-tp4-conc64"))
+        .collect();
+    assert_eq!(shown.len(), 2, "the README's two examples");
+    assert!(shown.iter().all(|l| *l == first), "README: {shown:#?}\nnow: {first}");
+    let detail = md.lines().nth(2).unwrap();
+    assert!(readme.lines().any(|l| l == detail), "README lacks {detail}");
     insta::assert_snapshot!("story_allreduce", md);
 }
 
