@@ -381,19 +381,13 @@ fn breakdown(d: &mut Doc, a: &RunAnalysis) {
             opt_pct(dec.comm_pct),
         ));
     }
-    if !cats.is_empty() {
-        let mut chart =
-            String::from("```mermaid\npie showData title Kernel time by category (ms per ");
-        chart.push_str(unit);
-        chart.push_str(")\n");
-        for (c, s) in &cats {
-            chart.push_str(&format!(
-                "    \"{}\" : {}\n",
-                c.label(),
-                Unit::Ms.number(s.ms_per_step)
-            ));
-        }
-        chart.push_str("```\n\n");
+    let slices: Vec<(String, String)> = cats
+        .iter()
+        .map(|(c, s)| (c.label().to_string(), Unit::Ms.number(s.ms_per_step)))
+        .collect();
+    if let Some(chart) =
+        super::chart::pie(&format!("Kernel time by category (ms per {unit})"), &slices)
+    {
         d.out.push_str(&d.m.figure(&chart));
     }
     let mut kernels: Vec<&crate::metrics::breakdown::KernelShare> =

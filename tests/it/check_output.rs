@@ -512,7 +512,10 @@ fn an_allreduce_regression_names_the_collective_kernel_in_the_first_line() {
         .filter(|l| l.starts_with("❌ **REGRESSION** · dsr1-fp4-mi355x-sglang-tp4-conc64"))
         .collect();
     assert_eq!(shown.len(), 2, "the README's two examples");
-    assert!(shown.iter().all(|l| *l == first), "README: {shown:#?}\nnow: {first}");
+    assert!(
+        shown.iter().all(|l| *l == first),
+        "README: {shown:#?}\nnow: {first}"
+    );
     let detail = md.lines().nth(2).unwrap();
     assert!(readme.lines().any(|l| l == detail), "README lacks {detail}");
     insta::assert_snapshot!("story_allreduce", md);
