@@ -425,6 +425,29 @@ fn decode_step_words(result: &CheckResult) -> Option<String> {
     ))
 }
 
+/// "X ms per step moved into kernels no rule classifies, led by K (new)": the headline's and
+/// Why's words for [`Cause::Unclassified`], with the kernel's label and its `new` mark.
+fn moved_into_other(w: Words, moved_ms_per_step: f64, led_by: Option<(String, &str)>) -> Words {
+    let w = w.text(format!(
+        "{} per step moved into kernels no rule classifies",
+        ms(moved_ms_per_step)
+    ));
+    match led_by {
+        Some((label, new)) => w.text(", led by ").name(label).text(new),
+        None => w,
+    }
+}
+
+/// "7 of 24 decode steps (of rank 0) stalled at 3.0× the median": the headline's and Why's words
+/// for [`Cause::Stalls`]; Why names the rank.
+fn stalled_steps(stalled: usize, steps: usize, rank: Option<u32>, factor: f64) -> String {
+    let of_rank = rank.map(|r| format!(" of rank {r}")).unwrap_or_default();
+    format!(
+        "{stalled} of {steps} decode steps{of_rank} stalled at {}× the median",
+        crate::units::fixed(factor, 1)
+    )
+}
+
 /// The cause in a few words, for the headline.
 pub fn cause_words(cause: &Cause) -> Words {
     let w = Words::default();
@@ -434,29 +457,19 @@ pub fn cause_words(cause: &Cause) -> Words {
             kernel,
             new,
             ..
-        } => {
-            let w = w.text(format!(
-                "{} per step moved into kernels no rule classifies",
-                ms(*moved_ms_per_step)
-            ));
-            match kernel {
-                Some(k) => {
-                    w.text(", led by ")
-                        .name(kernel_head(k))
-                        .text(if *new { " (new)" } else { "" })
-                }
-                None => w,
-            }
-        }
+        } => moved_into_other(
+            w,
+            *moved_ms_per_step,
+            kernel
+                .as_deref()
+                .map(|k| (kernel_head(k), if *new { " (new)" } else { "" })),
+        ),
         Cause::Stalls {
             stalled,
             steps,
             factor,
             ..
-        } => w.text(format!(
-            "{stalled} of {steps} decode steps stalled at {}× the median",
-            crate::units::fixed(*factor, 1)
-        )),
+        } => w.text(stalled_steps(*stalled, *steps, None, *factor)),
         Cause::Straggler {
             rank,
             compute_excess_ms,
@@ -540,17 +553,13 @@ pub fn why_words(result: &CheckResult) -> Words {
             kernel,
             new,
         } => {
-            let w = w.text(format!(
-                "{} per step moved into kernels no rule classifies",
-                ms(*moved_ms_per_step)
-            ));
-            let w = match kernel {
-                Some(k) => w
-                    .text(", led by ")
-                    .name(name(k))
-                    .text(if *new { " (new in this run)" } else { "" }),
-                None => w,
-            };
+            let w = moved_into_other(
+                w,
+                *moved_ms_per_step,
+                kernel.as_deref().map(|k| {
+                    (name(k), if *new { " (new in this run)" } else { "" })
+                }),
+            );
             let baseline = baseline_other_share_pct
                 .map(|b| format!(", baseline {}", Unit::Pct.figure(b)))
                 .unwrap_or_default();
@@ -588,8 +597,8 @@ pub fn why_words(result: &CheckResult) -> Words {
                 .map(|b| format!(" (baseline {})", ms(b)))
                 .unwrap_or_default();
             w.text(format!(
-                "{stalled} of {steps} decode steps of rank {rank} stalled at {}× the median{list}. They cost {} per decode step{baseline}.",
-                crate::units::fixed(*factor, 1),
+                "{}{list}. They cost {} per decode step{baseline}.",
+                stalled_steps(*stalled, *steps, Some(*rank), *factor),
                 ms(*ms_per_step)
             ))
         }
