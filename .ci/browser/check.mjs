@@ -8,9 +8,11 @@
 // - headless Chromium: Debian's, driven by puppeteer-core (no browser download).
 //
 // Fails, naming the snapshot, on: a mermaid parse or render error; the run's line (an
-// xychart-beta's first line) under 3:1 contrast against #ffffff or #0d1117; a visible escape
+// xychart-beta's first line) under 3:1 contrast against #ffffff or #0d1117, or a pie slice under
+// 3:1 against the background of its theme; a visible escape
 // (`\_`), entity (`&lt;`) or tag (`<details>`) in the rendered text; a table wider than the
-// column. Writes screenshots (PNG) of every snapshot in both themes under OUT_DIR.
+// column. Writes screenshots (PNG) of every snapshot in both themes under OUT_DIR: the whole
+// page, each chart, and the top of the page through the first chart.
 
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -76,20 +78,29 @@ body { margin: 0; background: ${BACKGROUNDS[theme]}; }
 </style></head><body><article class="markdown-body">${html}</article></body></html>`;
 }
 
+/** A CSS colour as [r, g, b], 0-255, from rgb()/rgba()/#hex. */
+function rgb(c) {
+  c = c.trim();
+  let m = c.match(/^#([0-9a-f]{3}|[0-9a-f]{6})$/i);
+  if (m) {
+    let h = m[1];
+    if (h.length === 3) h = [...h].map((x) => x + x).join("");
+    return [0, 2, 4].map((i) => parseInt(h.slice(i, i + 2), 16));
+  }
+  m = c.match(/^rgba?\(([^)]+)\)$/i);
+  if (m) return m[1].split(",").slice(0, 3).map((x) => parseFloat(x));
+  throw new Error(`cannot read the colour ${c}`);
+}
+
+/** `colour` drawn at `opacity` over `background`, as rgb(). */
+function blend(colour, background, opacity) {
+  const a = Number.isFinite(opacity) ? opacity : 1;
+  const [f, b] = [rgb(colour), rgb(background)];
+  return `rgb(${f.map((v, i) => v * a + b[i] * (1 - a)).join(", ")})`;
+}
+
 /** WCAG 2 contrast of two CSS colours given as rgb()/#hex. */
 function contrast(a, b) {
-  const rgb = (c) => {
-    c = c.trim();
-    let m = c.match(/^#([0-9a-f]{3}|[0-9a-f]{6})$/i);
-    if (m) {
-      let h = m[1];
-      if (h.length === 3) h = [...h].map((x) => x + x).join("");
-      return [0, 2, 4].map((i) => parseInt(h.slice(i, i + 2), 16));
-    }
-    m = c.match(/^rgba?\(([^)]+)\)$/i);
-    if (m) return m[1].split(",").slice(0, 3).map((x) => parseFloat(x));
-    throw new Error(`cannot read the colour ${c}`);
-  };
   const lum = (c) => {
     const [r, g, bl] = rgb(c).map((v) => {
       v /= 255;
@@ -107,6 +118,7 @@ async function inspect(p, theme) {
     async (theme, columnPx) => {
       const problems = [];
       const runColours = [];
+      const sliceColours = [];
       mermaid.initialize({ startOnLoad: false, theme: theme === "dark" ? "dark" : "default" });
       const blocks = [...document.querySelectorAll("pre > code.language-mermaid")];
       let i = 0;
@@ -129,9 +141,15 @@ async function inspect(p, theme) {
           const first = lines[0];
           if (first) runColours.push({ chart: i, colour: first.getAttribute("stroke") ?? getComputedStyle(first).stroke });
         }
+        if (/^\s*(%%.*\n\s*)*pie\b/.test(source)) {
+          for (const [n, slice] of [...div.querySelectorAll("path.pieCircle")].entries()) {
+            const style = getComputedStyle(slice);
+            sliceColours.push({ chart: i, slice: n + 1, colour: style.fill, opacity: parseFloat(style.opacity) * parseFloat(style.fillOpacity || "1") });
+          }
+        }
       }
       // The text and the tables are the same in both themes: checked once, in the light one.
-      if (theme === "dark") return { problems, runColours };
+      if (theme === "dark") return { problems, runColours, sliceColours };
       // Text a reader sees, outside code blocks (their content is literal by design).
       const article = document.querySelector("article");
       const clone = article.cloneNode(true);
@@ -163,11 +181,12 @@ async function inspect(p, theme) {
       document.querySelectorAll("table").forEach((t, n) => {
         const right = t.getBoundingClientRect().left + t.scrollWidth;
         if (t.scrollWidth > t.clientWidth + 1 || right > column.right + 1) {
-          const head = (t.querySelector("tr")?.innerText ?? "").replace(/\s+/g, " ").slice(0, 60);
+          // textContent: a table folded in <details> has no innerText.
+          const head = [...(t.querySelector("tr")?.children ?? [])].map((c) => c.textContent.trim()).join(" | ").slice(0, 60);
           problems.push(`table ${n + 1} ("${head}") is ${t.scrollWidth} px wide, wider than the ${columnPx} px comment column`);
         }
       });
-      return { problems, runColours };
+      return { problems, runColours, sliceColours };
     },
     theme,
     COLUMN_PX,
@@ -179,6 +198,7 @@ async function check(browser, files) {
   const mermaidJs = path.join(here, "node_modules/mermaid/dist/mermaid.min.js");
   const failures = [];
   let charts = 0;
+  let slices = 0;
   for (const { f, text } of files) {
     const html = gfm(text);
     const name = path.basename(f).replace(/\.(snap|md)$/, "");
@@ -188,7 +208,17 @@ async function check(browser, files) {
       await p.setViewport({ width: COLUMN_PX, height: 800, deviceScaleFactor: 1 });
       await p.setContent(page(html, theme), { waitUntil: "load" });
       await p.addScriptTag({ path: mermaidJs });
-      const { problems, runColours } = await inspect(p, theme);
+      const { problems, runColours, sliceColours } = await inspect(p, theme);
+      // A pie slice against the background it is drawn on (mermaid's default palette starts
+      // with #ECECFF, almost invisible on white).
+      for (const { chart, slice, colour, opacity } of sliceColours) {
+        slices++;
+        // As drawn: mermaid's slices are translucent unless pieOpacity says otherwise.
+        const c = contrast(blend(colour, BACKGROUNDS[theme], opacity), BACKGROUNDS[theme]);
+        if (c < MIN_CONTRAST) {
+          problems.push(`chart ${chart}: pie slice ${slice} ${colour} has ${c.toFixed(2)}:1 contrast on the ${theme} background ${BACKGROUNDS[theme]}, under ${MIN_CONTRAST}:1`);
+        }
+      }
       for (const { chart, colour } of runColours) {
         charts++;
         for (const [bgName, bg] of Object.entries(BACKGROUNDS)) {
@@ -205,10 +235,20 @@ async function check(browser, files) {
       for (const [n, el] of shown.entries()) {
         await el.screenshot({ path: path.join(out, `${name}-${theme}-chart${n + 1}.png`) });
       }
+      // The top of the comment through its first chart (the first line, Why, the chart): what
+      // the README shows (docs/comment.png is the allreduce story's, light).
+      const bottom = await p.evaluate(() => {
+        const chart = document.querySelector(".mermaid-chart");
+        return chart ? chart.getBoundingClientRect().bottom + window.scrollY : null;
+      });
+      if (bottom) {
+        const height = Math.ceil(bottom);
+        await p.screenshot({ path: path.join(out, `${name}-${theme}-top.png`), clip: { x: 0, y: 0, width: COLUMN_PX, height } });
+      }
       await p.close();
     }
   }
-  return { failures, charts };
+  return { failures, charts, slices };
 }
 
 /** The self-test's cases: .ci/browser/selftest/*.md, each naming the problem it must raise in a
@@ -248,7 +288,7 @@ async function main() {
   } finally {
     await browser.close();
   }
-  const { failures, charts } = result;
+  const { failures, charts, slices } = result;
   if (selfTest) {
     let wrong = 0;
     for (const { f, expect } of files) {
@@ -263,15 +303,7 @@ async function main() {
     console.log(`browser check self-test: ${files.length - wrong} of ${files.length} cases caught as expected`);
     process.exit(wrong ? 1 : 0);
   }
-  console.log(`browser check: ${files.length} markdown snapshots rendered in 2 themes, ${charts} run lines measured; screenshots in ${out}`);
-  // --wide-tables=warn: tables wider than the column are listed but do not fail the check (the
-  // report's wide tables are not narrowed yet; every other problem still fails).
-  if (process.argv.includes("--wide-tables=warn")) {
-    const wide = failures.filter((x) => x.text.includes("wider than the"));
-    for (const f of [...new Set(wide.map((x) => x.text))]) console.log(`browser check (warning): ${f}`);
-    if (wide.length) console.log(`browser check: ${wide.length} table(s) wider than the column, not failing (--wide-tables=warn)`);
-    failures.splice(0, failures.length, ...failures.filter((x) => !x.text.includes("wider than the")));
-  }
+  console.log(`browser check: ${files.length} markdown snapshots rendered in 2 themes, ${charts} run lines and ${slices} pie slices measured; screenshots in ${out}`);
   if (failures.length) {
     for (const f of [...new Set(failures.map((x) => x.text))]) console.error(`browser check: ${f}`);
     console.error(`browser check: ${failures.length} problem(s)`);

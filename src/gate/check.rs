@@ -258,19 +258,26 @@ pub(crate) fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckR
             meta: b.meta.clone(),
         },
         run,
-        decode_series: decode_series(x, &metrics),
+        decode_series: decode_series(x, &metrics, &explanation),
         calibration: calibration_notes(b, &metrics),
         metrics,
         explanation,
     }
 }
 
-fn decode_series(x: &Extraction, metrics: &[MetricCheck]) -> DecodeSeries {
+/// The decode steps the chart draws: of the rank the cause names (the stalled or the straggling
+/// rank), so that "Why" and the chart tell one story about one rank; else of the rank that
+/// decided `decode_step_ms`.
+fn decode_series(x: &Extraction, metrics: &[MetricCheck], e: &Explanation) -> DecodeSeries {
+    use super::explain::Cause;
     let judged = metrics.iter().find(|m| m.name == MetricId::DecodeStepMs);
-    let rank = x
-        .metrics
-        .get(&MetricId::DecodeStepMs)
-        .and_then(|m| m.decided_by);
+    let rank = match &e.cause {
+        Cause::Stalls { rank, .. } | Cause::Straggler { rank, .. } => Some(*rank),
+        _ => x
+            .metrics
+            .get(&MetricId::DecodeStepMs)
+            .and_then(|m| m.decided_by),
+    };
     let steps = rank
         .and_then(|r| x.rank_steps.iter().find(|s| s.rank.index == r))
         .map(crate::steps::decode_points)

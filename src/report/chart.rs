@@ -188,6 +188,49 @@ fn step_labels(steps: &[DecodePoint]) -> Vec<String> {
         .collect()
 }
 
+/// The pie's slice colours, in slice order (most time first): mid tones of distinct hues, each at
+/// least 3:1 against both GitHub backgrounds (mermaid's default palette starts with `#ECECFF`,
+/// almost invisible on white). Ten, one per category.
+pub(crate) const PIE_PALETTE: [&str; 10] = [
+    RUN, "#0969da", "#1a7f37", "#8250df", "#cf222e", "#1b7c83", "#9a6700", "#bf3989", SECONDARY,
+    "#6e7781",
+];
+/// The percentages written on the slices: black reads at least 3:1 on every slice colour. The
+/// slices are drawn opaque (`pieOpacity` 1; mermaid's 0.7 would blend them into the background,
+/// darkening them under black text in the dark theme).
+const PIE_TEXT: &str = "#000000";
+
+/// A pie of `(label, value)` slices (values printed by the caller, through `units`), most first,
+/// with an init line that sets [`PIE_PALETTE`]; `None` without a slice. Labels are reduced to
+/// letters, digits, spaces and `-_.:#()/` so that no label can end the string or the block.
+pub(crate) fn pie(title: &str, slices: &[(String, String)]) -> Option<String> {
+    if slices.is_empty() {
+        return None;
+    }
+    let vars: Vec<String> = PIE_PALETTE
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("\"pie{}\": \"{c}\"", i + 1))
+        .collect();
+    let mut out = format!(
+        "```mermaid\n%%{{init: {{\"themeVariables\": {{{}, \"pieSectionTextColor\": \"{PIE_TEXT}\", \"pieOpacity\": \"1\"}}}}}}%%\npie showData title {}\n",
+        vars.join(", "),
+        chart_text(title)
+    );
+    for (label, value) in slices {
+        out.push_str(&format!("    \"{}\" : {value}\n", chart_text(label)));
+    }
+    out.push_str("```\n\n");
+    Some(out)
+}
+
+/// Text inside a chart: letters, digits, spaces and `-_.:#()/`, nothing that ends a string.
+fn chart_text(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric() || " -_.:#()/".contains(*c))
+        .collect()
+}
+
 /// Per-rank bars of compute, wait and transfer per decode step (ms), drawn as overlapping bars
 /// of the running sums so that they read as stacked: `None` without a rank measured.
 pub(crate) fn rank_bars(ranks: &[(String, f64, f64, f64)]) -> Option<String> {
@@ -312,6 +355,43 @@ mod tests {
         }
         // The run's colour, not the baseline's, comes first in the decode chart.
         assert_eq!(first_plot_colour(&decode_steps(&s).unwrap()), RUN);
+    }
+
+    #[test]
+    fn every_pie_slice_and_its_text_read_at_three_to_one_on_both_github_backgrounds() {
+        let slices: Vec<(String, String)> = (0..PIE_PALETTE.len())
+            .map(|i| (format!("c{i}\"]\n```"), "1.000".to_string()))
+            .collect();
+        let chart = pie("Kernel time by category (ms per step)", &slices).unwrap();
+        let init = chart.lines().nth(1).unwrap();
+        let json = init
+            .trim_start_matches("%%{init:")
+            .trim_end_matches("}%%")
+            .trim();
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        let vars = &v["themeVariables"];
+        let text = vars["pieSectionTextColor"].as_str().unwrap();
+        assert_eq!(vars["pieOpacity"], "1", "slices drawn in their colour");
+        let mut colours = Vec::new();
+        for i in 1..=slices.len() {
+            let c = vars[format!("pie{i}")].as_str().unwrap();
+            for bg in ["#ffffff", "#0d1117"] {
+                let k = contrast(c, bg);
+                assert!(k >= 3.0, "slice {i} {c} on {bg}: {k:.2}:1");
+            }
+            let k = contrast(c, text);
+            assert!(k >= 3.0, "the text {text} on slice {i} {c}: {k:.2}:1");
+            colours.push(c);
+        }
+        colours.sort();
+        colours.dedup();
+        assert_eq!(colours.len(), slices.len(), "one colour per slice");
+        // mermaid's default first slice colour fails the same check.
+        assert!(contrast("#ECECFF", "#ffffff") < 3.0);
+        // A label cannot end its string or the block.
+        assert_eq!(chart.matches("```").count(), 2, "{chart}");
+        assert!(chart.contains("    \"c0\" : 1.000\n"), "{chart}");
+        assert!(pie("t", &[]).is_none());
     }
 
     #[test]

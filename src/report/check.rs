@@ -425,6 +425,29 @@ fn decode_step_words(result: &CheckResult) -> Option<String> {
     ))
 }
 
+/// "X ms per step moved into kernels no rule classifies, led by K (new)": the headline's and
+/// Why's words for [`Cause::Unclassified`], with the kernel's label and its `new` mark.
+fn moved_into_other(w: Words, moved_ms_per_step: f64, led_by: Option<(String, &str)>) -> Words {
+    let w = w.text(format!(
+        "{} per step moved into kernels no rule classifies",
+        ms(moved_ms_per_step)
+    ));
+    match led_by {
+        Some((label, new)) => w.text(", led by ").name(label).text(new),
+        None => w,
+    }
+}
+
+/// "7 of 24 decode steps (of rank 0) stalled at 3.0× the median": the headline's and Why's words
+/// for [`Cause::Stalls`]; Why names the rank.
+fn stalled_steps(stalled: usize, steps: usize, rank: Option<u32>, factor: f64) -> String {
+    let of_rank = rank.map(|r| format!(" of rank {r}")).unwrap_or_default();
+    format!(
+        "{stalled} of {steps} decode steps{of_rank} stalled at {}× the median",
+        crate::units::fixed(factor, 1)
+    )
+}
+
 /// The cause in a few words, for the headline.
 pub(crate) fn cause_words(cause: &Cause) -> Words {
     let w = Words::default();
@@ -434,29 +457,19 @@ pub(crate) fn cause_words(cause: &Cause) -> Words {
             kernel,
             new,
             ..
-        } => {
-            let w = w.text(format!(
-                "{} per step moved into kernels no rule classifies",
-                ms(*moved_ms_per_step)
-            ));
-            match kernel {
-                Some(k) => {
-                    w.text(", led by ")
-                        .name(kernel_head(k))
-                        .text(if *new { " (new)" } else { "" })
-                }
-                None => w,
-            }
-        }
+        } => moved_into_other(
+            w,
+            *moved_ms_per_step,
+            kernel
+                .as_deref()
+                .map(|k| (kernel_head(k), if *new { " (new)" } else { "" })),
+        ),
         Cause::Stalls {
             stalled,
             steps,
             factor,
             ..
-        } => w.text(format!(
-            "{stalled} of {steps} decode steps stalled at {}× the median",
-            crate::units::fixed(*factor, 1)
-        )),
+        } => w.text(stalled_steps(*stalled, *steps, None, *factor)),
         Cause::Straggler {
             rank,
             compute_excess_ms,
@@ -540,17 +553,13 @@ pub(crate) fn why_words(result: &CheckResult) -> Words {
             kernel,
             new,
         } => {
-            let w = w.text(format!(
-                "{} per step moved into kernels no rule classifies",
-                ms(*moved_ms_per_step)
-            ));
-            let w = match kernel {
-                Some(k) => w
-                    .text(", led by ")
-                    .name(name(k))
-                    .text(if *new { " (new in this run)" } else { "" }),
-                None => w,
-            };
+            let w = moved_into_other(
+                w,
+                *moved_ms_per_step,
+                kernel.as_deref().map(|k| {
+                    (name(k), if *new { " (new in this run)" } else { "" })
+                }),
+            );
             let baseline = baseline_other_share_pct
                 .map(|b| format!(", baseline {}", Unit::Pct.figure(b)))
                 .unwrap_or_default();
@@ -588,8 +597,8 @@ pub(crate) fn why_words(result: &CheckResult) -> Words {
                 .map(|b| format!(" (baseline {})", ms(b)))
                 .unwrap_or_default();
             w.text(format!(
-                "{stalled} of {steps} decode steps of rank {rank} stalled at {}× the median{list}. They cost {} per decode step{baseline}.",
-                crate::units::fixed(*factor, 1),
+                "{}{list}. They cost {} per decode step{baseline}.",
+                stalled_steps(*stalled, *steps, Some(*rank), *factor),
                 ms(*ms_per_step)
             ))
         }
@@ -808,9 +817,13 @@ fn moved(d: &Delta, noise: f64) -> bool {
     d.delta_ms_per_step.abs() >= noise
 }
 
-/// Characters of a kernel name in the table of kernels that moved, beside its five columns of
+/// Characters of a kernel name in the table of kernels that moved, beside its four columns of
 /// figures: what fits GitHub's 900 px comment column.
-const KERNEL_DELTA_NAME_WIDTH: usize = 56;
+const KERNEL_DELTA_NAME_WIDTH: usize = 54;
+
+/// The header of the change column: the share of the net change goes in the same cell, in
+/// brackets, when the change is material (`+0.393 (+53%)`).
+const DELTA_WITH_SHARE: &str = "Δ ms (share of change)";
 
 fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
     let shares = deltas.iter().any(|d| d.share_of_change_pct.is_some());
@@ -818,16 +831,13 @@ fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
     if kernels {
         columns.push(("category", Align::Left));
     }
-    // Baseline and current in one cell (`a → b`), calls too when they changed: the table
-    // stays within GitHub's comment column.
+    // Baseline and current in one cell (`a → b`), calls too when they changed, and the share
+    // beside the change: the table stays within GitHub's comment column.
     columns.extend([
         ("ms per step", Align::Right),
-        ("Δ ms", Align::Right),
+        (if shares { DELTA_WITH_SHARE } else { "Δ ms" }, Align::Right),
         ("calls per step", Align::Right),
     ]);
-    if shares {
-        columns.push(("share of change", Align::Right));
-    }
     let mut t = Table::new(&columns);
     if kernels {
         t = t.code_column(0).name_width(KERNEL_DELTA_NAME_WIDTH);
@@ -845,25 +855,26 @@ fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
             crate::units::count(d.baseline_calls_per_step),
             crate::units::count(d.current_calls_per_step),
         );
+        let delta = crate::units::fixed_signed(d.delta_ms_per_step, Unit::Ms.decimals());
         row.extend([
             format!(
                 "{} → {}",
                 Unit::Ms.number(d.baseline_ms_per_step),
                 Unit::Ms.number(d.current_ms_per_step)
             ),
-            crate::units::fixed_signed(d.delta_ms_per_step, Unit::Ms.decimals()),
+            // No share beside a change that rounds to nothing.
+            match d.share_of_change_pct {
+                Some(share) if delta != crate::units::SIGNED_ZERO => {
+                    format!("{delta} ({})", crate::units::signed_share(share))
+                }
+                _ => delta,
+            },
             if calls_before == calls_now {
                 calls_now
             } else {
                 format!("{calls_before} → {calls_now}")
             },
         ]);
-        if shares {
-            row.push(
-                d.share_of_change_pct
-                    .map_or_else(|| MISSING.into(), crate::units::signed_share),
-            );
-        }
         t.row(row);
     }
     t

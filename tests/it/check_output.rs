@@ -458,22 +458,31 @@ fn assert_first_line(md: &str, configuration: &str, cause: &str) {
     assert!(last.contains(cause), "{cause:?} not in {first}");
 }
 
-/// What no check output may show: a `us` unit, a signed zero, a share beyond ±100%.
-fn assert_clean_figures(md: &str) {
+/// What no check output may show: a `us` unit, a signed zero, a share beyond ±100%. Returns
+/// how many shares of change it read.
+fn assert_clean_figures(md: &str) -> usize {
     let us = regex::Regex::new(r"[0-9] ?us\b").unwrap();
     assert!(!us.is_match(md), "a `us` unit: {:?}", us.find(md));
     let signed_zero = regex::Regex::new(r"[-+]0(\.0+)?([^0-9.]|$)").unwrap();
     for line in md.lines() {
         assert!(!signed_zero.is_match(line), "a signed zero in {line}");
     }
-    // A share of change is the last cell of a category or kernel row.
-    let share = regex::Regex::new(r"\| ([-+]?[0-9]+)% \|$").unwrap();
+    // A share of change follows the change in its cell of a category or kernel row:
+    // `| +0.393 \(+53%\) |`.
+    let share = regex::Regex::new(r"\| (±0|[-+][0-9.]+) \\\(([-+]?[0-9]+|±0)%\\\) \|").unwrap();
+    let mut shares = 0;
     for line in md.lines() {
-        if let Some(c) = share.captures(line) {
-            let v: i64 = c[1].parse().unwrap();
+        for c in share.captures_iter(line) {
+            shares += 1;
+            let v: i64 = if &c[2] == "±0" {
+                0
+            } else {
+                c[2].parse().unwrap()
+            };
             assert!(v.abs() <= 100, "a share beyond ±100%: {line}");
         }
     }
+    shares
 }
 
 /// No metric reads as an improvement, nor offers a re-baseline.
@@ -493,7 +502,22 @@ fn an_allreduce_regression_names_the_collective_kernel_in_the_first_line() {
         "cause: allreduce aiter::cross\\_device\\_reduce\\_2stage +",
     );
     assert!(md.lines().next().unwrap().ends_with("% per call"), "{md}");
-    assert_clean_figures(&md);
+    let _ = assert_clean_figures(&md);
+    // The README shows this comment's first lines: they are the current output.
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let first = md.lines().next().unwrap();
+    let shown: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.starts_with("❌ **REGRESSION** · dsr1-fp4-mi355x-sglang-tp4-conc64"))
+        .collect();
+    assert_eq!(shown.len(), 2, "the README's two examples");
+    assert!(
+        shown.iter().all(|l| *l == first),
+        "README: {shown:#?}\nnow: {first}"
+    );
+    let detail = md.lines().nth(2).unwrap();
+    assert!(readme.lines().any(|l| l == detail), "README lacks {detail}");
     insta::assert_snapshot!("story_allreduce", md);
 }
 
@@ -518,7 +542,8 @@ fn a_straggler_is_named_once_and_its_utilisation_is_no_improvement() {
             .ends_with(" ms compute per step\\)"),
         "{md}"
     );
-    assert_clean_figures(&md);
+    // The comm and MoE shares of the change, and the kernels' that led them.
+    assert!(assert_clean_figures(&md) >= 4, "{md}");
     assert_no_improvement(&md);
     // Said once: the Why names the rank, nothing else repeats it.
     assert_eq!(md.matches("is the straggler").count(), 2, "{md}");
@@ -558,7 +583,8 @@ fn an_image_bump_with_a_renamed_slower_moe_kernel_names_both_in_the_first_line()
         first.contains("led by renamed ck::kernel\\_moe\\_mxgemm\\_2lds +"),
         "{first}"
     );
-    assert_clean_figures(&md);
+    // moe_gemm's share, and its two kernels'.
+    assert!(assert_clean_figures(&md) >= 3, "{md}");
     insta::assert_snapshot!("story_image_bump", md);
 }
 
@@ -571,7 +597,7 @@ fn an_unknown_moe_kernel_is_the_cause_and_the_moe_figure_is_no_improvement() {
         "dsr1-fp4-mi355x-sglang-tp4-conc64",
         "moved into kernels no rule classifies, led by zz\\_fork\\_ffn\\_blockwise\\_v9\\_kernel \\(new\\)",
     );
-    assert_clean_figures(&md);
+    let _ = assert_clean_figures(&md);
     assert_no_improvement(&md);
     let moe = md
         .lines()
@@ -595,7 +621,15 @@ fn stalled_steps_are_the_cause_in_the_first_line() {
         "dsr1-fp4-mi355x-sglang-tp4-conc64",
         " of 24 decode steps stalled at 3.0× the median",
     );
-    assert_clean_figures(&md);
+    let _ = assert_clean_figures(&md);
+    // One rank for one story: the rank whose stalls "Why" counts is the rank the chart draws.
+    let why = regex::Regex::new(r"decode steps of rank ([0-9]+) stalled").unwrap();
+    let chart = regex::Regex::new(r"every decode step found on rank ([0-9]+),").unwrap();
+    let (why, chart) = (
+        &why.captures(&md).expect("Why names the rank")[1],
+        &chart.captures(&md).expect("the chart names its rank")[1],
+    );
+    assert_eq!(why, chart, "{md}");
     insta::assert_snapshot!("story_stalls", md);
 }
 
@@ -622,5 +656,5 @@ fn a_pass_says_no_change_beyond_noise_in_one_line_with_its_tables_folded() {
             assert!(folded, "an unfolded table row: {line}");
         }
     }
-    assert_clean_figures(&md);
+    let _ = assert_clean_figures(&md);
 }

@@ -40,11 +40,19 @@ fn could_be(label: &str, full: &str) -> bool {
     at <= full.len() - last.len()
 }
 
-/// The markdown tables of a document: each a list of rows of cells.
+/// The markdown tables of a document: each a list of rows of cells. A table's rows folded
+/// under `<details><summary>N more …` (the same header) are one list with the rows shown.
 fn tables(markdown: &str) -> Vec<Vec<Vec<String>>> {
     let mut out: Vec<Vec<Vec<String>>> = Vec::new();
     let mut current: Vec<Vec<String>> = Vec::new();
+    // The last table ended just before a `N more` fold: its folded rows continue it.
+    let mut continues = false;
+    let more = regex::Regex::new(r"^<details><summary>[0-9]+ more ").unwrap();
     for line in markdown.lines() {
+        if more.is_match(line) {
+            continues = !out.is_empty();
+            continue;
+        }
         if line.starts_with('|') {
             let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
             // `\|` inside a cell is not a separator.
@@ -55,7 +63,16 @@ fn tables(markdown: &str) -> Vec<Vec<Vec<String>>> {
                 .collect();
             current.push(cells);
         } else if !current.is_empty() {
-            out.push(std::mem::take(&mut current));
+            let table = std::mem::take(&mut current);
+            match out.last_mut() {
+                Some(last) if continues && last[0] == table[0] => {
+                    last.extend(table.into_iter().skip(2));
+                }
+                _ => out.push(table),
+            }
+            continues = false;
+        } else if !line.trim().is_empty() {
+            continues = false;
         }
     }
     if !current.is_empty() {
@@ -192,4 +209,12 @@ fn the_table_checker_sees_two_names_that_read_the_same() {
     let labels = tracegate::testing::distinct_labels(&[&a, &b], 96);
     let markdown = format!("| k |\n| --- |\n| `{}` |\n| `{}` |\n", labels[0], labels[1]);
     assert_eq!(assert_distinct("new", &markdown, &names).len(), 2);
+    // A shown row and a folded one are one list: the same label there is caught too.
+    let folded = format!(
+        "| k |\n| --- |\n| `{}` |\n\n<details><summary>1 more kernels</summary>\n\n| k |\n| --- |\n| `{}` |\n\n</details>\n",
+        head(&a),
+        head(&b)
+    );
+    let caught = std::panic::catch_unwind(|| assert_distinct("folded", &folded, &names));
+    assert!(caught.is_err());
 }
