@@ -527,6 +527,13 @@ impl Gen<'_> {
         let spec = &self.plan.specs[k.spec];
         let stream = if k.aux { self.aux_stream } else { self.stream };
         let dev = self.rank;
+        // On the device's stream.
+        let at = Span {
+            pid: dev,
+            tid: stream,
+            ts: k.ts,
+            dur: k.dur,
+        };
         let mut args = String::with_capacity(256);
         args.push('{');
         if let Some(e) = ext {
@@ -548,17 +555,7 @@ impl Gen<'_> {
                 );
             }
             let name = json_str(spec.name);
-            return self.x(
-                "gpu_memcpy",
-                &name,
-                Span {
-                    pid: dev,
-                    tid: stream,
-                    ts: k.ts,
-                    dur: k.dur,
-                },
-                &args,
-            );
+            return self.x("gpu_memcpy", &name, at, &args);
         }
         if self.amd() {
             args.text(r#""device":"#)
@@ -583,17 +580,7 @@ impl Gen<'_> {
                 .text(&self.plan.kernel_args_tail[k.spec]);
         }
         let name = self.plan.name_json[k.spec].clone();
-        self.x(
-            "kernel",
-            &name,
-            Span {
-                pid: dev,
-                tid: stream,
-                ts: k.ts,
-                dur: k.dur,
-            },
-            &args,
-        )
+        self.x("kernel", &name, at, &args)
     }
 
     fn flow(

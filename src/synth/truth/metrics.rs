@@ -109,28 +109,7 @@ fn step_time(out: &mut Map<String, Value>, steps: &Steps<'_>, warmup: usize) {
 /// Shares of the decode step: `gpu_util_pct`, `comm_pct` (where any step communicates) and
 /// `other_pct`.
 fn shares(out: &mut Map<String, Value>, steps: &Steps<'_>, names: &[NameInfo]) {
-    let util_samples = steps.samples(&util, StepKind::Decode);
-    sampled(
-        out,
-        MetricId::GpuUtilPct,
-        "%",
-        "higher",
-        Combine::Min,
-        false,
-        util_samples,
-    );
-    if steps.any_comm(StepKind::Decode) {
-        let comm = steps.samples(&comm_share, StepKind::Decode);
-        sampled(
-            out,
-            MetricId::CommPct,
-            "%",
-            "lower",
-            Combine::Max,
-            false,
-            comm,
-        );
-    }
+    util_and_comm(out, steps, StepKind::Decode);
     // other_pct: kernel time of names whose category is `other` (the scenarios have none; a kernel
     // renamed by `unknown-moe` keeps its true category here).
     let other_ids: Vec<usize> = (0..names.len())
@@ -306,27 +285,21 @@ fn prefill(out: &mut Map<String, Value>, steps: &Steps<'_>) {
         false,
         wall,
     );
-    let util = steps.samples(&util, StepKind::Prefill);
-    sampled(
-        out,
-        MetricId::PrefillGpuUtilPct,
-        "%",
-        "higher",
-        Combine::Min,
-        false,
-        util,
-    );
-    if steps.any_comm(StepKind::Prefill) {
-        let comm = steps.samples(&comm_share, StepKind::Prefill);
-        sampled(
-            out,
-            MetricId::PrefillCommPct,
-            "%",
-            "lower",
-            Combine::Max,
-            false,
-            comm,
-        );
+    util_and_comm(out, steps, StepKind::Prefill);
+}
+
+/// A phase's `gpu_util_pct` and, where any of its steps communicates, its `comm_pct`
+/// (`prefill_gpu_util_pct` and `prefill_comm_pct` for prefill).
+fn util_and_comm(out: &mut Map<String, Value>, steps: &Steps<'_>, phase: StepKind) {
+    let (util_id, comm_id) = match phase {
+        StepKind::Decode => (MetricId::GpuUtilPct, MetricId::CommPct),
+        StepKind::Prefill => (MetricId::PrefillGpuUtilPct, MetricId::PrefillCommPct),
+    };
+    let u = steps.samples(&util, phase);
+    sampled(out, util_id, "%", "higher", Combine::Min, false, u);
+    if steps.any_comm(phase) {
+        let c = steps.samples(&comm_share, phase);
+        sampled(out, comm_id, "%", "lower", Combine::Max, false, c);
     }
 }
 
