@@ -152,7 +152,10 @@ fn own_figures(values: &dyn Fn(Figure<'_>) -> Vec<Option<f64>>) -> Vec<MetricRow
     vec![
         metric_row(
             "kernel_ms",
-            "Kernel time (decode: the rank that decided comm_pct)",
+            &format!(
+                "Kernel time (decode: the rank that decided {})",
+                MetricId::CommPct.name()
+            ),
             Unit::Ms,
             values(&|a| decisive(a).map(|f| f.0)),
         ),

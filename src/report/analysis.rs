@@ -7,6 +7,7 @@ use super::{display_kernel_name, fixed, Format};
 use crate::analysis::overlap::Verdict;
 use crate::analysis::shapes::{GemmShape, ShapeSource, ShapesSection};
 use crate::analysis::{RunAnalysis, Scope, REPORT_SCHEMA_VERSION};
+use crate::metrics::MetricId;
 use crate::taxonomy::Category;
 use crate::units::{Unit, MISSING};
 
@@ -1008,9 +1009,12 @@ fn unclassified(d: &mut Doc, a: &RunAnalysis) {
     );
     if u.over_limit {
         d.para(&format!(
-            "{}, above the {}% that leaves the figures trustworthy: that time counts in no category (comm_pct, moe_us_per_layer and overlap_pct miss it). Classify it with the rules below.",
+            "{}, above the {}% that leaves the figures trustworthy: that time counts in no category ({}, {} and {} miss it). Classify it with the rules below.",
             d.bold(&share),
-            fixed(crate::analysis::unclassified::OTHER_LIMIT_PCT, 0)
+            fixed(crate::analysis::unclassified::OTHER_LIMIT_PCT, 0),
+            MetricId::CommPct.name(),
+            MetricId::MoeUsPerLayer.name(),
+            MetricId::OverlapPct.name()
         ));
     } else {
         d.para(&format!("{share}."));

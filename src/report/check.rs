@@ -569,7 +569,12 @@ pub(crate) fn why_words(result: &CheckResult) -> Words {
             ))
             .name("other")
             .text(format!("{baseline}. "))
-            .text("The figures by category (comm_pct, moe_us_per_layer, overlap_pct) miss that time: add a rule for it (tracegate report prints one).")
+            .text(format!(
+                "The figures by category ({}, {}, {}) miss that time: add a rule for it (tracegate report prints one).",
+                MetricId::CommPct.name(),
+                MetricId::MoeUsPerLayer.name(),
+                MetricId::OverlapPct.name()
+            ))
         }
         Cause::Stalls {
             rank,

@@ -501,17 +501,7 @@ impl Gen<'_> {
     }
 
     /// One complete (`ph: X`) event.
-    #[allow(clippy::too_many_arguments)]
-    fn x(
-        &mut self,
-        cat: &str,
-        name: &str,
-        pid: u32,
-        tid: u32,
-        ts: u64,
-        dur: u64,
-        args: &str,
-    ) -> Result<(), SynthError> {
+    fn x(&mut self, cat: &str, name: &str, at: Span, args: &str) -> Result<(), SynthError> {
         self.out
             .ev
             .text(r#"{"ph":"X","cat":""#)
@@ -519,9 +509,9 @@ impl Gen<'_> {
             .text(r#"","name":"#)
             .text(name)
             .text(",");
-        placed_at(&mut self.out.ev, pid, tid, ts)
+        placed_at(&mut self.out.ev, at.pid, at.tid, at.ts)
             .text(r#","dur":"#)
-            .us(dur)
+            .us(at.dur)
             .text(r#","args":"#)
             .text(args)
             .text("}");
@@ -537,6 +527,13 @@ impl Gen<'_> {
         let spec = &self.plan.specs[k.spec];
         let stream = if k.aux { self.aux_stream } else { self.stream };
         let dev = self.rank;
+        // On the device's stream.
+        let at = Span {
+            pid: dev,
+            tid: stream,
+            ts: k.ts,
+            dur: k.dur,
+        };
         let mut args = String::with_capacity(256);
         args.push('{');
         if let Some(e) = ext {
@@ -558,7 +555,7 @@ impl Gen<'_> {
                 );
             }
             let name = json_str(spec.name);
-            return self.x("gpu_memcpy", &name, dev, stream, k.ts, k.dur, &args);
+            return self.x("gpu_memcpy", &name, at, &args);
         }
         if self.amd() {
             args.text(r#""device":"#)
@@ -583,7 +580,7 @@ impl Gen<'_> {
                 .text(&self.plan.kernel_args_tail[k.spec]);
         }
         let name = self.plan.name_json[k.spec].clone();
-        self.x("kernel", &name, dev, stream, k.ts, k.dur, &args)
+        self.x("kernel", &name, at, &args)
     }
 
     fn flow(
@@ -630,10 +627,7 @@ impl Gen<'_> {
             self.x(
                 "python_function",
                 &json_str(name),
-                pid,
-                pid,
-                lo,
-                hi - lo,
+                Span::host(pid, lo, hi - lo),
                 &args,
             )?;
             parent = id;
@@ -654,10 +648,7 @@ impl Gen<'_> {
                 self.x(
                     "python_function",
                     &json_str(name),
-                    pid,
-                    pid,
-                    lo + i * slot,
-                    slot * 8 / 10,
+                    Span::host(pid, lo + i * slot, slot * 8 / 10),
                     &args,
                 )?;
             }
@@ -680,17 +671,24 @@ impl Gen<'_> {
         let ev = self.next_ev_idx();
         let pid = self.host.pid;
         let args = format!(r#"{{"External id":{ext},"Record function id":0,"Ev Idx":{ev}}}"#);
-        self.x("user_annotation", &json_str(name), pid, pid, ts, dur, &args)?;
+        self.x(
+            "user_annotation",
+            &json_str(name),
+            Span::host(pid, ts, dur),
+            &args,
+        )?;
         if let Some((gts, gdur)) = gpu {
             let args = format!(r#"{{"External id":{ext}}}"#);
             let (dev, s) = (self.rank, self.stream);
             self.x(
                 "gpu_user_annotation",
                 &json_str(name),
-                dev,
-                s,
-                gts,
-                gdur,
+                Span {
+                    pid: dev,
+                    tid: s,
+                    ts: gts,
+                    dur: gdur,
+                },
                 &args,
             )?;
         }
@@ -746,10 +744,7 @@ impl Gen<'_> {
             self.x(
                 "cpu_op",
                 &json_str(spec.op),
-                pid,
-                pid,
-                cpu_ts,
-                cpu_dur,
+                Span::host(pid, cpu_ts, cpu_dur),
                 &args,
             )?;
             let (rt_name, id_key, id) = match (self.amd(), spec.memcpy) {
@@ -771,10 +766,7 @@ impl Gen<'_> {
             self.x(
                 "cuda_runtime",
                 &json_str(rt_name),
-                pid,
-                pid,
-                rt_ts,
-                rt_dur,
+                Span::host(pid, rt_ts, rt_dur),
                 &args,
             )?;
             self.kernel(k, corr, Some(ext))?;
@@ -1011,10 +1003,7 @@ impl Gen<'_> {
         self.x(
             "cuda_runtime",
             rt_name_json(rt_name),
-            pid,
-            pid,
-            ts,
-            dur,
+            Span::host(pid, ts, dur),
             &args,
         )
     }
@@ -1238,6 +1227,28 @@ fn rt_name_json(n: &str) -> &'static str {
 }
 
 /// `"pid":P,"tid":T,"ts":X`: where and when an event happened.
+/// Where and when a complete event lies: its process and thread (for a kernel, the device and
+/// the stream), its start and its duration (ns).
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    pid: u32,
+    tid: u32,
+    ts: u64,
+    dur: u64,
+}
+
+impl Span {
+    /// On the host process's main thread (the thread id is the process id).
+    fn host(pid: u32, ts: u64, dur: u64) -> Span {
+        Span {
+            pid,
+            tid: pid,
+            ts,
+            dur,
+        }
+    }
+}
+
 fn placed_at(ev: &mut String, pid: u32, tid: u32, ts: u64) -> &mut String {
     ev.text(r#""pid":"#)
         .int(pid)

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::common::{self, tracegate};
 use serde_json::Value;
+use tracegate::{MetricId, Unit};
 
 /// The `synth` arguments of a scenario (seed 7 unless `extra` gives one) with this injection and
 /// more options.
@@ -25,16 +26,22 @@ fn synth(scenario: &str, inject: Option<&str>, extra: &[&str]) -> PathBuf {
     common::synth_run(&synth_args(scenario, inject, extra))
 }
 
-fn close(name: &str, got: f64, want: f64) -> bool {
-    if name.ends_with("_pct") {
-        (got - want).abs() <= 0.1
-    } else if name == "rank_skew_ms" {
+/// Whether extract's value of a metric is close enough to the truth's: within 0.1 point for a
+/// percentage, 0.5% otherwise (by the registry's unit: a new unit must be placed here).
+fn close(id: MetricId, got: f64, want: f64) -> bool {
+    let slack = match id.def().unit {
+        Unit::Pct => 0.1,
         // Waits are measured after removing each rank's estimated clock offset, which on one host
         // is the jitter of the collectives' ends: a few tenths of a µs per call.
-        (got - want).abs() <= 0.005 * want.abs() + 0.002
-    } else {
-        (got - want).abs() <= 0.005 * want.abs() + 1e-9
-    }
+        Unit::Ms if id == MetricId::RankSkewMs => 0.005 * want.abs() + 0.002,
+        Unit::Ms | Unit::Us | Unit::Ratio | Unit::Count => 0.005 * want.abs() + 1e-9,
+    };
+    (got - want).abs() <= slack
+}
+
+/// Whether a figure of the breakdown (ms or calls per step) is within 0.5% of the truth's.
+fn close_share(got: f64, want: f64) -> bool {
+    (got - want).abs() <= 0.005 * want.abs() + 1e-9
 }
 
 fn assert_recovers_truth(scenario: &str, inject: Option<&str>) {
@@ -62,18 +69,31 @@ fn assert_recovers_truth_with(scenario: &str, inject: Option<&str>, extra: &[&st
         serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
     let mut problems = Vec::new();
     for (name, t) in truth["metrics"].as_object().unwrap() {
+        let Some(id) = MetricId::from_name(name) else {
+            problems.push(format!(
+                "{name}: in the truth but no metric of the registry"
+            ));
+            continue;
+        };
+        let unit = id.def().unit.json();
+        if t["unit"] != unit {
+            problems.push(format!(
+                "{name}: unit {} in the truth, {unit} in the registry",
+                t["unit"]
+            ));
+        }
         for key in ["value", "p50", "p90", "p99"] {
             let Some(want) = t[key].as_f64() else {
                 continue;
             };
             match x["metrics"][name][key].as_f64() {
-                Some(got) if close(name, got, want) => {}
+                Some(got) if close(id, got, want) => {}
                 got => problems.push(format!("{name}.{key}: extract {got:?}, truth {want}")),
             }
         }
         for (rank, want) in t["per_rank"].as_object().into_iter().flatten() {
             let got = x["metrics"][name]["per_rank"][rank].as_f64();
-            if !got.is_some_and(|g| close(name, g, want.as_f64().unwrap())) {
+            if !got.is_some_and(|g| close(id, g, want.as_f64().unwrap())) {
                 problems.push(format!("{name} rank {rank}: extract {got:?}, truth {want}"));
             }
         }
@@ -97,7 +117,7 @@ fn assert_recovers_truth_with(scenario: &str, inject: Option<&str>, extra: &[&st
         for key in ["ms_per_step", "calls_per_step"] {
             let want = t[key].as_f64().unwrap();
             let got = x["breakdown"]["categories"][category][key].as_f64();
-            if !got.is_some_and(|g| close(key, g, want)) {
+            if !got.is_some_and(|g| close_share(g, want)) {
                 problems.push(format!(
                     "breakdown {category}.{key}: extract {got:?}, truth {want}"
                 ));
