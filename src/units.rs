@@ -229,8 +229,13 @@ pub(crate) fn percent_change(pct: f64) -> String {
     format!("{}%", fixed_signed(pct, 1))
 }
 
-/// A signed share in whole percent, such as a category's share of a change: `+62%`, `-5%`, `±0%`.
+/// A signed share in whole percent, such as a category's share of a change: `+62%`, `-5%`,
+/// `<1%` for a share too small to round to one (a `±0%` beside a change reads as a mistake), and
+/// `±0%` only for none at all.
 pub(crate) fn signed_share(pct: f64) -> String {
+    if pct != 0.0 && pct.abs() < 0.5 {
+        return "<1%".to_string();
+    }
     format!("{}%", fixed_signed(pct, 0))
 }
 
@@ -340,7 +345,8 @@ mod tests {
         assert_eq!(Unit::Ratio.change(-0.0), "±0");
         assert_eq!(percent_change(-0.04), "±0%");
         assert_eq!(percent_change(0.0), "±0%");
-        assert_eq!(signed_share(-0.4), "±0%");
+        assert_eq!(signed_share(-0.4), "<1%");
+        assert_eq!(signed_share(0.0), "±0%");
         assert_eq!(fixed_signed(-0.2, 1), "-0.2");
         assert_eq!(fixed_signed(0.2, 1), "+0.2");
         for text in [

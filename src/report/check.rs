@@ -995,10 +995,20 @@ pub(crate) fn markdown_parts(result: &CheckResult) -> Vec<String> {
             &format!("{fence}diff\n{}{fence}\n", e.kernel_diff),
         ));
     }
-    if !e.kernels.is_empty() {
+    // Only kernels that moved as much as a category must to be shown: a row of ±0 is noise.
+    let kernels: Vec<Delta> = e
+        .kernels
+        .iter()
+        .filter(|d| moved(d, noise))
+        .cloned()
+        .collect();
+    if !kernels.is_empty() {
         parts.push(details(
-            "Kernels whose time per step moved most",
-            &delta_table(&e.kernels, true).to_markdown(),
+            &escape_html(&format!(
+                "Kernels whose time per step moved most (by {} or more)",
+                ms(noise)
+            )),
+            &delta_table(&kernels, true).to_markdown(),
         ));
     }
     parts.push(details(
