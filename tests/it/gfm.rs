@@ -208,3 +208,63 @@ fn the_check_comment_of_a_renamed_kernel_shows_its_names_as_code() {
         "counts print as integers: {html}"
     );
 }
+
+/// A fence line (up to three spaces, then three or more backticks or tildes): its character,
+/// length and info string.
+fn fence(line: &str) -> Option<(char, usize, &str)> {
+    let body = line.trim_start_matches(' ');
+    let marker = body.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let len = body.chars().take_while(|c| *c == marker).count();
+    (len >= 3 && line.len() - body.len() <= 3).then(|| (marker, len, body[len..].trim()))
+}
+
+/// Fences in the project's own markdown (README, docs) that open a block inside a fenced block
+/// of the same length: the inner block's closing fence closes the outer one, and the rest of
+/// the page renders as code (the README's example comment did). As `path:line`.
+fn nested_fences(path: &str, text: &str) -> Vec<String> {
+    let mut open: Option<(char, usize)> = None;
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        match (open, fence(line)) {
+            (None, Some((marker, len, _))) => open = Some((marker, len)),
+            (Some((m, n)), Some((marker, len, info))) if marker == m && len >= n => {
+                if info.is_empty() {
+                    open = None;
+                } else {
+                    found.push(format!("{path}:{}", i + 1));
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+#[test]
+fn no_fenced_block_in_the_docs_closes_the_one_around_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(path);
+        }
+    }
+    let mut found = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        found.extend(nested_fences(&page.display().to_string(), &text));
+    }
+    assert!(
+        found.is_empty(),
+        "nested fences of the same length: {found:?}"
+    );
+    // The rule itself: a ```mermaid block inside a ```markdown block is found, inside a
+    // ````markdown block it is not.
+    let inner = "```mermaid\nx\n```\n";
+    assert_eq!(
+        nested_fences("t", &format!("```markdown\n{inner}```\n")),
+        ["t:2"]
+    );
+    assert!(nested_fences("t", &format!("````markdown\n{inner}````\n")).is_empty());
+}
