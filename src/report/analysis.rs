@@ -375,9 +375,9 @@ fn breakdown(d: &mut Doc, a: &RunAnalysis) {
     d.table(&t);
     if let Some(dec) = &a.decode {
         d.para(&format!(
-            "Decode wall-clock: {} ms (p90 {} ms, slowest rank) | GPU utilization: {} (lowest rank) | comm: {} of kernel time (highest rank)",
-            opt(dec.wall_ms, 2),
-            opt(dec.wall_p90_ms, 2),
+            "Decode wall-clock: {} (p90 {}, slowest rank) | GPU utilization: {} (lowest rank) | comm: {} of kernel time (highest rank)",
+            Unit::Ms.figure_or_missing(dec.wall_ms),
+            Unit::Ms.figure_or_missing(dec.wall_p90_ms),
             opt_pct(dec.gpu_util_pct),
             opt_pct(dec.comm_pct),
         ));
@@ -492,7 +492,7 @@ fn comm(d: &mut Doc, a: &RunAnalysis) {
         d.para(&format!(
             "Cold first call: {} took {} µs on rank {} the first time, {}× its mean of {} µs.",
             d.name(&k.name),
-            opt(k.first_call_us, 1),
+            Unit::Us.number_or_missing(k.first_call_us),
             k.first_call_rank.unwrap_or(0),
             fixed(k.first_call_us.unwrap_or(0.0) / k.mean_us, 1),
             Unit::Us.number(k.mean_us),
@@ -618,13 +618,13 @@ fn balance(d: &mut Doc, a: &RunAnalysis) {
     for r in &b.ranks {
         t.row(vec![
             r.label.clone(),
-            opt(r.wall_ms, 2),
-            opt(r.kernel_ms, 2),
-            opt(r.comm_ms, 2),
+            Unit::Ms.number_or_missing(r.wall_ms),
+            Unit::Ms.number_or_missing(r.kernel_ms),
+            Unit::Ms.number_or_missing(r.comm_ms),
             opt_pct(r.comm_pct),
             opt_pct(r.gpu_util_pct),
-            opt(r.allreduce_mean_us, 1),
-            opt(r.main_allreduce_mean_us, 1),
+            Unit::Us.number_or_missing(r.allreduce_mean_us),
+            Unit::Us.number_or_missing(r.main_allreduce_mean_us),
         ]);
     }
     let main = b
@@ -703,10 +703,10 @@ fn waiting(d: &mut Doc, a: &RunAnalysis, b: &crate::analysis::balance::BalanceSe
     for r in &b.ranks {
         t.row(vec![
             r.label.clone(),
-            opt(r.compute_ms, 2),
-            opt(r.comm_ms, 2),
-            opt(r.wait_ms, 3),
-            opt(r.transfer_ms, 3),
+            Unit::Ms.number_or_missing(r.compute_ms),
+            Unit::Ms.number_or_missing(r.comm_ms),
+            Unit::Ms.number_or_missing(r.wait_ms),
+            Unit::Ms.number_or_missing(r.transfer_ms),
             opt_pct(r.last_arrival_pct),
             opt(r.clock_offset_us, 1),
         ]);
