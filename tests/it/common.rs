@@ -328,3 +328,64 @@ pub fn inspect_json(paths: &[&Path]) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// The shipped MI355X baseline (relative to the crate root) that most `check` tests judge by.
+pub const MI355X_BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
+
+/// `synth` arguments of a run of [`MI355X_BASELINE`]'s scenario: seed 3, no Python functions.
+pub const MI355X_RUN: &[&str] = &[
+    "--scenario",
+    "mi355x-dsr1-fp4-tp4",
+    "--seed",
+    "3",
+    "--python-functions-per-step",
+    "0",
+];
+
+/// The shared [`MI355X_RUN`] with this injection ([`synth_run`]).
+pub fn mi355x_run(inject: Option<&str>) -> PathBuf {
+    let mut args = MI355X_RUN.to_vec();
+    if let Some(spec) = inject {
+        args.extend(["--inject", spec]);
+    }
+    synth_run(&args)
+}
+
+/// `tracegate check RUN_DIR --baseline MI355X_BASELINE ARGS...` from the crate root, with `envs`
+/// set.
+pub fn check_in_root(run_dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
+    let mut cmd = tracegate();
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("check")
+        .arg(run_dir)
+        .args(["--baseline", MI355X_BASELINE])
+        .args(args);
+    // A workflow always has a workspace (without one, confinement refuses to run).
+    if envs.iter().any(|(k, _)| *k == "GITHUB_ACTIONS") {
+        cmd.env("GITHUB_WORKSPACE", env!("CARGO_MANIFEST_DIR"));
+    }
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    run(&mut cmd)
+}
+
+/// `check --github` of a run against the mock GitHub API at `api`, commenting on acme/infer#7
+/// with `token`.
+pub fn check_commenting(run: &Path, api: &str, token: &str, extra: &[&str]) -> Out {
+    let mut args = vec![
+        "--github",
+        "--pr",
+        "7",
+        "--github-api",
+        api,
+        "--output",
+        "/dev/null",
+    ];
+    args.extend_from_slice(extra);
+    check_in_root(
+        run,
+        &args,
+        &[("GITHUB_REPOSITORY", "acme/infer"), ("GITHUB_TOKEN", token)],
+    )
+}

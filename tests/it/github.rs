@@ -4,12 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::common::{run_ok, synth_cmd, tracegate, Out};
+use crate::common::{check_in_root, run_ok, synth_cmd, tracegate, Out, MI355X_RUN};
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path, query_param, query_param_is_missing};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
 pub(crate) const MARKER: &str =
     "<!-- tracegate:baseline=baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml -->";
 /// Distinctive, so that any leak shows.
@@ -25,16 +24,7 @@ fn runs() -> &'static (PathBuf, PathBuf) {
         let make = |name: &str, inject: Option<&str>| {
             let dir = root.join(name);
             let mut cmd = synth_cmd();
-            cmd.args([
-                "--scenario",
-                "mi355x-dsr1-fp4-tp4",
-                "--seed",
-                "3",
-                "--python-functions-per-step",
-                "0",
-                "--out",
-            ]);
-            cmd.arg(&dir);
+            cmd.args(MI355X_RUN).arg("--out").arg(&dir);
             if let Some(spec) = inject {
                 cmd.args(["--inject", spec]);
             }
@@ -45,42 +35,10 @@ fn runs() -> &'static (PathBuf, PathBuf) {
     })
 }
 
-/// `tracegate check RUN --baseline BASELINE ARGS...` from the crate root, with `envs` set.
-fn check(run: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
-    let mut cmd = tracegate();
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("check")
-        .arg(run)
-        .args(["--baseline", BASELINE])
-        .args(args);
-    // A workflow always has a workspace (without one, confinement refuses to run).
-    if envs.iter().any(|(k, _)| *k == "GITHUB_ACTIONS") {
-        cmd.env("GITHUB_WORKSPACE", env!("CARGO_MANIFEST_DIR"));
-    }
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    crate::common::run(&mut cmd)
-}
-
-/// `check --github` of a run against the mock server, commenting on acme/infer#7.
+/// `check --github` of a run against the mock server, commenting on acme/infer#7; the token
+/// must show in neither output.
 fn check_commenting(run: &Path, server: &MockServer, extra: &[&str]) -> Out {
-    let api = server.uri();
-    let mut args = vec![
-        "--github",
-        "--pr",
-        "7",
-        "--github-api",
-        api.as_str(),
-        "--output",
-        "/dev/null",
-    ];
-    args.extend_from_slice(extra);
-    let out = check(
-        run,
-        &args,
-        &[("GITHUB_REPOSITORY", "acme/infer"), ("GITHUB_TOKEN", TOKEN)],
-    );
+    let out = crate::common::check_commenting(run, &server.uri(), TOKEN, extra);
     assert_no_token(&out);
     out
 }
@@ -164,7 +122,7 @@ fn check_github_writes_summary_outputs_and_annotations() {
     let report = dir.path().join("report.md");
     let verdict = dir.path().join("verdict.json");
     std::fs::write(&summary, "# earlier step\n").unwrap();
-    let out = check(
+    let out = check_in_root(
         fail,
         &[
             "--github",
@@ -253,7 +211,7 @@ fn a_passing_run_sets_pass_outputs_and_no_error() {
     let summary = dir.path().join("summary.md");
     let output = dir.path().join("output.txt");
     // GITHUB_ACTIONS=true turns GitHub mode on without --github.
-    let out = check(
+    let out = check_in_root(
         pass,
         &["--comment", "off", "--format", "json"],
         &[
@@ -274,7 +232,7 @@ fn a_passing_run_sets_pass_outputs_and_no_error() {
 
     // --no-github wins over GITHUB_ACTIONS=true: nothing written, nothing printed but the report.
     let summary2 = dir.path().join("summary2.md");
-    let out = check(
+    let out = check_in_root(
         pass,
         &["--no-github", "--format", "json"],
         &[
@@ -639,7 +597,7 @@ fn the_pull_request_comes_from_the_event_file() {
             .await;
     });
     let api = server.uri();
-    let out = check(
+    let out = check_in_root(
         fail,
         &["--output", "/dev/null", "--token-env", "MY_TOKEN"],
         &[
@@ -668,7 +626,7 @@ fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
     std::fs::create_dir(&verdicts).unwrap();
     for (run, name) in [(pass, "cfg-pass"), (fail, "cfg-fail")] {
         let file = verdicts.join(format!("{name}.json"));
-        let out = check(
+        let out = check_in_root(
             run,
             &["--no-github", "--output", "/dev/null", "--verdict-out"]
                 .into_iter()
@@ -769,7 +727,7 @@ fn paths_from_workflow_inputs_cannot_leave_the_workspace() {
     ];
     let inside = temp.path().join("tracegate/report.md");
     std::fs::create_dir_all(inside.parent().unwrap()).unwrap();
-    let out = check(
+    let out = check_in_root(
         fail,
         &["--comment", "off", "--output", inside.to_str().unwrap()],
         &env,
@@ -783,7 +741,7 @@ fn paths_from_workflow_inputs_cannot_leave_the_workspace() {
     assert!(inside.exists());
 
     let escape = format!("../tracegate-escape-{}.md", std::process::id());
-    let out = check(fail, &["--comment", "off", "--output", &escape], &env);
+    let out = check_in_root(fail, &["--comment", "off", "--output", &escape], &env);
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     assert!(
         out.stderr

@@ -6,24 +6,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{run, synth_run, tracegate, Out};
+use crate::common::{mi355x_run, run, tracegate, Out};
 
 const SHIPPED: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
 const OLD: &str = "lmsysorg/sglang:v0.5.3-rocm700";
 const NEW: &str = "lmsysorg/sglang:v0.5.4-rocm700";
 
-/// The shared clean and regressed (allreduce 1.5x slower) MI355X runs (`common::synth_run`).
+/// The shared clean and regressed (allreduce 1.5x slower) MI355X runs (`common::mi355x_run`).
 fn runs() -> (PathBuf, PathBuf) {
-    let args = [
-        "--scenario",
-        "mi355x-dsr1-fp4-tp4",
-        "--seed",
-        "3",
-        "--python-functions-per-step",
-        "0",
-    ];
-    let fail = [&args[..], &["--inject", "allreduce=1.5"]].concat();
-    (synth_run(&args), synth_run(&fail))
+    (mi355x_run(None), mi355x_run(Some("allreduce=1.5")))
 }
 
 /// The shipped baseline, recorded with the old image and sglang 0.5.3, in DIR.

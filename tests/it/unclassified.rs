@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::{run_ok, synth_cmd, tracegate};
+use crate::common::{self, run_ok, synth_cmd, tracegate};
 use serde_json::Value;
 
 const SCENARIOS: [&str; 4] = [
@@ -157,12 +157,7 @@ fn a_moe_kernel_under_an_unknown_name_fails_the_check_and_is_named() {
         .args(["--github", "--comment", "off"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 1);
     let verdict: Value =
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("verdict.json")).unwrap())
             .unwrap();

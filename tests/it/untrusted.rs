@@ -9,9 +9,10 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::common::{synth_once, tracegate, Out, GITHUB_ENV};
+use crate::common::{
+    check_in_root, synth_once, tracegate, Out, GITHUB_ENV, MI355X_BASELINE as BASELINE, MI355X_RUN,
+};
 
-const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
 /// A kernel of the baseline's breakdown that the hostile run renames.
 const VICTIM: &str = "_fused_qk_rope_cat_and_cache_mla_kernel";
 /// The injected kernel name (as text, not JSON): a newline, a forged error annotation, a
@@ -26,16 +27,7 @@ const EVIL_SHOWN: &str = r"evil\n::error title=PWNED::injected\n::stop-commands:
 fn hostile_run() -> &'static Path {
     static RUN: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     let (_, dir) = RUN.get_or_init(|| {
-        let guard = synth_once(&[
-            "--scenario",
-            "mi355x-dsr1-fp4-tp4",
-            "--seed",
-            "3",
-            "--python-functions-per-step",
-            "0",
-            "--inject",
-            "allreduce=1.5",
-        ]);
+        let guard = synth_once(&[MI355X_RUN, &["--inject", "allreduce=1.5"]].concat());
         let evil_json = serde_json::to_string(EVIL).unwrap();
         let mut renamed = 0;
         for entry in std::fs::read_dir(guard.path()).unwrap() {
@@ -54,20 +46,6 @@ fn hostile_run() -> &'static Path {
         (guard, dir)
     });
     dir
-}
-
-/// `tracegate check RUN --baseline BASELINE ARGS` from the crate root.
-fn check(run: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
-    let mut cmd = tracegate();
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("check")
-        .arg(run)
-        .args(["--baseline", BASELINE])
-        .args(args);
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    crate::common::run(&mut cmd)
 }
 
 /// One workflow command the runner would run: its name, its properties and its data.
@@ -171,7 +149,7 @@ fn a_kernel_name_cannot_send_a_workflow_command() {
     let dir = tempfile::tempdir().unwrap();
     let verdict = dir.path().join("verdict.json");
     let summary = dir.path().join("summary.md");
-    let out = check(
+    let out = check_in_root(
         hostile_run(),
         &[
             "--github",
@@ -240,7 +218,7 @@ fn a_kernel_name_cannot_send_a_workflow_command() {
 #[test]
 fn control_characters_in_names_are_escaped_in_every_format() {
     for format in ["table", "markdown", "json"] {
-        let out = check(hostile_run(), &["--format", format], &[]);
+        let out = check_in_root(hostile_run(), &["--format", format], &[]);
         assert_eq!(out.code, Some(1), "{format}: {}", out.stderr);
         assert!(
             !out.stdout.contains(['\x1b', '\x07', '\r']),
@@ -335,25 +313,7 @@ fn a_full_stdout_does_not_change_the_verdict() {
 /// `check --github` of the hostile (regressed) run, commenting on acme/infer#7 through the
 /// mock API.
 fn check_commenting(server: &wiremock::MockServer, extra: &[&str]) -> Out {
-    let api = server.uri();
-    let mut args = vec![
-        "--github",
-        "--pr",
-        "7",
-        "--github-api",
-        api.as_str(),
-        "--output",
-        "/dev/null",
-    ];
-    args.extend_from_slice(extra);
-    check(
-        hostile_run(),
-        &args,
-        &[
-            ("GITHUB_REPOSITORY", "acme/infer"),
-            ("GITHUB_TOKEN", crate::github::TOKEN),
-        ],
-    )
+    crate::common::check_commenting(hostile_run(), &server.uri(), crate::github::TOKEN, extra)
 }
 
 /// A comment shaped like GitHub's, by `login`.
@@ -490,7 +450,7 @@ fn only_the_token_users_own_marked_comment_is_updated() {
 fn verdict_dir_with_baseline_path(path: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let verdict = dir.path().join("verdict.json");
-    let out = check(
+    let out = check_in_root(
         hostile_run(),
         &[
             "--format",
@@ -544,7 +504,7 @@ fn a_configuration_name_cannot_inject_html_into_the_sweep_comment() {
 #[test]
 fn image_and_meta_cannot_link_mention_or_reference() {
     let hostile = "v1 see #12 GH-3 acme/infer#14 www.evil.example @octocat https://evil.example/x";
-    let out = check(
+    let out = check_in_root(
         hostile_run(),
         &[
             "--format",
@@ -582,12 +542,7 @@ fn compare_escapes_labels_and_shows_kernels_as_code() {
         .args(["--format", "markdown"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::assert_exit(&out, 0);
     let markdown = String::from_utf8(out.stdout).unwrap();
     let heading = markdown.lines().next().unwrap();
     assert!(heading.starts_with("## tracegate compare: "), "{heading}");
@@ -619,7 +574,7 @@ fn a_huge_image_is_cut_and_cannot_push_the_headline_out() {
     let image = "i".repeat(70_000);
     let dir = tempfile::tempdir().unwrap();
     let verdict = dir.path().join("verdict.json");
-    let out = check(
+    let out = check_in_root(
         hostile_run(),
         &[
             "--format",
