@@ -389,3 +389,47 @@ pub fn check_commenting(run: &Path, api: &str, token: &str, extra: &[&str]) -> O
         &[("GITHUB_REPOSITORY", "acme/infer"), ("GITHUB_TOKEN", token)],
     )
 }
+
+/// `check PATHS --baseline BASELINE EXTRA...`, killed after two minutes: exit code, stdout and
+/// stderr (invalid UTF-8 replaced: the output of hostile input).
+pub fn check_paths(
+    paths: &[&Path],
+    baseline: &Path,
+    extra: &[&str],
+) -> (Option<i32>, String, String) {
+    let out = tracegate()
+        .arg("check")
+        .args(paths)
+        .arg("--baseline")
+        .arg(baseline)
+        .args(extra)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// [`MI355X_BASELINE`] with each line passed through `edit`, written to `dir/edited.toml`.
+pub fn edited_baseline(dir: &Path, mut edit: impl FnMut(&str) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(MI355X_BASELINE))
+        .unwrap();
+    let edited: String = text.lines().map(|l| edit(l) + "\n").collect();
+    let path = dir.join("edited.toml");
+    std::fs::write(&path, edited).unwrap();
+    path
+}
+
+/// [`edited_baseline`] with every line that starts with `prefix` replaced by `line`.
+pub fn baseline_with_line(dir: &Path, prefix: &str, line: &str) -> PathBuf {
+    edited_baseline(dir, |l| {
+        if l.starts_with(prefix) {
+            line.to_string()
+        } else {
+            l.to_string()
+        }
+    })
+}

@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::common::{self, tracegate};
-
-const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
+use crate::common::{
+    self, baseline_with_line, check_paths, edited_baseline, tracegate, MI355X_BASELINE as BASELINE,
+};
 
 fn shipped(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
@@ -20,31 +20,11 @@ fn run() -> PathBuf {
     common::synth_run(&["--scenario", "mi355x-dsr1-fp4-tp4", "--seed", "3"])
 }
 
-/// `check PATHS --baseline BASELINE EXTRA...`: exit code, stdout, stderr.
-fn check(paths: &[&Path], baseline: &Path, extra: &[&str]) -> (Option<i32>, String, String) {
-    let out = tracegate()
-        .arg("check")
-        .args(paths)
-        .arg("--baseline")
-        .arg(baseline)
-        .args(extra)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// The shipped baseline with each line passed through `edit`, written to `dir`.
-fn edited_baseline(dir: &Path, edit: impl FnMut(&str) -> String) -> PathBuf {
-    let text = std::fs::read_to_string(shipped(BASELINE)).unwrap();
-    let edited: Vec<String> = text.lines().map(edit).collect();
-    let path = dir.join("edited.toml");
-    std::fs::write(&path, edited.join("\n") + "\n").unwrap();
-    path
+/// The 1-based number of the first line of the file at `path` that is `line`, as messages
+/// name it.
+fn line_number(path: &Path, line: &str) -> usize {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().position(|l| l == line).unwrap() + 1
 }
 
 // D1: 9 stalls of 100 steps at 20x are under decode_stall_pct's 10 points, but they cost
@@ -60,7 +40,7 @@ fn stalls_fail_the_gate_by_the_time_they_cost() {
         "--inject",
         "stall=9:20",
     ]);
-    let (code, stdout, stderr) = check(&[stalled.path()], &shipped(BASELINE), &[]);
+    let (code, stdout, stderr) = check_paths(&[stalled.path()], &shipped(BASELINE), &[]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     // The verdict line, then the hardware's line with the regressed metrics.
     let headline = stdout.lines().take(3).collect::<Vec<_>>().join("\n");
@@ -118,7 +98,7 @@ fn stalls_fail_the_gate_by_the_time_they_cost() {
 // D1: the scenario's own stall (one 25 ms hiccup) stays within the tolerance.
 #[test]
 fn a_clean_run_with_its_usual_stall_passes_the_stall_cost() {
-    let (code, stdout, stderr) = check(&[&run()], &shipped(BASELINE), &[]);
+    let (code, stdout, stderr) = check_paths(&[&run()], &shipped(BASELINE), &[]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(
         stdout
@@ -175,7 +155,7 @@ fn baseline_rules_that_move_a_recorded_kernel_cannot_judge() {
         "moe=1.08",
     ]);
     // Without the edit, the slower MoE is a regression.
-    let (code, stdout, stderr) = check(&[&slower_moe], &shipped(BASELINE), &[]);
+    let (code, stdout, stderr) = check_paths(&[&slower_moe], &shipped(BASELINE), &[]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     let kernel = largest_kernel("moe_gemm");
     let prefix = kernel.strip_prefix("void ").unwrap_or(&kernel);
@@ -188,7 +168,7 @@ fn baseline_rules_that_move_a_recorded_kernel_cannot_judge() {
     )
     .unwrap();
     for extra in [&[][..], &["--allow-other-hardware"][..]] {
-        let (code, stdout, stderr) = check(&[&slower_moe], &edited, extra);
+        let (code, stdout, stderr) = check_paths(&[&slower_moe], &edited, extra);
         assert_eq!(code, Some(2), "{extra:?}: {stdout}{stderr}");
         assert!(stdout.contains("CANNOT JUDGE"), "{stdout}");
         let v = check_json(&slower_moe, &edited, extra);
@@ -217,7 +197,7 @@ fn baseline_rules_that_move_a_recorded_kernel_cannot_judge() {
         format!("{text}\n[[rules]]\nprefix = {prefix:?}\ncategory = \"moe_gemm\"\n"),
     )
     .unwrap();
-    let (code, stdout, stderr) = check(&[&slower_moe], &edited, &[]);
+    let (code, stdout, stderr) = check_paths(&[&slower_moe], &edited, &[]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
 }
 
@@ -245,13 +225,8 @@ fn a_baseline_cannot_turn_a_metrics_direction() {
             l.to_string()
         }
     });
-    let line = std::fs::read_to_string(&edited)
-        .unwrap()
-        .lines()
-        .position(|l| l == "direction = \"higher\"")
-        .unwrap()
-        + 1;
-    let (code, stdout, stderr) = check(&[&slower], &edited, &[]);
+    let line = line_number(&edited, "direction = \"higher\"");
+    let (code, stdout, stderr) = check_paths(&[&slower], &edited, &[]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(
         stderr.contains(&format!("edited.toml:{line}:")) && stderr.contains("decode_step_ms"),
@@ -267,7 +242,7 @@ fn a_baseline_cannot_turn_a_metrics_direction() {
             .replace("direction = \"higher\"", "direction = \"lower\""),
     )
     .unwrap();
-    let (code, stdout, stderr) = check(&[&slower], &lower, &[]);
+    let (code, stdout, stderr) = check_paths(&[&slower], &lower, &[]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
 }
 
@@ -276,13 +251,7 @@ fn a_baseline_cannot_turn_a_metrics_direction() {
 #[test]
 fn a_baseline_without_tp_is_refused_and_update_adds_it() {
     let dir = tempfile::tempdir().unwrap();
-    let no_tp = edited_baseline(dir.path(), |l| {
-        if l.starts_with("tp = ") {
-            String::new()
-        } else {
-            l.to_string()
-        }
-    });
+    let no_tp = baseline_with_line(dir.path(), "tp = ", "");
     assert!(!std::fs::read_to_string(&no_tp).unwrap().contains("\ntp = "));
     let two_ranks = common::synth_run(&[
         "--scenario",
@@ -293,7 +262,7 @@ fn a_baseline_without_tp_is_refused_and_update_adds_it() {
         "2",
     ]);
     for (run, ranks) in [(run(), 4), (two_ranks, 2)] {
-        let (code, stdout, stderr) = check(&[&run], &no_tp, &[]);
+        let (code, stdout, stderr) = check_paths(&[&run], &no_tp, &[]);
         assert_eq!(code, Some(2), "{ranks} ranks: {stdout}{stderr}");
         let v = check_json(&run, &no_tp, &[]);
         let problems = v["problems"].to_string();
@@ -312,7 +281,7 @@ fn a_baseline_without_tp_is_refused_and_update_adds_it() {
     common::assert_exit(&out, 0);
     let text = std::fs::read_to_string(&no_tp).unwrap();
     assert!(text.contains("\ntp = 4\n"), "{text}");
-    let (code, stdout, stderr) = check(&[&run()], &no_tp, &[]);
+    let (code, stdout, stderr) = check_paths(&[&run()], &no_tp, &[]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
 }
 
@@ -447,20 +416,9 @@ fn options_that_would_be_ignored_are_refused() {
     assert!(stderr.contains("--moe-layers"), "{stderr}");
     // A baseline's moe_layers = 0 is refused naming its line.
     let dir = tempfile::tempdir().unwrap();
-    let zero = edited_baseline(dir.path(), |l| {
-        if l.starts_with("moe_layers = ") {
-            "moe_layers = 0".to_string()
-        } else {
-            l.to_string()
-        }
-    });
-    let line = std::fs::read_to_string(&zero)
-        .unwrap()
-        .lines()
-        .position(|l| l == "moe_layers = 0")
-        .unwrap()
-        + 1;
-    let (code, stdout, stderr) = check(&[&run()], &zero, &[]);
+    let zero = baseline_with_line(dir.path(), "moe_layers = ", "moe_layers = 0");
+    let line = line_number(&zero, "moe_layers = 0");
+    let (code, stdout, stderr) = check_paths(&[&run()], &zero, &[]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(
         stderr.contains(&format!("edited.toml:{line}: [meta] moe_layers = 0")),
