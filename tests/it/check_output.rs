@@ -9,20 +9,10 @@ use crate::common::tracegate;
 
 const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
 
-/// Runs `check` from the crate root so the baseline path in the output is relative and stable.
+/// `check RUN --baseline BASELINE --format FORMAT` from the crate root: exit code, stdout, stderr.
 fn check_output(run: &Path, baseline: &str, format: &str) -> (i32, String, String) {
-    let out = tracegate()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("check")
-        .arg(run)
-        .args(["--baseline", baseline, "--format", format])
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let out = common::check_against(run, baseline, &["--format", format], &[]);
+    (out.code.unwrap(), out.stdout, out.stderr)
 }
 
 #[test]

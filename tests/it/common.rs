@@ -319,6 +319,13 @@ pub fn assert_exit(out: &std::process::Output, code: i32) {
     );
 }
 
+/// Asserts that `out` exited with `code` and said `says` on stderr, showing its stderr if not.
+#[track_caller]
+pub fn assert_exit_saying(out: &Out, code: i32, says: &str) {
+    assert_eq!(out.code, Some(code), "{}", out.stderr);
+    assert!(out.stderr.contains(says), "{}", out.stderr);
+}
+
 pub fn inspect_json(paths: &[&Path]) -> serde_json::Value {
     let out = run_ok(
         tracegate()
@@ -351,14 +358,19 @@ pub fn mi355x_run(inject: Option<&str>) -> PathBuf {
     synth_run(&args)
 }
 
-/// `tracegate check RUN_DIR --baseline MI355X_BASELINE ARGS...` from the crate root, with `envs`
-/// set.
+/// `tracegate check RUN_DIR --baseline MI355X_BASELINE ARGS...`: [`check_against`].
 pub fn check_in_root(run_dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
+    check_against(run_dir, MI355X_BASELINE, args, envs)
+}
+
+/// `tracegate check RUN_DIR --baseline BASELINE ARGS...` from the crate root (the baseline's
+/// path in the output relative and stable), with `envs` set.
+pub fn check_against(run_dir: &Path, baseline: &str, args: &[&str], envs: &[(&str, &str)]) -> Out {
     let mut cmd = tracegate();
     cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
         .arg("check")
         .arg(run_dir)
-        .args(["--baseline", MI355X_BASELINE])
+        .args(["--baseline", baseline])
         .args(args);
     // A workflow always has a workspace (without one, confinement refuses to run).
     if envs.iter().any(|(k, _)| *k == "GITHUB_ACTIONS") {

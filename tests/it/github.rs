@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::common::{check_in_root, run_ok, synth_cmd, tracegate, Out, MI355X_RUN};
+use crate::common::{
+    assert_exit_saying, check_in_root, run_ok, synth_cmd, tracegate, Out, MI355X_RUN,
+};
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path, query_param, query_param_is_missing};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
@@ -285,19 +287,9 @@ fn first_run_creates_the_comment_and_the_second_updates_it() {
     });
 
     let first = check_commenting(fail, &server, &[]);
-    assert_eq!(first.code, Some(1), "{}", first.stderr);
-    assert!(
-        first.stderr.contains("created pull-request comment 1001"),
-        "{}",
-        first.stderr
-    );
+    assert_exit_saying(&first, 1, "created pull-request comment 1001");
     let second = check_commenting(fail, &server, &[]);
-    assert_eq!(second.code, Some(1), "{}", second.stderr);
-    assert!(
-        second.stderr.contains("updated pull-request comment 1001"),
-        "{}",
-        second.stderr
-    );
+    assert_exit_saying(&second, 1, "updated pull-request comment 1001");
     assert!(!second.stdout.contains("::warning title=tracegate comment"));
 
     let all = rt.block_on(server.received_requests()).unwrap();
@@ -377,12 +369,7 @@ fn the_comment_is_found_on_the_second_page() {
             .await;
     });
     let out = check_commenting(fail, &server, &[]);
-    assert_eq!(out.code, Some(1), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("updated pull-request comment 2002"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 1, "updated pull-request comment 2002");
     drop(server);
 }
 
@@ -542,12 +529,7 @@ fn a_passing_run_creates_no_comment_unless_always() {
     ));
     // on-regression (the default): a pass with no earlier comment posts nothing.
     let out = check_commenting(pass, &server, &[]);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("no pull-request comment"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 0, "no pull-request comment");
     // off: not even a request.
     let before = rt.block_on(server.received_requests()).unwrap().len();
     let out = check_commenting(pass, &server, &["--comment", "off"]);
@@ -558,12 +540,7 @@ fn a_passing_run_creates_no_comment_unless_always() {
     );
     // always: a passing run gets its comment too.
     let out = check_commenting(pass, &server, &["--comment", "always"]);
-    assert_eq!(out.code, Some(0));
-    assert!(
-        out.stderr.contains("created pull-request comment 5"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 0, "created pull-request comment 5");
     drop(server);
 }
 
@@ -609,12 +586,7 @@ fn the_pull_request_comes_from_the_event_file() {
         ],
     );
     assert_no_token(&out);
-    assert_eq!(out.code, Some(1), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("created pull-request comment 6"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 1, "created pull-request comment 6");
     drop(server);
 }
 
@@ -672,12 +644,7 @@ fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
     let out = Out::of(out);
     assert_no_token(&out);
     // check's precedence: the regression outranks the missing verdict.
-    assert_eq!(out.code, Some(1), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("created pull-request comment 2001"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 1, "created pull-request comment 2001");
 
     // One ::error per configuration that did not pass, naming it; none for the passing one.
     let errors: Vec<&str> = out

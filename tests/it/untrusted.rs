@@ -10,7 +10,8 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use crate::common::{
-    check_in_root, synth_once, tracegate, Out, GITHUB_ENV, MI355X_BASELINE as BASELINE, MI355X_RUN,
+    assert_exit_saying, check_in_root, synth_once, tracegate, Out, GITHUB_ENV,
+    MI355X_BASELINE as BASELINE, MI355X_RUN,
 };
 
 /// A kernel of the baseline's breakdown that the hostile run renames.
@@ -355,12 +356,7 @@ fn a_spoofed_marker_comment_is_left_alone_and_a_new_one_is_posted() {
             .await;
     });
     let out = check_commenting(&server, &[]);
-    assert_eq!(out.code, Some(1), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("created pull-request comment 3000"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 1, "created pull-request comment 3000");
     let warning = out
         .stdout
         .lines()
@@ -428,12 +424,7 @@ fn only_the_token_users_own_marked_comment_is_updated() {
             .await;
     });
     let out = check_commenting(&server, &[]);
-    assert_eq!(out.code, Some(1), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("updated pull-request comment 777"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 1, "updated pull-request comment 777");
     assert!(
         out.stdout
             .lines()

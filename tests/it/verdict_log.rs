@@ -18,21 +18,10 @@ fn plain(markdown: &str) -> String {
         .into_owned()
 }
 
+/// `check RUN --baseline BASELINE EXTRA...` from the crate root: exit code, stdout, stderr.
 fn check(run: &Path, baseline: &str, extra: &[&str]) -> (i32, String, String) {
-    let out = tracegate()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("GITHUB_ACTIONS")
-        .arg("check")
-        .arg(run)
-        .args(["--baseline", baseline])
-        .args(extra)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let out = common::check_against(run, baseline, extra, &[]);
+    (out.code.unwrap(), out.stdout, out.stderr)
 }
 
 #[test]
