@@ -29,6 +29,22 @@ fn trace(
     path
 }
 
+/// One-kernel traces `rank-0.json` and `rank-1.json` of a world of `world_size` ranks.
+fn ranks_0_and_1_of(dir: &Path, world_size: &str) -> (PathBuf, PathBuf) {
+    let rank = |r: u32| {
+        let distributed = format!(r#"{{"rank": {r}, "world_size": {world_size}}}"#);
+        trace(
+            dir,
+            &format!("rank-{r}.json"),
+            Some(&distributed),
+            "k",
+            "",
+            "",
+        )
+    };
+    (rank(0), rank(1))
+}
+
 fn extract(paths: &[&Path], extra: &[&str]) -> (Option<i32>, String) {
     let out = tracegate()
         .args(extra)
@@ -47,22 +63,7 @@ fn extract(paths: &[&Path], extra: &[&str]) -> (Option<i32>, String) {
 fn a_world_size_of_billions_is_refused_at_once() {
     for world in ["4294967295", "18446744073709551615"] {
         let dir = tempfile::tempdir().unwrap();
-        let a = trace(
-            dir.path(),
-            "rank-0.json",
-            Some(&format!(r#"{{"rank": 0, "world_size": {world}}}"#)),
-            "k",
-            "",
-            "",
-        );
-        let b = trace(
-            dir.path(),
-            "rank-1.json",
-            Some(&format!(r#"{{"rank": 1, "world_size": {world}}}"#)),
-            "k",
-            "",
-            "",
-        );
+        let (a, b) = ranks_0_and_1_of(dir.path(), world);
         let (code, stderr) = extract(&[&a, &b], &[]);
         assert_eq!(code, Some(2), "{stderr}");
         assert!(
@@ -86,22 +87,7 @@ fn rank_numbers_are_ids_not_indexes() {
     );
     // A world size at the cap is checked, and its missing ranks counted, not all listed.
     let dir = tempfile::tempdir().unwrap();
-    let a = trace(
-        dir.path(),
-        "rank-0.json",
-        Some(r#"{"rank": 0, "world_size": 65536}"#),
-        "k",
-        "",
-        "",
-    );
-    let b = trace(
-        dir.path(),
-        "rank-1.json",
-        Some(r#"{"rank": 1, "world_size": 65536}"#),
-        "k",
-        "",
-        "",
-    );
+    let (a, b) = ranks_0_and_1_of(dir.path(), "65536");
     let (code, stderr) = extract(&[&a, &b], &[]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("rank(s) 2, 3, 4,"), "{stderr}");
