@@ -8,6 +8,12 @@ use crate::steps::{StepKind, StepSource};
 use crate::taxonomy::Category;
 use crate::testing::{run_of, TraceBuilder, MS, TID, US};
 
+/// The extraction, with the default options, of a run of these ranks.
+fn extracted(ranks: Vec<(RankTrace, Vec<Class>)>) -> Extraction {
+    let (run, classes) = run_of(ranks);
+    extract(&run, &classes, &ExtractOptions::default()).unwrap()
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1.0)
 }
@@ -459,8 +465,7 @@ fn absent_inputs_give_absent_metrics() {
         let i = b.kernel("nvjet", Category::DenseGemm, t0 + 101 * US, 100 * US, 0);
         b.link(i, c);
     }
-    let (run, classes) = run_of(vec![b.build()]);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(vec![b.build()]);
     let names: Vec<MetricId> = x.metrics.keys().copied().collect();
     assert_eq!(
         names,
@@ -491,8 +496,7 @@ fn ranks_keeping_different_step_counts_is_a_warning_not_an_error() {
             b.forward(c, t0 + US, dur);
         }
     }
-    let (run, classes) = run_of(vec![r0.build(), r1.build()]);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(vec![r0.build(), r1.build()]);
     assert_eq!(
         x.warnings,
         vec!["ranks kept different numbers of decode steps (rank 0: 3, rank 1: 2)".to_string()]
@@ -505,8 +509,7 @@ fn a_prefill_only_run_has_its_prefill_metrics_and_no_decode_ones() {
     b.annotation("step[EXTEND bs=1 toks=128]", 0, 10 * US, TID);
     let c = b.launch(US, false);
     b.forward(c, 2 * US, 300 * US);
-    let (run, classes) = run_of(vec![b.build()]);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(vec![b.build()]);
     assert!(
         x.metrics.contains_key(&MetricId::PrefillStepMs),
         "{:?}",
@@ -530,8 +533,7 @@ fn a_mixed_step_gives_mixed_step_ms_with_its_samples() {
         let c = b.launch(t0 + US, false);
         b.forward(c, t0 + 2 * US, (k + 1) * 100 * US);
     }
-    let (run, classes) = run_of(vec![b.build()]);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(vec![b.build()]);
     let m = &x.metrics[&MetricId::MixedStepMs];
     assert_eq!(m.samples.len(), 3);
     assert!(m.value > 0.0);
@@ -570,8 +572,7 @@ fn a_rank_with_no_more_steps_than_the_warmup_keeps_them_all() {
         let c = b.launch(k * 10 * MS, true);
         b.forward(c, k * 10 * MS + US, US);
     }
-    let (run, classes) = run_of(vec![b.build()]);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(vec![b.build()]);
     assert_eq!(
         (x.steps[&0].decode_kept, x.steps[&0].dropped_warmup),
         (2, 0)
@@ -623,8 +624,7 @@ fn many_graph_launched_steps_extract_exactly() {
         }
         traces.push(b.build());
     }
-    let (run, classes) = run_of(traces);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(traces);
     assert_eq!(x.steps[&0].decode_kept, 498);
     assert_close(x.metrics[&MetricId::DecodeStepMs].value, 0.999);
     assert_close(x.moe_layers.unwrap().value, 20.0);
@@ -638,8 +638,7 @@ fn events_the_reader_skipped_are_warned_about() {
     let (mut trace, classes) = b.build();
     trace.stats.negative_durations = 2;
     trace.stats.malformed_events = 1;
-    let (run, classes) = run_of(vec![(trace, classes)]);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(vec![(trace, classes)]);
     assert_eq!(
         x.warnings,
         vec!["test-TP-0.trace.json.gz: skipped 1 malformed events, 2 GPU activities with a negative duration".to_string()]
