@@ -122,12 +122,7 @@ fn calibrate_writes_a_minimum_detectable_change_per_gated_metric_and_a_clean_see
     let moe: Vec<f64> = runs
         .iter()
         .map(|r| {
-            let out = tracegate()
-                .arg("extract")
-                .arg(r)
-                .args(["--format", "json"])
-                .output()
-                .unwrap();
+            let out = common::extract_json_output(r);
             assert_exit(&out, 0);
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             v["metrics"]["moe_us_per_layer"]["value"].as_f64().unwrap()

@@ -316,12 +316,7 @@ fn the_decode_step_p90_is_recorded_and_gated() {
     let (status, json, _) = check_output(&run, baseline.to_str().unwrap(), "json");
     assert_eq!(status, 0);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let p90 = v["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "decode_step_p90_ms")
-        .unwrap();
+    let p90 = common::verdict_metric(&v, "decode_step_p90_ms");
     assert_eq!(
         (p90["gated"].as_bool(), p90["verdict"].as_str()),
         (Some(true), Some("ok"))

@@ -309,6 +309,26 @@ pub fn inspected_counts(rank: &serde_json::Value) -> IndependentCounts {
     }
 }
 
+/// The entry of the metric `name` in a verdict's JSON, which must have one.
+pub fn verdict_metric<'a>(verdict: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    verdict["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no metric {name} in the verdict"))
+}
+
+/// `tracegate extract PATH --format json`, run to its end whatever its status.
+pub fn extract_json_output(path: &Path) -> std::process::Output {
+    tracegate()
+        .arg("extract")
+        .arg(path)
+        .args(["--format", "json"])
+        .output()
+        .unwrap()
+}
+
 /// Asserts a command's exit status, showing its stderr when it differs.
 pub fn assert_exit(out: &std::process::Output, code: i32) {
     assert_eq!(
@@ -356,6 +376,30 @@ pub fn mi355x_run(inject: Option<&str>) -> PathBuf {
         args.extend(["--inject", spec]);
     }
     synth_run(&args)
+}
+
+/// The shared MI355X run whose MoE GEMM kernel is renamed and 10% slower ([`synth_run`]).
+pub fn renamed_moe_run() -> PathBuf {
+    synth_run(&[
+        "--scenario",
+        "mi355x-dsr1-fp4-tp4",
+        "--python-functions-per-step",
+        "0",
+        "--inject",
+        "rename-moe",
+        "--inject",
+        "moe=1.1",
+    ])
+}
+
+/// `tracegate check RUN_DIR --baseline MI355X_BASELINE` (its absolute path), to add to.
+pub fn check_mi355x(run_dir: &Path) -> Command {
+    let mut cmd = tracegate();
+    cmd.arg("check")
+        .arg(run_dir)
+        .arg("--baseline")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(MI355X_BASELINE));
+    cmd
 }
 
 /// `tracegate check RUN_DIR --baseline MI355X_BASELINE ARGS...`: [`check_against`].

@@ -53,12 +53,7 @@ fn assert_recovers_truth(scenario: &str, inject: Option<&str>) {
 fn assert_recovers_truth_with(scenario: &str, inject: Option<&str>, extra: &[&str]) {
     let run = common::synth_once(&synth_args(scenario, inject, extra));
     let dir = run.path();
-    let out = tracegate()
-        .arg("extract")
-        .arg(dir)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
+    let out = common::extract_json_output(dir);
     assert!(
         out.status.success(),
         "extract: {}",

@@ -40,12 +40,7 @@ fn markdown_breakdown(dir: &Path) -> BTreeMap<String, (f64, f64, f64)> {
 }
 
 fn extract_json(dir: &Path) -> Value {
-    let out = tracegate()
-        .arg("extract")
-        .arg(dir)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
+    let out = common::extract_json_output(dir);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

@@ -162,12 +162,7 @@ fn a_moe_kernel_under_an_unknown_name_fails_the_check_and_is_named() {
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("verdict.json")).unwrap())
             .unwrap();
     // other_pct regressed: the time of the renamed kernel left moe_gemm for `other`.
-    let other = verdict["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "other_pct")
-        .unwrap();
+    let other = common::verdict_metric(&verdict, "other_pct");
     assert_eq!(other["verdict"], "regressed", "{other}");
     assert!(other["current"].as_f64().unwrap() > 5.0, "{other}");
     // The explanation leads with it and names the kernel.
@@ -226,12 +221,7 @@ fn a_baseline_rule_classifies_the_kernel_and_baseline_update_keeps_it() {
         "{}",
         verdict["explanation"]["lead"]
     );
-    let other = verdict["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "other_pct")
-        .unwrap();
+    let other = common::verdict_metric(&verdict, "other_pct");
     assert_eq!(other["current"].as_f64(), Some(0.0));
     assert!(verdict["explanation"].get("unclassified").is_none());
 
