@@ -429,23 +429,25 @@ fn options_that_would_be_ignored_are_refused() {
 // D28: sizes in messages are the real figures, in a unit that shows them.
 #[test]
 fn size_messages_say_what_the_sizes_are() {
-    let (code, stderr) = extract(&["--max-memory", "1"], &[]);
-    assert_eq!(code, Some(2), "{stderr}");
+    // The stderr of `extract --max-memory SIZE`, which must be refused (exit 2).
+    let refused = |size: &str| {
+        let (code, stderr) = extract(&["--max-memory", size], &[]);
+        assert_eq!(code, Some(2), "{size}: {stderr}");
+        stderr
+    };
+    let stderr = refused("1");
     assert!(
         stderr.contains("over the --max-memory limit of 1 byte") && !stderr.contains("0.0 MiB"),
         "{stderr}"
     );
-    let (code, stderr) = extract(&["--max-memory", "1500"], &[]);
-    assert_eq!(code, Some(2), "{stderr}");
+    let stderr = refused("1500");
     assert!(stderr.contains("limit of 1.5 KiB"), "{stderr}");
-    let (code, stderr) = extract(&["--max-memory", "20000000000G"], &[]);
-    assert_eq!(code, Some(2), "{stderr}");
+    let stderr = refused("20000000000G");
     assert!(
         stderr.contains("too large") && !stderr.contains("above zero"),
         "{stderr}"
     );
-    let (code, stderr) = extract(&["--max-memory", "0"], &[]);
-    assert_eq!(code, Some(2), "{stderr}");
+    let stderr = refused("0");
     assert!(stderr.contains("not a size above zero"), "{stderr}");
 }
 
