@@ -346,6 +346,14 @@ pub fn assert_exit_saying(out: &Out, code: i32, says: &str) {
     assert!(out.stderr.contains(says), "{}", out.stderr);
 }
 
+/// The stderr (invalid UTF-8 replaced) of a command that must have exited with `code`.
+#[track_caller]
+pub fn stderr_of_exit(out: &std::process::Output, code: i32) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    stderr
+}
+
 pub fn inspect_json(paths: &[&Path]) -> serde_json::Value {
     let out = run_ok(
         tracegate()

@@ -369,8 +369,7 @@ fn baseline_update_writes_through_symlinks_keeps_the_mode_and_refuses_read_only(
     let out = spawn_update(&real, &["--meta", "readonly=no"])
         .wait_with_output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(
         stderr.contains("real.toml") && stderr.contains("read-only (mode 0444)"),
         "{stderr}"
@@ -481,8 +480,7 @@ fn the_memory_message_separates_what_is_held_from_what_a_long_string_needs() {
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(
         stderr.contains("needs") && stderr.contains("more to frame a long string"),
         "{stderr}"
@@ -521,8 +519,7 @@ fn a_huge_rank_number_is_reported_as_written() {
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(
         stderr.contains("rank 99999999999 (from the file name)") && !stderr.contains("4294967295"),
         "{stderr}"

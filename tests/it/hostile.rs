@@ -75,8 +75,7 @@ fn an_endless_event_payload_is_refused_not_read() {
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(
         stderr.contains("GITHUB_EVENT_PATH /dev/zero: not a regular file, refused"),
         "{stderr}"
@@ -96,8 +95,7 @@ fn an_endless_event_payload_is_refused_not_read() {
         .env("GITHUB_TOKEN", "t")
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(stderr.contains("larger than 25 MiB, refused"), "{stderr}");
 }
 
@@ -334,8 +332,7 @@ fn baseline_update_keeps_the_set_of_metrics_and_refuses_another_rank_count() {
             .unwrap()
     };
     let out = update(&[], &[&run()]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 0);
     assert!(
         stderr.contains("rank_skew_ms") && stderr.contains("--add-new"),
         "{stderr}"
@@ -357,16 +354,14 @@ fn baseline_update_keeps_the_set_of_metrics_and_refuses_another_rank_count() {
         .collect();
     let before = std::fs::read_to_string(&path).unwrap();
     let out = update(&[], &[&one_rank[0]]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(
         stderr.contains("4 ranks (tp) but the run has 1") && stderr.contains("--force"),
         "{stderr}"
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
     let out = update(&["--force"], &[&one_rank[0]]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 0);
     assert!(
         stderr.contains("does not produce") && stderr.contains("allreduce_rank_ratio"),
         "{stderr}"

@@ -197,8 +197,7 @@ fn two_matching_baselines_are_exit_2_with_the_candidates() {
         .arg(&dir)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(
         stderr.contains("2 baselines match")
             && stderr.contains("a-fp4.toml")
