@@ -21,9 +21,10 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn baseline_new(run: &Path, baseline: &Path, extra: &[&str]) -> Output {
+/// `tracegate COMMAND... RUN --baseline BASELINE EXTRA...`.
+fn with_run_and_baseline(command: &[&str], run: &Path, baseline: &Path, extra: &[&str]) -> Output {
     tracegate()
-        .args(["baseline", "new"])
+        .args(command)
         .arg(run)
         .arg("--baseline")
         .arg(baseline)
@@ -32,15 +33,12 @@ fn baseline_new(run: &Path, baseline: &Path, extra: &[&str]) -> Output {
         .unwrap()
 }
 
+fn baseline_new(run: &Path, baseline: &Path, extra: &[&str]) -> Output {
+    with_run_and_baseline(&["baseline", "new"], run, baseline, extra)
+}
+
 fn check(run: &Path, baseline: &Path, extra: &[&str]) -> Output {
-    tracegate()
-        .arg("check")
-        .arg(run)
-        .arg("--baseline")
-        .arg(baseline)
-        .args(extra)
-        .output()
-        .unwrap()
+    with_run_and_baseline(&["check"], run, baseline, extra)
 }
 
 /// Every run of `tracelens/inference` (one directory each) and `h200-torch`.
@@ -368,14 +366,7 @@ fn baseline_writes_print_the_diff_only_when_asked() {
     common::assert_exit(&out, 0);
     assert!(text(&out.stdout).contains("+[metrics.decode_step_ms]"));
     let update = |extra: &[&str]| {
-        tracegate()
-            .args(["baseline", "update"])
-            .arg(run.path())
-            .arg("--baseline")
-            .arg(&baseline)
-            .args(extra)
-            .output()
-            .unwrap()
+        with_run_and_baseline(&["baseline", "update"], run.path(), &baseline, extra)
     };
     let out = update(&[]);
     common::assert_exit(&out, 0);
