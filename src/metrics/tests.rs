@@ -243,27 +243,20 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
 
     // Steps: rank 0 keeps walls 345, 400, 500 µs (1345 is an outlier above 2 × 450);
     // rank 1 keeps 400, 450, 500 µs (1365 is an outlier above 2 × 450).
-    let s0 = &x.steps[&0];
-    assert_eq!(
-        (
-            s0.decode_kept,
-            s0.dropped_warmup,
-            s0.dropped_outliers,
-            s0.prefill
-        ),
-        (3, 1, 1, 1)
-    );
+    let (s0, s1) = (&x.steps[&0], &x.steps[&1]);
+    for (rank, s) in [(0, s0), (1, s1)] {
+        assert_eq!(
+            (
+                s.decode_kept,
+                s.dropped_warmup,
+                s.dropped_outliers,
+                s.prefill
+            ),
+            (3, 1, 1, 1),
+            "rank {rank}"
+        );
+    }
     assert_eq!(s0.found.decode.graph_launch, 5);
-    let s1 = &x.steps[&1];
-    assert_eq!(
-        (
-            s1.decode_kept,
-            s1.dropped_warmup,
-            s1.dropped_outliers,
-            s1.prefill
-        ),
-        (3, 1, 1, 1)
-    );
     assert_eq!(s1.found.decode.annotation, 5);
     assert_eq!((s0.unassigned_ms, s1.unassigned_ms), (0.0, 0.0));
     assert!(x.warnings.is_empty(), "{:?}", x.warnings);
