@@ -253,8 +253,7 @@ fn baselines_key_and_hardware_pick_the_baseline_with_the_real_binary() {
         "{}",
         step.github_output
     );
-    let verdict: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&verdict_path).unwrap()).unwrap();
+    let verdict: serde_json::Value = common::load_json(&verdict_path);
     assert_eq!(verdict["status"], "pass");
     assert!(
         verdict["baseline"]["path"]

@@ -563,8 +563,7 @@ fn sweep_believes_a_verdicts_metrics_over_its_status() {
     let verdict = passing_verdict(dir.path());
     let (code, v, stderr) = sweep(&[&verdict], &[]);
     assert_eq!(code, Some(0), "{v}{stderr}");
-    let mut forged: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&verdict).unwrap()).unwrap();
+    let mut forged: serde_json::Value = common::load_json(&verdict);
     let metrics = forged["metrics"].as_array_mut().unwrap();
     let step = metrics
         .iter_mut()

@@ -143,7 +143,7 @@ fn check_github_writes_summary_outputs_and_annotations() {
     assert_eq!(out.code, Some(1), "{}", out.stderr);
 
     // The verdict JSON, read independently, says which gated metrics regressed.
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&verdict).unwrap()).unwrap();
+    let v: Value = crate::common::load_json(&verdict);
     let regressed: Vec<&str> = v["metrics"]
         .as_array()
         .unwrap()
@@ -608,7 +608,7 @@ fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
         );
         assert!(matches!(out.code, Some(0 | 1)), "{}", out.stderr);
         // Each configuration of a sweep has its own baseline; name this one.
-        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let mut v: Value = crate::common::load_json(&file);
         v["baseline"]["path"] = Value::String(format!("baselines/{name}.toml"));
         std::fs::write(&file, v.to_string()).unwrap();
     }

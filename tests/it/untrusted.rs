@@ -168,7 +168,7 @@ fn a_kernel_name_cannot_send_a_workflow_command() {
         "{}",
         out.stdout
     );
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&verdict).unwrap()).unwrap();
+    let v: Value = crate::common::load_json(&verdict);
     assert!(v["explanation"]["appeared"]
         .as_array()
         .unwrap()
@@ -452,7 +452,7 @@ fn verdict_dir_with_baseline_path(path: &str) -> tempfile::TempDir {
         &[],
     );
     assert_eq!(out.code, Some(1), "{}", out.stderr);
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&verdict).unwrap()).unwrap();
+    let mut v: Value = crate::common::load_json(&verdict);
     v["baseline"]["path"] = Value::String(path.to_string());
     std::fs::write(&verdict, serde_json::to_string(&v).unwrap()).unwrap();
     dir
@@ -592,6 +592,6 @@ fn a_huge_image_is_cut_and_cannot_push_the_headline_out() {
     assert!((150..=200).contains(&longest), "a run of {longest} i's");
     assert!(out.stdout.contains("…"));
     assert!(out.stdout.chars().count() < 65_536);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&verdict).unwrap()).unwrap();
+    let v: Value = crate::common::load_json(&verdict);
     assert_eq!(v["run"]["image"].as_str(), Some(image.as_str()));
 }

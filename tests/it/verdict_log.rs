@@ -105,8 +105,7 @@ fn sweep_with_output_prints_the_headline_on_stderr() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(out.stdout.is_empty());
     // --format json wrote JSON to the file: the headline is the markdown's, printed anyway.
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&md).unwrap()).unwrap();
+    let json: serde_json::Value = common::load_json(&md);
     assert_eq!(json["status"], "regression");
     let line = stderr
         .lines()
