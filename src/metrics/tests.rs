@@ -446,17 +446,23 @@ fn json_has_the_documented_shape_without_samples() {
     assert!(v["warnings"].as_array().unwrap().is_empty());
 }
 
+/// A decode step graph-launched at `t0`: attention for 100 µs, then a dense GEMM for 100 µs.
+/// Returns the launch's correlation.
+fn attention_and_gemm_step(b: &mut TraceBuilder, t0: i64) -> u64 {
+    let c = b.launch(t0, true);
+    let i = b.kernel("mla", Category::Attention, t0 + US, 100 * US, 0);
+    b.link(i, c);
+    let i = b.kernel("nvjet", Category::DenseGemm, t0 + 101 * US, 100 * US, 0);
+    b.link(i, c);
+    c
+}
+
 #[test]
 fn absent_inputs_give_absent_metrics() {
     // One rank, decode steps by graph launch of attention + GEMM only: no comm, no MoE, no prefill.
     let mut b = TraceBuilder::new(0);
     for k in 0..4 {
-        let t0 = k * 10 * MS;
-        let c = b.launch(t0, true);
-        let i = b.kernel("mla", Category::Attention, t0 + US, 100 * US, 0);
-        b.link(i, c);
-        let i = b.kernel("nvjet", Category::DenseGemm, t0 + 101 * US, 100 * US, 0);
-        b.link(i, c);
+        attention_and_gemm_step(&mut b, k * 10 * MS);
     }
     let x = extracted(vec![b.build()]);
     let names: Vec<MetricId> = x.metrics.keys().copied().collect();
@@ -669,11 +675,7 @@ fn other_pct_is_the_share_of_other_kernel_time_on_the_worst_rank() {
         let mut b = TraceBuilder::new(r);
         for k in 0..4 {
             let t0 = k * 10 * MS;
-            let c = b.launch(t0, true);
-            let i = b.kernel("mla", Category::Attention, t0 + US, 100 * US, 0);
-            b.link(i, c);
-            let i = b.kernel("nvjet", Category::DenseGemm, t0 + 101 * US, 100 * US, 0);
-            b.link(i, c);
+            let c = attention_and_gemm_step(&mut b, t0);
             let i = b.kernel("zz_fork", Category::Other, t0 + 201 * US, other_us * US, 0);
             b.link(i, c);
         }
