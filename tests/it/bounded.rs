@@ -7,7 +7,6 @@
 //! 60 s timeout far above the linear time, and far below the quadratic one).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -36,12 +35,7 @@ fn run_cmd(
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    Out::lossy(
-        cmd.args(args)
-            .timeout(Duration::from_secs(60))
-            .output()
-            .unwrap(),
-    )
+    common::run_lossy_within(cmd.args(args), 60)
 }
 
 /// The arguments of a command, of any `AsRef<OsStr>` (text, paths).

@@ -454,27 +454,28 @@ pub fn check_commenting(run: &Path, api: &str, token: &str, extra: &[&str]) -> O
     )
 }
 
+/// Runs `cmd`, killed after `seconds`, to its end whatever its status, invalid UTF-8 in its
+/// output replaced (the output of hostile input).
+pub fn run_lossy_within(cmd: &mut Command, seconds: u64) -> Out {
+    let limit = std::time::Duration::from_secs(seconds);
+    Out::lossy(cmd.timeout(limit).output().expect("the command runs"))
+}
+
 /// `check PATHS --baseline BASELINE EXTRA...`, killed after two minutes: exit code, stdout and
-/// stderr (invalid UTF-8 replaced: the output of hostile input).
+/// stderr (invalid UTF-8 replaced).
 pub fn check_paths(
     paths: &[&Path],
     baseline: &Path,
     extra: &[&str],
 ) -> (Option<i32>, String, String) {
-    let out = tracegate()
-        .arg("check")
+    let mut cmd = tracegate();
+    cmd.arg("check")
         .args(paths)
         .arg("--baseline")
         .arg(baseline)
-        .args(extra)
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .args(extra);
+    let out = run_lossy_within(&mut cmd, 120);
+    (out.code, out.stdout, out.stderr)
 }
 
 /// [`MI355X_BASELINE`] with each line passed through `edit`, written to `dir/edited.toml`.

@@ -379,18 +379,10 @@ fn baseline_update_writes_through_symlinks_keeps_the_mode_and_refuses_read_only(
 
 /// `extract ARGS`, with the global options before it: exit code and stderr.
 fn extract(global: &[&str], args: &[&str]) -> (Option<i32>, String) {
-    let out = tracegate()
-        .args(global)
-        .arg("extract")
-        .arg(run())
-        .args(args)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut cmd = tracegate();
+    cmd.args(global).arg("extract").arg(run()).args(args);
+    let out = common::run_lossy_within(&mut cmd, 120);
+    (out.code, out.stderr)
 }
 
 // D23: a warm-up that would drop nothing (at or above the decode steps found) and zero MoE

@@ -438,15 +438,6 @@ fn a_file_given_twice_and_a_huge_rank_number_are_named_for_what_they_are() {
 }
 
 fn tracegate_extract(paths: &[&Path]) -> (Option<i32>, String, String) {
-    let out = tracegate()
-        .arg("extract")
-        .args(paths)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = common::run_lossy_within(tracegate().arg("extract").args(paths), 120);
+    (out.code, out.stdout, out.stderr)
 }

@@ -4,9 +4,8 @@
 //! strings, many distinct kernel names, millions of pooled samples.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use crate::common::tracegate;
+use crate::common::{run_lossy_within, tracegate};
 
 /// A one-kernel trace, with `distributedInfo` when given, a kernel `name`, extra `args` members
 /// and extra top-level members.
@@ -46,17 +45,8 @@ fn ranks_0_and_1_of(dir: &Path, world_size: &str) -> (PathBuf, PathBuf) {
 }
 
 fn extract(paths: &[&Path], extra: &[&str]) -> (Option<i32>, String) {
-    let out = tracegate()
-        .args(extra)
-        .arg("inspect")
-        .args(paths)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = run_lossy_within(tracegate().args(extra).arg("inspect").args(paths), 60);
+    (out.code, out.stderr)
 }
 
 #[test]
