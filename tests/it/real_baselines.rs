@@ -291,14 +291,12 @@ fn identity_that_contradicts_the_run_is_refused_unless_forced() {
     // update: --meta tp=8 would rewrite tp.
     common::assert_exit(&baseline_new(run.path(), &baseline, &["--force"]), 0);
     let before = std::fs::read_to_string(&baseline).unwrap();
-    let out = tracegate()
-        .args(["baseline", "update"])
-        .arg(run.path())
-        .arg("--baseline")
-        .arg(&baseline)
-        .args(["--meta", "tp=8"])
-        .output()
-        .unwrap();
+    let out = with_run_and_baseline(
+        &["baseline", "update"],
+        run.path(),
+        &baseline,
+        &["--meta", "tp=8"],
+    );
     common::assert_exit(&out, 2);
     assert!(text(&out.stderr).contains("--meta tp=8 contradicts the run"));
     assert_eq!(std::fs::read_to_string(&baseline).unwrap(), before);
