@@ -111,6 +111,25 @@ pub(crate) async fn mount_actions_token_user(server: &MockServer) {
         .await;
 }
 
+/// A PATCH of comment `id` that answers 200 with `body`, expected `times` times.
+pub(crate) async fn mount_patch(server: &MockServer, id: u64, body: &Value, times: u64) {
+    Mock::given(method("PATCH"))
+        .and(path(format!("/repos/acme/infer/issues/comments/{id}")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .expect(times)
+        .mount(server)
+        .await;
+}
+
+/// A POST, anywhere, that must never come.
+pub(crate) async fn mount_no_post(server: &MockServer) {
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(201))
+        .expect(0)
+        .mount(server)
+        .await;
+}
+
 fn requests_of<'a>(all: &'a [Request], verb: &str) -> Vec<&'a Request> {
     all.iter().filter(|r| r.method.as_str() == verb).collect()
 }
@@ -278,12 +297,7 @@ fn first_run_creates_the_comment_and_the_second_updates_it() {
             .expect(1)
             .mount(&server)
             .await;
-        Mock::given(method("PATCH"))
-            .and(path("/repos/acme/infer/issues/comments/1001"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(sticky.clone()))
-            .expect(1)
-            .mount(&server)
-            .await;
+        mount_patch(&server, 1001, &sticky, 1).await;
     });
 
     let first = check_commenting(fail, &server, &[]);
@@ -356,17 +370,8 @@ fn the_comment_is_found_on_the_second_page() {
             .expect(1)
             .mount(&server)
             .await;
-        Mock::given(method("PATCH"))
-            .and(path("/repos/acme/infer/issues/comments/2002"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(page2[1].clone()))
-            .expect(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(201))
-            .expect(0)
-            .mount(&server)
-            .await;
+        mount_patch(&server, 2002, &page2[1], 1).await;
+        mount_no_post(&server).await;
     });
     let out = check_commenting(fail, &server, &[]);
     assert_exit_saying(&out, 1, "updated pull-request comment 2002");

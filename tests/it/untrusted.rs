@@ -381,7 +381,7 @@ fn a_spoofed_marker_comment_is_left_alone_and_a_new_one_is_posted() {
 /// before it is left alone, with a warning.
 #[test]
 fn only_the_token_users_own_marked_comment_is_updated() {
-    use crate::github::{runtime, COMMENTS, MARKER};
+    use crate::github::{mount_no_post, mount_patch, runtime, COMMENTS, MARKER};
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
     let rt = runtime();
@@ -405,23 +405,9 @@ fn only_the_token_users_own_marked_comment_is_updated() {
             )
             .mount(&server)
             .await;
-        Mock::given(method("PATCH"))
-            .and(path("/repos/acme/infer/issues/comments/777"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(ours.clone()))
-            .expect(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("PATCH"))
-            .and(path("/repos/acme/infer/issues/comments/666"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(spoof.clone()))
-            .expect(0)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(201))
-            .expect(0)
-            .mount(&server)
-            .await;
+        mount_patch(&server, 777, &ours, 1).await;
+        mount_patch(&server, 666, &spoof, 0).await;
+        mount_no_post(&server).await;
     });
     let out = check_commenting(&server, &[]);
     assert_exit_saying(&out, 1, "updated pull-request comment 777");
