@@ -8,6 +8,12 @@ use crate::steps::{StepKind, StepSource};
 use crate::taxonomy::Category;
 use crate::testing::{run_of, TraceBuilder, MS, TID, US};
 
+/// The extraction, with the default options, of a run of these ranks.
+fn extracted(ranks: Vec<(RankTrace, Vec<Class>)>) -> Extraction {
+    let (run, classes) = run_of(ranks);
+    extract(&run, &classes, &ExtractOptions::default()).unwrap()
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1.0)
 }
@@ -237,27 +243,20 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
 
     // Steps: rank 0 keeps walls 345, 400, 500 µs (1345 is an outlier above 2 × 450);
     // rank 1 keeps 400, 450, 500 µs (1365 is an outlier above 2 × 450).
-    let s0 = &x.steps[&0];
-    assert_eq!(
-        (
-            s0.decode_kept,
-            s0.dropped_warmup,
-            s0.dropped_outliers,
-            s0.prefill
-        ),
-        (3, 1, 1, 1)
-    );
+    let (s0, s1) = (&x.steps[&0], &x.steps[&1]);
+    for (rank, s) in [(0, s0), (1, s1)] {
+        assert_eq!(
+            (
+                s.decode_kept,
+                s.dropped_warmup,
+                s.dropped_outliers,
+                s.prefill
+            ),
+            (3, 1, 1, 1),
+            "rank {rank}"
+        );
+    }
     assert_eq!(s0.found.decode.graph_launch, 5);
-    let s1 = &x.steps[&1];
-    assert_eq!(
-        (
-            s1.decode_kept,
-            s1.dropped_warmup,
-            s1.dropped_outliers,
-            s1.prefill
-        ),
-        (3, 1, 1, 1)
-    );
     assert_eq!(s1.found.decode.annotation, 5);
     assert_eq!((s0.unassigned_ms, s1.unassigned_ms), (0.0, 0.0));
     assert!(x.warnings.is_empty(), "{:?}", x.warnings);
@@ -447,20 +446,25 @@ fn json_has_the_documented_shape_without_samples() {
     assert!(v["warnings"].as_array().unwrap().is_empty());
 }
 
+/// A decode step graph-launched at `t0`: attention for 100 µs, then a dense GEMM for 100 µs.
+/// Returns the launch's correlation.
+fn attention_and_gemm_step(b: &mut TraceBuilder, t0: i64) -> u64 {
+    let c = b.launch(t0, true);
+    let i = b.kernel("mla", Category::Attention, t0 + US, 100 * US, 0);
+    b.link(i, c);
+    let i = b.kernel("nvjet", Category::DenseGemm, t0 + 101 * US, 100 * US, 0);
+    b.link(i, c);
+    c
+}
+
 #[test]
 fn absent_inputs_give_absent_metrics() {
     // One rank, decode steps by graph launch of attention + GEMM only: no comm, no MoE, no prefill.
     let mut b = TraceBuilder::new(0);
     for k in 0..4 {
-        let t0 = k * 10 * MS;
-        let c = b.launch(t0, true);
-        let i = b.kernel("mla", Category::Attention, t0 + US, 100 * US, 0);
-        b.link(i, c);
-        let i = b.kernel("nvjet", Category::DenseGemm, t0 + 101 * US, 100 * US, 0);
-        b.link(i, c);
+        attention_and_gemm_step(&mut b, k * 10 * MS);
     }
-    let (run, classes) = run_of(vec![b.build()]);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(vec![b.build()]);
     let names: Vec<MetricId> = x.metrics.keys().copied().collect();
     assert_eq!(
         names,
@@ -491,8 +495,7 @@ fn ranks_keeping_different_step_counts_is_a_warning_not_an_error() {
             b.forward(c, t0 + US, dur);
         }
     }
-    let (run, classes) = run_of(vec![r0.build(), r1.build()]);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(vec![r0.build(), r1.build()]);
     assert_eq!(
         x.warnings,
         vec!["ranks kept different numbers of decode steps (rank 0: 3, rank 1: 2)".to_string()]
@@ -505,8 +508,7 @@ fn a_prefill_only_run_has_its_prefill_metrics_and_no_decode_ones() {
     b.annotation("step[EXTEND bs=1 toks=128]", 0, 10 * US, TID);
     let c = b.launch(US, false);
     b.forward(c, 2 * US, 300 * US);
-    let (run, classes) = run_of(vec![b.build()]);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(vec![b.build()]);
     assert!(
         x.metrics.contains_key(&MetricId::PrefillStepMs),
         "{:?}",
@@ -530,8 +532,7 @@ fn a_mixed_step_gives_mixed_step_ms_with_its_samples() {
         let c = b.launch(t0 + US, false);
         b.forward(c, t0 + 2 * US, (k + 1) * 100 * US);
     }
-    let (run, classes) = run_of(vec![b.build()]);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(vec![b.build()]);
     let m = &x.metrics[&MetricId::MixedStepMs];
     assert_eq!(m.samples.len(), 3);
     assert!(m.value > 0.0);
@@ -570,8 +571,7 @@ fn a_rank_with_no_more_steps_than_the_warmup_keeps_them_all() {
         let c = b.launch(k * 10 * MS, true);
         b.forward(c, k * 10 * MS + US, US);
     }
-    let (run, classes) = run_of(vec![b.build()]);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(vec![b.build()]);
     assert_eq!(
         (x.steps[&0].decode_kept, x.steps[&0].dropped_warmup),
         (2, 0)
@@ -623,8 +623,7 @@ fn many_graph_launched_steps_extract_exactly() {
         }
         traces.push(b.build());
     }
-    let (run, classes) = run_of(traces);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(traces);
     assert_eq!(x.steps[&0].decode_kept, 498);
     assert_close(x.metrics[&MetricId::DecodeStepMs].value, 0.999);
     assert_close(x.moe_layers.unwrap().value, 20.0);
@@ -638,8 +637,7 @@ fn events_the_reader_skipped_are_warned_about() {
     let (mut trace, classes) = b.build();
     trace.stats.negative_durations = 2;
     trace.stats.malformed_events = 1;
-    let (run, classes) = run_of(vec![(trace, classes)]);
-    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    let x = extracted(vec![(trace, classes)]);
     assert_eq!(
         x.warnings,
         vec!["test-TP-0.trace.json.gz: skipped 1 malformed events, 2 GPU activities with a negative duration".to_string()]
@@ -677,11 +675,7 @@ fn other_pct_is_the_share_of_other_kernel_time_on_the_worst_rank() {
         let mut b = TraceBuilder::new(r);
         for k in 0..4 {
             let t0 = k * 10 * MS;
-            let c = b.launch(t0, true);
-            let i = b.kernel("mla", Category::Attention, t0 + US, 100 * US, 0);
-            b.link(i, c);
-            let i = b.kernel("nvjet", Category::DenseGemm, t0 + 101 * US, 100 * US, 0);
-            b.link(i, c);
+            let c = attention_and_gemm_step(&mut b, t0);
             let i = b.kernel("zz_fork", Category::Other, t0 + 201 * US, other_us * US, 0);
             b.link(i, c);
         }

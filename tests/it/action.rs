@@ -223,14 +223,7 @@ fn baselines_key_and_hardware_pick_the_baseline_with_the_real_binary() {
     let fp8 = shipped.replace("precision = \"fp4\"", "precision = \"fp8\"");
     assert_ne!(fp8, shipped);
     std::fs::write(baselines.join("fp8.toml"), fp8).unwrap();
-    let run = common::synth_run(&[
-        "--scenario",
-        "mi355x-dsr1-fp4-tp4",
-        "--seed",
-        "3",
-        "--python-functions-per-step",
-        "0",
-    ]);
+    let run = common::mi355x_run(None);
     let bin = assert_cmd::cargo::cargo_bin("tracegate");
     let bin = bin.parent().unwrap();
     let traces = run.display().to_string();
@@ -260,8 +253,7 @@ fn baselines_key_and_hardware_pick_the_baseline_with_the_real_binary() {
         "{}",
         step.github_output
     );
-    let verdict: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&verdict_path).unwrap()).unwrap();
+    let verdict: serde_json::Value = common::load_json(&verdict_path);
     assert_eq!(verdict["status"], "pass");
     assert!(
         verdict["baseline"]["path"]

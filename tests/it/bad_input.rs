@@ -278,8 +278,7 @@ fn a_memory_limit_is_a_clear_error_not_an_oom_kill() {
             cmd.env("TRACEGATE_MAX_MEMORY", v);
         }
         let out = cmd.output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        let stderr = common::stderr_of_exit(&out, 2);
         assert!(out.stdout.is_empty());
         assert!(stderr.contains("sglang_qwen3_decode.json.gz"), "{stderr}");
         assert!(
@@ -357,8 +356,7 @@ fn a_rank_cut_short_gives_different_step_counts_and_exit_2() {
     std::fs::write(&rank1, gzip(trace.to_string().as_bytes())).unwrap();
 
     let out = tracegate().arg("extract").arg(dir.path()).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(out.stdout.is_empty());
     assert!(
         stderr.contains("different numbers of decode steps (rank0 8, rank1 7)"),

@@ -7,7 +7,6 @@
 //! 60 s timeout far above the linear time, and far below the quadratic one).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -36,12 +35,7 @@ fn run_cmd(
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    Out::lossy(
-        cmd.args(args)
-            .timeout(Duration::from_secs(60))
-            .output()
-            .unwrap(),
-    )
+    common::run_lossy_within(cmd.args(args), 60)
 }
 
 /// The arguments of a command, of any `AsRef<OsStr>` (text, paths).
@@ -391,51 +385,33 @@ fn a_symlinked_baseline_is_judged_by_its_target() {
     let run = run();
     let w = Workspace::new();
     let ws = w.ws();
+    // `check RUN --baseline(s) VALUE --no-github` in the workspace.
+    let check = |flag: &str, value: &str| w.run(args!["check", &run, flag, value, "--no-github"]);
     symlink("kept/b.toml", ws.join("in.toml")).unwrap();
     symlink(w.outside().join("b.toml"), ws.join("out.toml")).unwrap();
-    let out = w.run(args!["check", &run, "--baseline", "in.toml", "--no-github"]);
+    let out = check("--baseline", "in.toml");
     assert!(matches!(out.code, Some(0 | 1)), "{}", out.stderr);
-    let out = w.run(args![
-        "check",
-        &run,
-        "--baseline",
-        "out.toml",
-        "--no-github"
-    ]);
+    assert_refused_as_a_link_out(&check("--baseline", "out.toml"), "--baseline out.toml: ");
+
+    // Discovery: the only baseline of the directory is a link out of the workspace.
+    symlink(w.outside().join("b.toml"), ws.join("baselines/link.toml")).unwrap();
+    assert_refused_as_a_link_out(&check("--baselines", "baselines"), "link.toml: ");
+    // The same link pointing inside is found and judged.
+    std::fs::remove_file(ws.join("baselines/link.toml")).unwrap();
+    symlink("../kept/b.toml", ws.join("baselines/link.toml")).unwrap();
+    let out = check("--baselines", "baselines");
+    assert!(matches!(out.code, Some(0 | 1)), "{}", out.stderr);
+}
+
+/// Asserts that `out` is exit 2 naming `what` as "a symlink to" the outside copy of the baseline.
+fn assert_refused_as_a_link_out(out: &Out, what: &str) {
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     assert!(
-        out.stderr.contains("--baseline out.toml: a symlink to ")
+        out.stderr.contains(&format!("{what}a symlink to "))
             && out.stderr.contains("outside/b.toml"),
         "{}",
         out.stderr
     );
-
-    // Discovery: the only baseline of the directory is a link out of the workspace.
-    symlink(w.outside().join("b.toml"), ws.join("baselines/link.toml")).unwrap();
-    let out = w.run(args![
-        "check",
-        &run,
-        "--baselines",
-        "baselines",
-        "--no-github"
-    ]);
-    assert_eq!(out.code, Some(2), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("link.toml: a symlink to ") && out.stderr.contains("outside/b.toml"),
-        "{}",
-        out.stderr
-    );
-    // The same link pointing inside is found and judged.
-    std::fs::remove_file(ws.join("baselines/link.toml")).unwrap();
-    symlink("../kept/b.toml", ws.join("baselines/link.toml")).unwrap();
-    let out = w.run(args![
-        "check",
-        &run,
-        "--baselines",
-        "baselines",
-        "--no-github"
-    ]);
-    assert!(matches!(out.code, Some(0 | 1)), "{}", out.stderr);
 }
 
 /// D13: `synth --out` is confined like every other output: outside the workspace, or through a

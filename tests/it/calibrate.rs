@@ -7,16 +7,21 @@ use crate::common::{self, assert_exit, tracegate};
 
 /// A small jittered run of 2 ranks and 8 decode steps (shared across the tests of a process).
 fn run_of(seed: u64, extra: &[&str]) -> PathBuf {
+    jittered_run("mi355x-dsr1-fp4-tp4", "2", seed, extra)
+}
+
+/// A jittered run of `scenario` with `ranks` ranks and 8 decode steps (`common::synth_run`).
+fn jittered_run(scenario: &str, ranks: &str, seed: u64, extra: &[&str]) -> PathBuf {
     let seed = seed.to_string();
     let mut args = vec![
         "--scenario",
-        "mi355x-dsr1-fp4-tp4",
+        scenario,
         "--seed",
         &seed,
         "--run-jitter",
         "1",
         "--ranks",
-        "2",
+        ranks,
         "--decode-steps",
         "8",
         "--python-functions-per-step",
@@ -38,6 +43,13 @@ fn calibrate(runs: &[PathBuf], baseline: &Path) -> std::process::Output {
         .arg(baseline)
         .output()
         .unwrap()
+}
+
+/// Stderr of a `calibrate` of `runs` that must be refused (exit 2).
+fn refused_calibration(runs: &[PathBuf], baseline: &Path) -> String {
+    let out = calibrate(runs, baseline);
+    assert_exit(&out, 2);
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn load(path: &Path) -> toml::Table {
@@ -110,12 +122,7 @@ fn calibrate_writes_a_minimum_detectable_change_per_gated_metric_and_a_clean_see
     let moe: Vec<f64> = runs
         .iter()
         .map(|r| {
-            let out = tracegate()
-                .arg("extract")
-                .arg(r)
-                .args(["--format", "json"])
-                .output()
-                .unwrap();
+            let out = common::extract_json_output(r);
             assert_exit(&out, 0);
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             v["metrics"]["moe_us_per_layer"]["value"].as_f64().unwrap()
@@ -139,9 +146,7 @@ fn calibrate_writes_a_minimum_detectable_change_per_gated_metric_and_a_clean_see
 fn calibrate_refuses_too_few_runs() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = dir.path().join("b.toml");
-    let out = calibrate(&[clean(1), clean(2)], &baseline);
-    assert_exit(&out, 2);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = refused_calibration(&[clean(1), clean(2)], &baseline);
     assert!(
         stderr.contains("at least 3") && stderr.contains("got 2"),
         "{stderr}"
@@ -153,48 +158,18 @@ fn calibrate_refuses_too_few_runs() {
 fn calibrate_refuses_runs_of_different_rank_count_or_hardware() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = dir.path().join("b.toml");
-    let four_ranks = common::synth_run(&[
-        "--scenario",
-        "mi355x-dsr1-fp4-tp4",
-        "--seed",
-        "7",
-        "--run-jitter",
-        "1",
-        "--ranks",
-        "4",
-        "--decode-steps",
-        "8",
-        "--python-functions-per-step",
-        "2",
-    ]);
-    let out = calibrate(
+    let four_ranks = jittered_run("mi355x-dsr1-fp4-tp4", "4", 7, &[]);
+    let stderr = refused_calibration(
         &[clean(1), clean(2), clean(3), four_ranks.clone()],
         &baseline,
     );
-    assert_exit(&out, 2);
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("different rank count")
             && stderr.contains(&four_ranks.display().to_string()),
         "{stderr}"
     );
-    let b200 = common::synth_run(&[
-        "--scenario",
-        "b200-dsr1-fp4-tp4-ep4",
-        "--seed",
-        "7",
-        "--run-jitter",
-        "1",
-        "--ranks",
-        "2",
-        "--decode-steps",
-        "8",
-        "--python-functions-per-step",
-        "2",
-    ]);
-    let out = calibrate(&[clean(1), clean(2), clean(3), b200], &baseline);
-    assert_exit(&out, 2);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let b200 = jittered_run("b200-dsr1-fp4-tp4-ep4", "2", 7, &[]);
+    let stderr = refused_calibration(&[clean(1), clean(2), clean(3), b200], &baseline);
     assert!(
         stderr.contains("different hardware") && stderr.contains("NVIDIA B200"),
         "{stderr}"
@@ -351,9 +326,7 @@ fn runs_that_name_no_device_need_hardware_and_record_it_as_asserted() {
     let runs: Vec<PathBuf> = seeds.iter().map(|d| d.path().to_path_buf()).collect();
     let dir = tempfile::tempdir().unwrap();
     let baseline = dir.path().join("b.toml");
-    let out = calibrate(&runs, &baseline);
-    assert_exit(&out, 2);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = refused_calibration(&runs, &baseline);
     assert!(stderr.contains("--hardware NAME"), "{stderr}");
     assert!(!baseline.exists());
     let out = tracegate()

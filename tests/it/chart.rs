@@ -1,9 +1,7 @@
 //! The decode chart of `check --format markdown` (issue 29): every decode step found, warm-up
 //! and stalls included, in the step numbers the stall sentence uses.
 
-use std::path::Path;
-
-use crate::common::{self, tracegate};
+use crate::common;
 
 /// The values of the mermaid chart's first `line [...]` (the run's), after its init line.
 fn run_line(markdown: &str) -> Vec<f64> {
@@ -32,13 +30,7 @@ fn the_stall_chart_has_a_point_per_decode_step_found() {
     ]);
     let truth = common::load_json(&run.path().join("truth.json"));
     let found = truth["decode_steps_per_rank"].as_u64().unwrap() as usize;
-    let baseline = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml");
-    let out = tracegate()
-        .arg("check")
-        .arg(run.path())
-        .arg("--baseline")
-        .arg(&baseline)
+    let out = common::check_mi355x(run.path())
         .args(["--format", "markdown"])
         .output()
         .unwrap();

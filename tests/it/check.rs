@@ -100,31 +100,18 @@ fn baseline(file: &str) -> PathBuf {
 /// side by side instead of one after another.
 macro_rules! on_each_scenario {
     ($check:ident) => {
+        on_each_scenario!($check:
+            mi355x 0, b200 1, h200 2, mi325x 3, vllm_eager 4, vllm_piecewise 5);
+    };
+    // The test named `$name` checks `SCENARIOS[$index]`.
+    ($check:ident: $($name:ident $index:literal),*) => {
         mod $check {
-            #[test]
-            fn mi355x() {
-                super::$check(&super::SCENARIOS[0]);
-            }
-            #[test]
-            fn b200() {
-                super::$check(&super::SCENARIOS[1]);
-            }
-            #[test]
-            fn h200() {
-                super::$check(&super::SCENARIOS[2]);
-            }
-            #[test]
-            fn mi325x() {
-                super::$check(&super::SCENARIOS[3]);
-            }
-            #[test]
-            fn vllm_eager() {
-                super::$check(&super::SCENARIOS[4]);
-            }
-            #[test]
-            fn vllm_piecewise() {
-                super::$check(&super::SCENARIOS[5]);
-            }
+            $(
+                #[test]
+                fn $name() {
+                    super::$check(&super::SCENARIOS[$index]);
+                }
+            )*
         }
     };
 }
@@ -178,12 +165,7 @@ fn check(s: &Scenario, seed: u64, inject: Option<&str>) -> Checked {
 }
 
 fn verdict_of<'a>(c: &'a Checked, metric: &str) -> &'a str {
-    c.verdict["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == metric)
-        .unwrap()["verdict"]
+    common::verdict_metric(&c.verdict, metric)["verdict"]
         .as_str()
         .unwrap()
 }

@@ -3,48 +3,22 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::common::tracegate;
 
 const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
 
-/// The shared MI355X run (seed 3) with this injection (`common::synth_run`).
-fn synth(inject: Option<&str>) -> PathBuf {
-    let mut args = vec![
-        "--scenario",
-        "mi355x-dsr1-fp4-tp4",
-        "--seed",
-        "3",
-        "--python-functions-per-step",
-        "0",
-    ];
-    if let Some(spec) = inject {
-        args.extend(["--inject", spec]);
-    }
-    common::synth_run(&args)
-}
-
-/// Runs `check` from the crate root so the baseline path in the output is relative and stable.
+/// `check RUN --baseline BASELINE --format FORMAT` from the crate root: exit code, stdout, stderr.
 fn check_output(run: &Path, baseline: &str, format: &str) -> (i32, String, String) {
-    let out = tracegate()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("check")
-        .arg(run)
-        .args(["--baseline", baseline, "--format", format])
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let out = common::check_against(run, baseline, &["--format", format], &[]);
+    (out.code.unwrap(), out.stdout, out.stderr)
 }
 
 #[test]
 fn passing_and_failing_checks_in_every_format() {
-    let pass = synth(None);
-    let fail = synth(Some("allreduce=1.5"));
+    let pass = common::mi355x_run(None);
+    let fail = common::mi355x_run(Some("allreduce=1.5"));
     for (run, name, code) in [(&pass, "pass", 0), (&fail, "fail", 1)] {
         for format in ["markdown", "table", "json"] {
             let (status, stdout, stderr) = check_output(run, BASELINE, format);
@@ -58,7 +32,7 @@ fn passing_and_failing_checks_in_every_format() {
 fn the_markdown_stays_under_the_comment_limit_for_a_huge_run() {
     // A baseline listing thousands of kernels that all vanished: the diff and tables are huge.
     let dir = tempfile::tempdir().unwrap();
-    let run = synth(Some("protocol=2"));
+    let run = common::mi355x_run(Some("protocol=2"));
     let mut text =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE)).unwrap();
     for i in 0..5000 {
@@ -81,7 +55,7 @@ fn the_markdown_stays_under_the_comment_limit_for_a_huge_run() {
 
 fn assert_bad_baseline(text: Option<&str>, needle: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let run = synth(None);
+    let run = common::mi355x_run(None);
     let baseline = dir.path().join("bad.toml");
     if let Some(text) = text {
         std::fs::write(&baseline, text).unwrap();
@@ -157,7 +131,7 @@ fn a_bad_trace_is_exit_2_whatever_the_baseline() {
 #[test]
 fn baseline_update_round_trips_and_keeps_hand_edits() {
     let dir = tempfile::tempdir().unwrap();
-    let run = synth(Some("moe=1.2"));
+    let run = common::mi355x_run(Some("moe=1.2"));
     let baseline = dir.path().join("edited.toml");
     let edited = shipped_with(
         "[metrics.comm_pct]",
@@ -200,7 +174,7 @@ fn baseline_update_round_trips_and_keeps_hand_edits() {
 #[test]
 fn baseline_update_refuses_other_hardware_unless_forced() {
     let dir = tempfile::tempdir().unwrap();
-    let run = synth(None);
+    let run = common::mi355x_run(None);
     let baseline = dir.path().join("other.toml");
     std::fs::write(
         &baseline,
@@ -228,7 +202,7 @@ fn baseline_update_refuses_other_hardware_unless_forced() {
 
 #[test]
 fn a_baseline_for_other_hardware_cannot_judge_the_run() {
-    let run = synth(None);
+    let run = common::mi355x_run(None);
     let other = "baselines/dsr1-fp4-b200-sglang-tp4-ep4-conc64.toml";
     let (status, stdout, _) = check_output(&run, other, "markdown");
     assert_eq!(status, 2, "{stdout}");
@@ -273,7 +247,7 @@ fn a_baseline_for_other_hardware_cannot_judge_the_run() {
 #[test]
 fn an_inline_table_metric_round_trips() {
     let dir = tempfile::tempdir().unwrap();
-    let run = synth(Some("moe=1.2"));
+    let run = common::mi355x_run(Some("moe=1.2"));
     let baseline = dir.path().join("inline.toml");
     // The shipped table of decode_step_ms, whatever its figures, written as an inline table.
     let shipped =
@@ -324,7 +298,7 @@ fn an_inline_table_metric_round_trips() {
 #[test]
 fn the_decode_step_p90_is_recorded_and_gated() {
     let dir = tempfile::tempdir().unwrap();
-    let run = synth(None);
+    let run = common::mi355x_run(None);
     let baseline = dir.path().join("new.toml");
     common::run_ok(
         tracegate()
@@ -342,12 +316,7 @@ fn the_decode_step_p90_is_recorded_and_gated() {
     let (status, json, _) = check_output(&run, baseline.to_str().unwrap(), "json");
     assert_eq!(status, 0);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let p90 = v["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "decode_step_p90_ms")
-        .unwrap();
+    let p90 = common::verdict_metric(&v, "decode_step_p90_ms");
     assert_eq!(
         (p90["gated"].as_bool(), p90["verdict"].as_str()),
         (Some(true), Some("ok"))
@@ -363,7 +332,7 @@ fn the_decode_step_p90_is_recorded_and_gated() {
 #[test]
 fn a_baseline_update_killed_while_writing_leaves_the_old_baseline_intact() {
     let dir = tempfile::tempdir().unwrap();
-    let run = synth(Some("moe=1.2"));
+    let run = common::mi355x_run(Some("moe=1.2"));
     let baseline = dir.path().join("team.toml");
     let old = shipped_with("[metrics.comm_pct]", "# ours\n[metrics.comm_pct]");
     std::fs::write(&baseline, &old).unwrap();

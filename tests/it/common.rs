@@ -309,6 +309,26 @@ pub fn inspected_counts(rank: &serde_json::Value) -> IndependentCounts {
     }
 }
 
+/// The entry of the metric `name` in a verdict's JSON, which must have one.
+pub fn verdict_metric<'a>(verdict: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    verdict["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no metric {name} in the verdict"))
+}
+
+/// `tracegate extract PATH --format json`, run to its end whatever its status.
+pub fn extract_json_output(path: &Path) -> std::process::Output {
+    tracegate()
+        .arg("extract")
+        .arg(path)
+        .args(["--format", "json"])
+        .output()
+        .unwrap()
+}
+
 /// Asserts a command's exit status, showing its stderr when it differs.
 pub fn assert_exit(out: &std::process::Output, code: i32) {
     assert_eq!(
@@ -319,6 +339,21 @@ pub fn assert_exit(out: &std::process::Output, code: i32) {
     );
 }
 
+/// Asserts that `out` exited with `code` and said `says` on stderr, showing its stderr if not.
+#[track_caller]
+pub fn assert_exit_saying(out: &Out, code: i32, says: &str) {
+    assert_eq!(out.code, Some(code), "{}", out.stderr);
+    assert!(out.stderr.contains(says), "{}", out.stderr);
+}
+
+/// The stderr (invalid UTF-8 replaced) of a command that must have exited with `code`.
+#[track_caller]
+pub fn stderr_of_exit(out: &std::process::Output, code: i32) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    stderr
+}
+
 pub fn inspect_json(paths: &[&Path]) -> serde_json::Value {
     let out = run_ok(
         tracegate()
@@ -327,4 +362,139 @@ pub fn inspect_json(paths: &[&Path]) -> serde_json::Value {
             .args(["--format", "json"]),
     );
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The shipped MI355X baseline (relative to the crate root) that most `check` tests judge by.
+pub const MI355X_BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
+
+/// `synth` arguments of a run of [`MI355X_BASELINE`]'s scenario: seed 3, no Python functions.
+pub const MI355X_RUN: &[&str] = &[
+    "--scenario",
+    "mi355x-dsr1-fp4-tp4",
+    "--seed",
+    "3",
+    "--python-functions-per-step",
+    "0",
+];
+
+/// The shared [`MI355X_RUN`] with this injection ([`synth_run`]).
+pub fn mi355x_run(inject: Option<&str>) -> PathBuf {
+    let mut args = MI355X_RUN.to_vec();
+    if let Some(spec) = inject {
+        args.extend(["--inject", spec]);
+    }
+    synth_run(&args)
+}
+
+/// The shared MI355X run whose MoE GEMM kernel is renamed and 10% slower ([`synth_run`]).
+pub fn renamed_moe_run() -> PathBuf {
+    synth_run(&[
+        "--scenario",
+        "mi355x-dsr1-fp4-tp4",
+        "--python-functions-per-step",
+        "0",
+        "--inject",
+        "rename-moe",
+        "--inject",
+        "moe=1.1",
+    ])
+}
+
+/// `tracegate check RUN_DIR --baseline MI355X_BASELINE` (its absolute path), to add to.
+pub fn check_mi355x(run_dir: &Path) -> Command {
+    let mut cmd = tracegate();
+    cmd.arg("check")
+        .arg(run_dir)
+        .arg("--baseline")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(MI355X_BASELINE));
+    cmd
+}
+
+/// `tracegate check RUN_DIR --baseline MI355X_BASELINE ARGS...`: [`check_against`].
+pub fn check_in_root(run_dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
+    check_against(run_dir, MI355X_BASELINE, args, envs)
+}
+
+/// `tracegate check RUN_DIR --baseline BASELINE ARGS...` from the crate root (the baseline's
+/// path in the output relative and stable), with `envs` set.
+pub fn check_against(run_dir: &Path, baseline: &str, args: &[&str], envs: &[(&str, &str)]) -> Out {
+    let mut cmd = tracegate();
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("check")
+        .arg(run_dir)
+        .args(["--baseline", baseline])
+        .args(args);
+    // A workflow always has a workspace (without one, confinement refuses to run).
+    if envs.iter().any(|(k, _)| *k == "GITHUB_ACTIONS") {
+        cmd.env("GITHUB_WORKSPACE", env!("CARGO_MANIFEST_DIR"));
+    }
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    run(&mut cmd)
+}
+
+/// `check --github` of a run against the mock GitHub API at `api`, commenting on acme/infer#7
+/// with `token`.
+pub fn check_commenting(run: &Path, api: &str, token: &str, extra: &[&str]) -> Out {
+    let mut args = vec![
+        "--github",
+        "--pr",
+        "7",
+        "--github-api",
+        api,
+        "--output",
+        "/dev/null",
+    ];
+    args.extend_from_slice(extra);
+    check_in_root(
+        run,
+        &args,
+        &[("GITHUB_REPOSITORY", "acme/infer"), ("GITHUB_TOKEN", token)],
+    )
+}
+
+/// Runs `cmd`, killed after `seconds`, to its end whatever its status, invalid UTF-8 in its
+/// output replaced (the output of hostile input).
+pub fn run_lossy_within(cmd: &mut Command, seconds: u64) -> Out {
+    let limit = std::time::Duration::from_secs(seconds);
+    Out::lossy(cmd.timeout(limit).output().expect("the command runs"))
+}
+
+/// `check PATHS --baseline BASELINE EXTRA...`, killed after two minutes: exit code, stdout and
+/// stderr (invalid UTF-8 replaced).
+pub fn check_paths(
+    paths: &[&Path],
+    baseline: &Path,
+    extra: &[&str],
+) -> (Option<i32>, String, String) {
+    let mut cmd = tracegate();
+    cmd.arg("check")
+        .args(paths)
+        .arg("--baseline")
+        .arg(baseline)
+        .args(extra);
+    let out = run_lossy_within(&mut cmd, 120);
+    (out.code, out.stdout, out.stderr)
+}
+
+/// [`MI355X_BASELINE`] with each line passed through `edit`, written to `dir/edited.toml`.
+pub fn edited_baseline(dir: &Path, mut edit: impl FnMut(&str) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(MI355X_BASELINE))
+        .unwrap();
+    let edited: String = text.lines().map(|l| edit(l) + "\n").collect();
+    let path = dir.join("edited.toml");
+    std::fs::write(&path, edited).unwrap();
+    path
+}
+
+/// [`edited_baseline`] with every line that starts with `prefix` replaced by `line`.
+pub fn baseline_with_line(dir: &Path, prefix: &str, line: &str) -> PathBuf {
+    edited_baseline(dir, |l| {
+        if l.starts_with(prefix) {
+            line.to_string()
+        } else {
+            l.to_string()
+        }
+    })
 }

@@ -1,6 +1,6 @@
 //! `demo` checks all of its arguments before it generates anything, and leaves no directory.
 
-use crate::common::tracegate;
+use crate::common::{self, tracegate};
 
 #[test]
 fn demo_refuses_a_bad_injection_at_once_and_leaves_nothing_behind() {
@@ -39,11 +39,6 @@ fn demo_removes_its_temporary_runs() {
         .arg("demo")
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0);
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }

@@ -53,20 +53,14 @@ fn assert_recovers_truth(scenario: &str, inject: Option<&str>) {
 fn assert_recovers_truth_with(scenario: &str, inject: Option<&str>, extra: &[&str]) {
     let run = common::synth_once(&synth_args(scenario, inject, extra));
     let dir = run.path();
-    let out = tracegate()
-        .arg("extract")
-        .arg(dir)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
+    let out = common::extract_json_output(dir);
     assert!(
         out.status.success(),
         "extract: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let x: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let truth: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
+    let truth: Value = common::load_json(&dir.join("truth.json"));
     let mut problems = Vec::new();
     for (name, t) in truth["metrics"].as_object().unwrap() {
         let Some(id) = MetricId::from_name(name) else {
@@ -219,8 +213,7 @@ fn assert_balance_matches_truth(scenario: &str, inject: Option<&str>) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let truth: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
+    let truth: Value = common::load_json(&dir.join("truth.json"));
     let b = &report["balance"];
     assert_eq!(
         b["matched_steps"], truth["balance"]["matched_steps"],

@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::common::{self, tracegate};
-
-const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
+use crate::common::{
+    self, baseline_with_line, check_paths, edited_baseline, tracegate, MI355X_BASELINE as BASELINE,
+};
 
 fn shipped(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
@@ -20,31 +20,11 @@ fn run() -> PathBuf {
     common::synth_run(&["--scenario", "mi355x-dsr1-fp4-tp4", "--seed", "3"])
 }
 
-/// `check PATHS --baseline BASELINE EXTRA...`: exit code, stdout, stderr.
-fn check(paths: &[&Path], baseline: &Path, extra: &[&str]) -> (Option<i32>, String, String) {
-    let out = tracegate()
-        .arg("check")
-        .args(paths)
-        .arg("--baseline")
-        .arg(baseline)
-        .args(extra)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// The shipped baseline with each line passed through `edit`, written to `dir`.
-fn edited_baseline(dir: &Path, edit: impl FnMut(&str) -> String) -> PathBuf {
-    let text = std::fs::read_to_string(shipped(BASELINE)).unwrap();
-    let edited: Vec<String> = text.lines().map(edit).collect();
-    let path = dir.join("edited.toml");
-    std::fs::write(&path, edited.join("\n") + "\n").unwrap();
-    path
+/// The 1-based number of the first line of the file at `path` that is `line`, as messages
+/// name it.
+fn line_number(path: &Path, line: &str) -> usize {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().position(|l| l == line).unwrap() + 1
 }
 
 // D1: 9 stalls of 100 steps at 20x are under decode_stall_pct's 10 points, but they cost
@@ -60,7 +40,7 @@ fn stalls_fail_the_gate_by_the_time_they_cost() {
         "--inject",
         "stall=9:20",
     ]);
-    let (code, stdout, stderr) = check(&[stalled.path()], &shipped(BASELINE), &[]);
+    let (code, stdout, stderr) = check_paths(&[stalled.path()], &shipped(BASELINE), &[]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     // The verdict line, then the hardware's line with the regressed metrics.
     let headline = stdout.lines().take(3).collect::<Vec<_>>().join("\n");
@@ -118,7 +98,7 @@ fn stalls_fail_the_gate_by_the_time_they_cost() {
 // D1: the scenario's own stall (one 25 ms hiccup) stays within the tolerance.
 #[test]
 fn a_clean_run_with_its_usual_stall_passes_the_stall_cost() {
-    let (code, stdout, stderr) = check(&[&run()], &shipped(BASELINE), &[]);
+    let (code, stdout, stderr) = check_paths(&[&run()], &shipped(BASELINE), &[]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(
         stdout
@@ -175,7 +155,7 @@ fn baseline_rules_that_move_a_recorded_kernel_cannot_judge() {
         "moe=1.08",
     ]);
     // Without the edit, the slower MoE is a regression.
-    let (code, stdout, stderr) = check(&[&slower_moe], &shipped(BASELINE), &[]);
+    let (code, stdout, stderr) = check_paths(&[&slower_moe], &shipped(BASELINE), &[]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     let kernel = largest_kernel("moe_gemm");
     let prefix = kernel.strip_prefix("void ").unwrap_or(&kernel);
@@ -188,7 +168,7 @@ fn baseline_rules_that_move_a_recorded_kernel_cannot_judge() {
     )
     .unwrap();
     for extra in [&[][..], &["--allow-other-hardware"][..]] {
-        let (code, stdout, stderr) = check(&[&slower_moe], &edited, extra);
+        let (code, stdout, stderr) = check_paths(&[&slower_moe], &edited, extra);
         assert_eq!(code, Some(2), "{extra:?}: {stdout}{stderr}");
         assert!(stdout.contains("CANNOT JUDGE"), "{stdout}");
         let v = check_json(&slower_moe, &edited, extra);
@@ -217,7 +197,7 @@ fn baseline_rules_that_move_a_recorded_kernel_cannot_judge() {
         format!("{text}\n[[rules]]\nprefix = {prefix:?}\ncategory = \"moe_gemm\"\n"),
     )
     .unwrap();
-    let (code, stdout, stderr) = check(&[&slower_moe], &edited, &[]);
+    let (code, stdout, stderr) = check_paths(&[&slower_moe], &edited, &[]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
 }
 
@@ -245,13 +225,8 @@ fn a_baseline_cannot_turn_a_metrics_direction() {
             l.to_string()
         }
     });
-    let line = std::fs::read_to_string(&edited)
-        .unwrap()
-        .lines()
-        .position(|l| l == "direction = \"higher\"")
-        .unwrap()
-        + 1;
-    let (code, stdout, stderr) = check(&[&slower], &edited, &[]);
+    let line = line_number(&edited, "direction = \"higher\"");
+    let (code, stdout, stderr) = check_paths(&[&slower], &edited, &[]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(
         stderr.contains(&format!("edited.toml:{line}:")) && stderr.contains("decode_step_ms"),
@@ -267,7 +242,7 @@ fn a_baseline_cannot_turn_a_metrics_direction() {
             .replace("direction = \"higher\"", "direction = \"lower\""),
     )
     .unwrap();
-    let (code, stdout, stderr) = check(&[&slower], &lower, &[]);
+    let (code, stdout, stderr) = check_paths(&[&slower], &lower, &[]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
 }
 
@@ -276,13 +251,7 @@ fn a_baseline_cannot_turn_a_metrics_direction() {
 #[test]
 fn a_baseline_without_tp_is_refused_and_update_adds_it() {
     let dir = tempfile::tempdir().unwrap();
-    let no_tp = edited_baseline(dir.path(), |l| {
-        if l.starts_with("tp = ") {
-            String::new()
-        } else {
-            l.to_string()
-        }
-    });
+    let no_tp = baseline_with_line(dir.path(), "tp = ", "");
     assert!(!std::fs::read_to_string(&no_tp).unwrap().contains("\ntp = "));
     let two_ranks = common::synth_run(&[
         "--scenario",
@@ -293,7 +262,7 @@ fn a_baseline_without_tp_is_refused_and_update_adds_it() {
         "2",
     ]);
     for (run, ranks) in [(run(), 4), (two_ranks, 2)] {
-        let (code, stdout, stderr) = check(&[&run], &no_tp, &[]);
+        let (code, stdout, stderr) = check_paths(&[&run], &no_tp, &[]);
         assert_eq!(code, Some(2), "{ranks} ranks: {stdout}{stderr}");
         let v = check_json(&run, &no_tp, &[]);
         let problems = v["problems"].to_string();
@@ -312,7 +281,7 @@ fn a_baseline_without_tp_is_refused_and_update_adds_it() {
     common::assert_exit(&out, 0);
     let text = std::fs::read_to_string(&no_tp).unwrap();
     assert!(text.contains("\ntp = 4\n"), "{text}");
-    let (code, stdout, stderr) = check(&[&run()], &no_tp, &[]);
+    let (code, stdout, stderr) = check_paths(&[&run()], &no_tp, &[]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
 }
 
@@ -400,8 +369,7 @@ fn baseline_update_writes_through_symlinks_keeps_the_mode_and_refuses_read_only(
     let out = spawn_update(&real, &["--meta", "readonly=no"])
         .wait_with_output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(
         stderr.contains("real.toml") && stderr.contains("read-only (mode 0444)"),
         "{stderr}"
@@ -411,18 +379,10 @@ fn baseline_update_writes_through_symlinks_keeps_the_mode_and_refuses_read_only(
 
 /// `extract ARGS`, with the global options before it: exit code and stderr.
 fn extract(global: &[&str], args: &[&str]) -> (Option<i32>, String) {
-    let out = tracegate()
-        .args(global)
-        .arg("extract")
-        .arg(run())
-        .args(args)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut cmd = tracegate();
+    cmd.args(global).arg("extract").arg(run()).args(args);
+    let out = common::run_lossy_within(&mut cmd, 120);
+    (out.code, out.stderr)
 }
 
 // D23: a warm-up that would drop nothing (at or above the decode steps found) and zero MoE
@@ -447,20 +407,9 @@ fn options_that_would_be_ignored_are_refused() {
     assert!(stderr.contains("--moe-layers"), "{stderr}");
     // A baseline's moe_layers = 0 is refused naming its line.
     let dir = tempfile::tempdir().unwrap();
-    let zero = edited_baseline(dir.path(), |l| {
-        if l.starts_with("moe_layers = ") {
-            "moe_layers = 0".to_string()
-        } else {
-            l.to_string()
-        }
-    });
-    let line = std::fs::read_to_string(&zero)
-        .unwrap()
-        .lines()
-        .position(|l| l == "moe_layers = 0")
-        .unwrap()
-        + 1;
-    let (code, stdout, stderr) = check(&[&run()], &zero, &[]);
+    let zero = baseline_with_line(dir.path(), "moe_layers = ", "moe_layers = 0");
+    let line = line_number(&zero, "moe_layers = 0");
+    let (code, stdout, stderr) = check_paths(&[&run()], &zero, &[]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(
         stderr.contains(&format!("edited.toml:{line}: [meta] moe_layers = 0")),
@@ -471,23 +420,25 @@ fn options_that_would_be_ignored_are_refused() {
 // D28: sizes in messages are the real figures, in a unit that shows them.
 #[test]
 fn size_messages_say_what_the_sizes_are() {
-    let (code, stderr) = extract(&["--max-memory", "1"], &[]);
-    assert_eq!(code, Some(2), "{stderr}");
+    // The stderr of `extract --max-memory SIZE`, which must be refused (exit 2).
+    let refused = |size: &str| {
+        let (code, stderr) = extract(&["--max-memory", size], &[]);
+        assert_eq!(code, Some(2), "{size}: {stderr}");
+        stderr
+    };
+    let stderr = refused("1");
     assert!(
         stderr.contains("over the --max-memory limit of 1 byte") && !stderr.contains("0.0 MiB"),
         "{stderr}"
     );
-    let (code, stderr) = extract(&["--max-memory", "1500"], &[]);
-    assert_eq!(code, Some(2), "{stderr}");
+    let stderr = refused("1500");
     assert!(stderr.contains("limit of 1.5 KiB"), "{stderr}");
-    let (code, stderr) = extract(&["--max-memory", "20000000000G"], &[]);
-    assert_eq!(code, Some(2), "{stderr}");
+    let stderr = refused("20000000000G");
     assert!(
         stderr.contains("too large") && !stderr.contains("above zero"),
         "{stderr}"
     );
-    let (code, stderr) = extract(&["--max-memory", "0"], &[]);
-    assert_eq!(code, Some(2), "{stderr}");
+    let stderr = refused("0");
     assert!(stderr.contains("not a size above zero"), "{stderr}");
 }
 
@@ -521,8 +472,7 @@ fn the_memory_message_separates_what_is_held_from_what_a_long_string_needs() {
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(
         stderr.contains("needs") && stderr.contains("more to frame a long string"),
         "{stderr}"
@@ -561,8 +511,7 @@ fn a_huge_rank_number_is_reported_as_written() {
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(
         stderr.contains("rank 99999999999 (from the file name)") && !stderr.contains("4294967295"),
         "{stderr}"
@@ -606,8 +555,7 @@ fn sweep_believes_a_verdicts_metrics_over_its_status() {
     let verdict = passing_verdict(dir.path());
     let (code, v, stderr) = sweep(&[&verdict], &[]);
     assert_eq!(code, Some(0), "{v}{stderr}");
-    let mut forged: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&verdict).unwrap()).unwrap();
+    let mut forged: serde_json::Value = common::load_json(&verdict);
     let metrics = forged["metrics"].as_array_mut().unwrap();
     let step = metrics
         .iter_mut()

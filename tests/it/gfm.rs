@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::common::{synth_run, tracegate};
+use crate::common::{check_mi355x, renamed_moe_run};
 
 pub(crate) fn gfm_html(markdown: &str) -> String {
     let mut options = comrak::Options::default();
@@ -174,26 +174,8 @@ fn every_markdown_snapshot_renders_on_github_with_names_as_code() {
 
 #[test]
 fn the_check_comment_of_a_renamed_kernel_shows_its_names_as_code() {
-    let run = synth_run(&[
-        "--scenario",
-        "mi355x-dsr1-fp4-tp4",
-        "--python-functions-per-step",
-        "0",
-        "--inject",
-        "rename-moe",
-        "--inject",
-        "moe=1.1",
-    ]);
-    let out = tracegate()
-        .arg("check")
-        .arg(&run)
-        .arg("--baseline")
-        .arg(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml"),
-        )
-        .output()
-        .unwrap();
+    let run = renamed_moe_run();
+    let out = check_mi355x(&run).output().unwrap();
     let markdown = String::from_utf8(out.stdout).unwrap();
     assert_renders_as_github_should("check comment", &markdown);
     let html = gfm_html(&markdown);

@@ -4,12 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::common::{run_ok, synth_cmd, tracegate, Out};
+use crate::common::{
+    assert_exit_saying, check_in_root, run_ok, synth_cmd, tracegate, Out, MI355X_RUN,
+};
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path, query_param, query_param_is_missing};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
 pub(crate) const MARKER: &str =
     "<!-- tracegate:baseline=baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml -->";
 /// Distinctive, so that any leak shows.
@@ -25,16 +26,7 @@ fn runs() -> &'static (PathBuf, PathBuf) {
         let make = |name: &str, inject: Option<&str>| {
             let dir = root.join(name);
             let mut cmd = synth_cmd();
-            cmd.args([
-                "--scenario",
-                "mi355x-dsr1-fp4-tp4",
-                "--seed",
-                "3",
-                "--python-functions-per-step",
-                "0",
-                "--out",
-            ]);
-            cmd.arg(&dir);
+            cmd.args(MI355X_RUN).arg("--out").arg(&dir);
             if let Some(spec) = inject {
                 cmd.args(["--inject", spec]);
             }
@@ -45,42 +37,10 @@ fn runs() -> &'static (PathBuf, PathBuf) {
     })
 }
 
-/// `tracegate check RUN --baseline BASELINE ARGS...` from the crate root, with `envs` set.
-fn check(run: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
-    let mut cmd = tracegate();
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("check")
-        .arg(run)
-        .args(["--baseline", BASELINE])
-        .args(args);
-    // A workflow always has a workspace (without one, confinement refuses to run).
-    if envs.iter().any(|(k, _)| *k == "GITHUB_ACTIONS") {
-        cmd.env("GITHUB_WORKSPACE", env!("CARGO_MANIFEST_DIR"));
-    }
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    crate::common::run(&mut cmd)
-}
-
-/// `check --github` of a run against the mock server, commenting on acme/infer#7.
+/// `check --github` of a run against the mock server, commenting on acme/infer#7; the token
+/// must show in neither output.
 fn check_commenting(run: &Path, server: &MockServer, extra: &[&str]) -> Out {
-    let api = server.uri();
-    let mut args = vec![
-        "--github",
-        "--pr",
-        "7",
-        "--github-api",
-        api.as_str(),
-        "--output",
-        "/dev/null",
-    ];
-    args.extend_from_slice(extra);
-    let out = check(
-        run,
-        &args,
-        &[("GITHUB_REPOSITORY", "acme/infer"), ("GITHUB_TOKEN", TOKEN)],
-    );
+    let out = crate::common::check_commenting(run, &server.uri(), TOKEN, extra);
     assert_no_token(&out);
     out
 }
@@ -151,6 +111,25 @@ pub(crate) async fn mount_actions_token_user(server: &MockServer) {
         .await;
 }
 
+/// A PATCH of comment `id` that answers 200 with `body`, expected `times` times.
+pub(crate) async fn mount_patch(server: &MockServer, id: u64, body: &Value, times: u64) {
+    Mock::given(method("PATCH"))
+        .and(path(format!("/repos/acme/infer/issues/comments/{id}")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .expect(times)
+        .mount(server)
+        .await;
+}
+
+/// A POST, anywhere, that must never come.
+pub(crate) async fn mount_no_post(server: &MockServer) {
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(201))
+        .expect(0)
+        .mount(server)
+        .await;
+}
+
 fn requests_of<'a>(all: &'a [Request], verb: &str) -> Vec<&'a Request> {
     all.iter().filter(|r| r.method.as_str() == verb).collect()
 }
@@ -164,7 +143,7 @@ fn check_github_writes_summary_outputs_and_annotations() {
     let report = dir.path().join("report.md");
     let verdict = dir.path().join("verdict.json");
     std::fs::write(&summary, "# earlier step\n").unwrap();
-    let out = check(
+    let out = check_in_root(
         fail,
         &[
             "--github",
@@ -183,7 +162,7 @@ fn check_github_writes_summary_outputs_and_annotations() {
     assert_eq!(out.code, Some(1), "{}", out.stderr);
 
     // The verdict JSON, read independently, says which gated metrics regressed.
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&verdict).unwrap()).unwrap();
+    let v: Value = crate::common::load_json(&verdict);
     let regressed: Vec<&str> = v["metrics"]
         .as_array()
         .unwrap()
@@ -253,7 +232,7 @@ fn a_passing_run_sets_pass_outputs_and_no_error() {
     let summary = dir.path().join("summary.md");
     let output = dir.path().join("output.txt");
     // GITHUB_ACTIONS=true turns GitHub mode on without --github.
-    let out = check(
+    let out = check_in_root(
         pass,
         &["--comment", "off", "--format", "json"],
         &[
@@ -274,7 +253,7 @@ fn a_passing_run_sets_pass_outputs_and_no_error() {
 
     // --no-github wins over GITHUB_ACTIONS=true: nothing written, nothing printed but the report.
     let summary2 = dir.path().join("summary2.md");
-    let out = check(
+    let out = check_in_root(
         pass,
         &["--no-github", "--format", "json"],
         &[
@@ -318,28 +297,13 @@ fn first_run_creates_the_comment_and_the_second_updates_it() {
             .expect(1)
             .mount(&server)
             .await;
-        Mock::given(method("PATCH"))
-            .and(path("/repos/acme/infer/issues/comments/1001"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(sticky.clone()))
-            .expect(1)
-            .mount(&server)
-            .await;
+        mount_patch(&server, 1001, &sticky, 1).await;
     });
 
     let first = check_commenting(fail, &server, &[]);
-    assert_eq!(first.code, Some(1), "{}", first.stderr);
-    assert!(
-        first.stderr.contains("created pull-request comment 1001"),
-        "{}",
-        first.stderr
-    );
+    assert_exit_saying(&first, 1, "created pull-request comment 1001");
     let second = check_commenting(fail, &server, &[]);
-    assert_eq!(second.code, Some(1), "{}", second.stderr);
-    assert!(
-        second.stderr.contains("updated pull-request comment 1001"),
-        "{}",
-        second.stderr
-    );
+    assert_exit_saying(&second, 1, "updated pull-request comment 1001");
     assert!(!second.stdout.contains("::warning title=tracegate comment"));
 
     let all = rt.block_on(server.received_requests()).unwrap();
@@ -406,25 +370,11 @@ fn the_comment_is_found_on_the_second_page() {
             .expect(1)
             .mount(&server)
             .await;
-        Mock::given(method("PATCH"))
-            .and(path("/repos/acme/infer/issues/comments/2002"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(page2[1].clone()))
-            .expect(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(201))
-            .expect(0)
-            .mount(&server)
-            .await;
+        mount_patch(&server, 2002, &page2[1], 1).await;
+        mount_no_post(&server).await;
     });
     let out = check_commenting(fail, &server, &[]);
-    assert_eq!(out.code, Some(1), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("updated pull-request comment 2002"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 1, "updated pull-request comment 2002");
     drop(server);
 }
 
@@ -584,12 +534,7 @@ fn a_passing_run_creates_no_comment_unless_always() {
     ));
     // on-regression (the default): a pass with no earlier comment posts nothing.
     let out = check_commenting(pass, &server, &[]);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("no pull-request comment"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 0, "no pull-request comment");
     // off: not even a request.
     let before = rt.block_on(server.received_requests()).unwrap().len();
     let out = check_commenting(pass, &server, &["--comment", "off"]);
@@ -600,12 +545,7 @@ fn a_passing_run_creates_no_comment_unless_always() {
     );
     // always: a passing run gets its comment too.
     let out = check_commenting(pass, &server, &["--comment", "always"]);
-    assert_eq!(out.code, Some(0));
-    assert!(
-        out.stderr.contains("created pull-request comment 5"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 0, "created pull-request comment 5");
     drop(server);
 }
 
@@ -639,7 +579,7 @@ fn the_pull_request_comes_from_the_event_file() {
             .await;
     });
     let api = server.uri();
-    let out = check(
+    let out = check_in_root(
         fail,
         &["--output", "/dev/null", "--token-env", "MY_TOKEN"],
         &[
@@ -651,12 +591,7 @@ fn the_pull_request_comes_from_the_event_file() {
         ],
     );
     assert_no_token(&out);
-    assert_eq!(out.code, Some(1), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("created pull-request comment 6"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 1, "created pull-request comment 6");
     drop(server);
 }
 
@@ -668,7 +603,7 @@ fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
     std::fs::create_dir(&verdicts).unwrap();
     for (run, name) in [(pass, "cfg-pass"), (fail, "cfg-fail")] {
         let file = verdicts.join(format!("{name}.json"));
-        let out = check(
+        let out = check_in_root(
             run,
             &["--no-github", "--output", "/dev/null", "--verdict-out"]
                 .into_iter()
@@ -678,7 +613,7 @@ fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
         );
         assert!(matches!(out.code, Some(0 | 1)), "{}", out.stderr);
         // Each configuration of a sweep has its own baseline; name this one.
-        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let mut v: Value = crate::common::load_json(&file);
         v["baseline"]["path"] = Value::String(format!("baselines/{name}.toml"));
         std::fs::write(&file, v.to_string()).unwrap();
     }
@@ -714,12 +649,7 @@ fn sweep_github_writes_one_comment_summary_outputs_and_annotations() {
     let out = Out::of(out);
     assert_no_token(&out);
     // check's precedence: the regression outranks the missing verdict.
-    assert_eq!(out.code, Some(1), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("created pull-request comment 2001"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 1, "created pull-request comment 2001");
 
     // One ::error per configuration that did not pass, naming it; none for the passing one.
     let errors: Vec<&str> = out
@@ -769,7 +699,7 @@ fn paths_from_workflow_inputs_cannot_leave_the_workspace() {
     ];
     let inside = temp.path().join("tracegate/report.md");
     std::fs::create_dir_all(inside.parent().unwrap()).unwrap();
-    let out = check(
+    let out = check_in_root(
         fail,
         &["--comment", "off", "--output", inside.to_str().unwrap()],
         &env,
@@ -783,7 +713,7 @@ fn paths_from_workflow_inputs_cannot_leave_the_workspace() {
     assert!(inside.exists());
 
     let escape = format!("../tracegate-escape-{}.md", std::process::id());
-    let out = check(fail, &["--comment", "off", "--output", &escape], &env);
+    let out = check_in_root(fail, &["--comment", "off", "--output", &escape], &env);
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     assert!(
         out.stderr

@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::common::{self, tracegate};
-
-const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
+use crate::common::{
+    self, baseline_with_line, check_paths, edited_baseline, tracegate, MI355X_BASELINE as BASELINE,
+};
 
 fn run() -> std::path::PathBuf {
     common::synth_run(&["--scenario", "mi355x-dsr1-fp4-tp4", "--seed", "3"])
@@ -57,12 +57,7 @@ fn a_special_file_as_baseline_is_refused_without_reading_it() {
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 2);
 }
 
 /// Case 10: an event payload no runner writes is refused before anything is judged (exit 2),
@@ -80,8 +75,7 @@ fn an_endless_event_payload_is_refused_not_read() {
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(
         stderr.contains("GITHUB_EVENT_PATH /dev/zero: not a regular file, refused"),
         "{stderr}"
@@ -101,8 +95,7 @@ fn an_endless_event_payload_is_refused_not_read() {
         .env("GITHUB_TOKEN", "t")
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(stderr.contains("larger than 25 MiB, refused"), "{stderr}");
 }
 
@@ -137,16 +130,6 @@ fn a_verdict_whose_status_and_exit_code_disagree_cannot_pass_a_sweep() {
         stdout.contains("disagree") || stdout.contains("but exit code 2"),
         "{stdout}"
     );
-}
-
-/// The shipped baseline with every line that starts with `prefix` passed through `edit`.
-fn edited_baseline(dir: &Path, edit: impl Fn(&str) -> String) -> std::path::PathBuf {
-    let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE)).unwrap();
-    let out: String = text.lines().map(|l| edit(l) + "\n").collect();
-    let path = dir.join("edited.toml");
-    std::fs::write(&path, out).unwrap();
-    path
 }
 
 /// The run's rank files copied into `dir`, each rank's `deviceProperties` names passed through
@@ -185,23 +168,6 @@ fn run_with_devices(
         .collect()
 }
 
-fn check(paths: &[&Path], baseline: &Path, extra: &[&str]) -> (Option<i32>, String, String) {
-    let out = tracegate()
-        .arg("check")
-        .args(paths)
-        .arg("--baseline")
-        .arg(baseline)
-        .args(extra)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 // Case 1: nothing gated is nothing judged.
 #[test]
 fn a_baseline_that_gates_nothing_cannot_pass() {
@@ -213,7 +179,7 @@ fn a_baseline_that_gates_nothing_cannot_pass() {
             l.to_string()
         }
     });
-    let (code, stdout, stderr) = check(&[&run()], &ungated, &[]);
+    let (code, stdout, stderr) = check_paths(&[&run()], &ungated, &[]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(stdout.contains("gates no metric"), "{stdout}");
     assert!(!stdout.contains("PASS"), "{stdout}");
@@ -223,7 +189,7 @@ fn a_baseline_that_gates_nothing_cannot_pass() {
     let meta_only: String = text.split("\n[metrics").next().unwrap().to_string() + "\n[metrics]\n";
     let empty = dir.path().join("empty.toml");
     std::fs::write(&empty, meta_only).unwrap();
-    let (code, stdout, stderr) = check(&[&run()], &empty, &[]);
+    let (code, stdout, stderr) = check_paths(&[&run()], &empty, &[]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(stdout.contains("gates no metric"), "{stdout}");
 }
@@ -235,10 +201,11 @@ fn unknown_hardware_is_judged_only_when_asserted() {
     let files = run_with_devices(dir.path(), |_| None);
     let paths: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
     let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE);
-    let (code, stdout, stderr) = check(&paths, &baseline, &[]);
+    let (code, stdout, stderr) = check_paths(&paths, &baseline, &[]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(stdout.contains("the run's hardware is unknown"), "{stdout}");
-    let (code, stdout, stderr) = check(&paths, &baseline, &["--hardware", "AMD Instinct MI355X"]);
+    let (code, stdout, stderr) =
+        check_paths(&paths, &baseline, &["--hardware", "AMD Instinct MI355X"]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(
         stdout
@@ -247,33 +214,22 @@ fn unknown_hardware_is_judged_only_when_asserted() {
         "{stdout}"
     );
     // Asserting another device than the baseline's is another hardware.
-    let (code, stdout, _) = check(&paths, &baseline, &["--hardware", "NVIDIA B200"]);
+    let (code, stdout, _) = check_paths(&paths, &baseline, &["--hardware", "NVIDIA B200"]);
     assert_eq!(code, Some(2), "{stdout}");
 
     // A baseline that names no hardware: the same.
-    let anyhw = edited_baseline(dir.path(), |l| {
-        if l.starts_with("hardware = ") {
-            "hardware = \"\"".to_string()
-        } else {
-            l.to_string()
-        }
-    });
-    let (code, stdout, stderr) = check(&[&run()], &anyhw, &[]);
+    let anyhw = baseline_with_line(dir.path(), "hardware = ", "hardware = \"\"");
+    let (code, stdout, stderr) = check_paths(&[&run()], &anyhw, &[]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(stdout.contains("names no hardware"), "{stdout}");
-    let (code, stdout, stderr) = check(&[&run()], &anyhw, &["--hardware", "AMD Instinct MI355X"]);
+    let (code, stdout, stderr) =
+        check_paths(&[&run()], &anyhw, &["--hardware", "AMD Instinct MI355X"]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("asserted by --hardware"), "{stdout}");
 
     // The headline names the run's hardware, not the baseline's.
-    let other = edited_baseline(dir.path(), |l| {
-        if l.starts_with("hardware = ") {
-            "hardware = \"NVIDIA B200\"".to_string()
-        } else {
-            l.to_string()
-        }
-    });
-    let (_, stdout, _) = check(&[&run()], &other, &["--allow-other-hardware"]);
+    let other = baseline_with_line(dir.path(), "hardware = ", "hardware = \"NVIDIA B200\"");
+    let (_, stdout, _) = check_paths(&[&run()], &other, &["--allow-other-hardware"]);
     // The first line tells the story; the hardware is on the line after it.
     let headline = stdout.lines().take(3).collect::<Vec<_>>().join("\n");
     assert!(
@@ -294,7 +250,7 @@ fn five_stalled_decode_steps_fail_the_gate_with_the_steps_named() {
         "stall=5:3.0",
     ]);
     let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE);
-    let (code, stdout, stderr) = check(&[&stalled], &baseline, &[]);
+    let (code, stdout, stderr) = check_paths(&[&stalled], &baseline, &[]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     assert!(
         stdout.contains("regressed: decode\\_stall\\_pct"),
@@ -307,7 +263,7 @@ fn five_stalled_decode_steps_fail_the_gate_with_the_steps_named() {
         "{stdout}"
     );
     // Without the injection the same seed passes.
-    let (code, stdout, _) = check(&[&run()], &baseline, &[]);
+    let (code, stdout, _) = check_paths(&[&run()], &baseline, &[]);
     assert_eq!(code, Some(0), "{stdout}");
 }
 
@@ -319,7 +275,7 @@ fn a_baseline_of_another_configuration_cannot_pass_as_improved() {
         Some(v) => format!("value = {:e}", v.parse::<f64>().unwrap() * 1e12),
         None => l.to_string(),
     });
-    let (code, stdout, stderr) = check(&[&run()], &far, &[]);
+    let (code, stdout, stderr) = check_paths(&[&run()], &far, &[]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(
         stdout.contains("this baseline is not of this configuration"),
@@ -340,7 +296,7 @@ fn ranks_on_different_hardware_are_refused_naming_the_files() {
     });
     let paths: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
     let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE);
-    let (code, stdout, stderr) = check(&paths, &baseline, &[]);
+    let (code, stdout, stderr) = check_paths(&paths, &baseline, &[]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     let name = |i: usize| files[i].file_name().unwrap().to_string_lossy().into_owned();
     assert!(
@@ -376,8 +332,7 @@ fn baseline_update_keeps_the_set_of_metrics_and_refuses_another_rank_count() {
             .unwrap()
     };
     let out = update(&[], &[&run()]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 0);
     assert!(
         stderr.contains("rank_skew_ms") && stderr.contains("--add-new"),
         "{stderr}"
@@ -399,16 +354,14 @@ fn baseline_update_keeps_the_set_of_metrics_and_refuses_another_rank_count() {
         .collect();
     let before = std::fs::read_to_string(&path).unwrap();
     let out = update(&[], &[&one_rank[0]]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(
         stderr.contains("4 ranks (tp) but the run has 1") && stderr.contains("--force"),
         "{stderr}"
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
     let out = update(&["--force"], &[&one_rank[0]]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 0);
     assert!(
         stderr.contains("does not produce") && stderr.contains("allreduce_rank_ratio"),
         "{stderr}"
@@ -430,7 +383,7 @@ fn negative_or_string_times_and_a_non_finite_spread_are_refused() {
             ),
         )
         .unwrap();
-        let (code, stdout, stderr) = check(&[&trace], &baseline, &[]);
+        let (code, stdout, stderr) = check_paths(&[&trace], &baseline, &[]);
         assert_eq!(code, Some(2), "{stdout}{stderr}");
         assert!(
             stderr.contains("rank-0.json")
@@ -439,14 +392,8 @@ fn negative_or_string_times_and_a_non_finite_spread_are_refused() {
             "{stderr}"
         );
     }
-    let nan = edited_baseline(dir.path(), |l| {
-        if l.starts_with("spread = ") {
-            "spread = nan".to_string()
-        } else {
-            l.to_string()
-        }
-    });
-    let (code, stdout, stderr) = check(&[&run()], &nan, &[]);
+    let nan = baseline_with_line(dir.path(), "spread = ", "spread = nan");
+    let (code, stdout, stderr) = check_paths(&[&run()], &nan, &[]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(
         stderr.contains("edited.toml") && stderr.contains("spread NaN is not a finite number"),
@@ -491,15 +438,6 @@ fn a_file_given_twice_and_a_huge_rank_number_are_named_for_what_they_are() {
 }
 
 fn tracegate_extract(paths: &[&Path]) -> (Option<i32>, String, String) {
-    let out = tracegate()
-        .arg("extract")
-        .args(paths)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = common::run_lossy_within(tracegate().arg("extract").args(paths), 120);
+    (out.code, out.stdout, out.stderr)
 }

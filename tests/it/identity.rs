@@ -6,24 +6,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{run, synth_run, tracegate, Out};
+use crate::common::{mi355x_run, run, tracegate, Out};
 
 const SHIPPED: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
 const OLD: &str = "lmsysorg/sglang:v0.5.3-rocm700";
 const NEW: &str = "lmsysorg/sglang:v0.5.4-rocm700";
 
-/// The shared clean and regressed (allreduce 1.5x slower) MI355X runs (`common::synth_run`).
+/// The shared clean and regressed (allreduce 1.5x slower) MI355X runs (`common::mi355x_run`).
 fn runs() -> (PathBuf, PathBuf) {
-    let args = [
-        "--scenario",
-        "mi355x-dsr1-fp4-tp4",
-        "--seed",
-        "3",
-        "--python-functions-per-step",
-        "0",
-    ];
-    let fail = [&args[..], &["--inject", "allreduce=1.5"]].concat();
-    (synth_run(&args), synth_run(&fail))
+    (mi355x_run(None), mi355x_run(Some("allreduce=1.5")))
 }
 
 /// The shipped baseline, recorded with the old image and sglang 0.5.3, in DIR.
@@ -91,7 +82,7 @@ fn check_writes_the_image_and_pairs_in_json_and_the_markdown_header() {
         assert!(md.stdout.contains(&row), "no row {row:?} in\n{}", md.stdout);
     }
 
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&verdict).unwrap()).unwrap();
+    let v: Value = crate::common::load_json(&verdict);
     assert_eq!(v["run"]["image"], NEW);
     assert_eq!(v["run"]["meta"]["sglang"], "0.5.4");
     assert_eq!(v["run"]["meta"]["commit"], "4f2a9c1");
@@ -275,7 +266,7 @@ fn a_sweep_shows_each_configuration_old_to_new() {
             &[],
         );
         assert!(matches!(out.code, Some(0 | 1)), "{}", out.stderr);
-        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let mut v: Value = crate::common::load_json(&path);
         v["baseline"]["path"] = Value::String(format!("baselines/config-{name}.toml"));
         std::fs::write(&path, v.to_string()).unwrap();
     }
@@ -338,7 +329,7 @@ fn a_64_configuration_image_bump_fits_in_one_comment() {
         &[],
     );
     assert_eq!(out.code, Some(1), "{}", out.stderr);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&one).unwrap()).unwrap();
+    let v: Value = crate::common::load_json(&one);
     let verdicts = dir.path().join("verdicts");
     std::fs::create_dir(&verdicts).unwrap();
     for i in 0..64 {

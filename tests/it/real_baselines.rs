@@ -21,9 +21,10 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn baseline_new(run: &Path, baseline: &Path, extra: &[&str]) -> Output {
+/// `tracegate COMMAND... RUN --baseline BASELINE EXTRA...`.
+fn with_run_and_baseline(command: &[&str], run: &Path, baseline: &Path, extra: &[&str]) -> Output {
     tracegate()
-        .args(["baseline", "new"])
+        .args(command)
         .arg(run)
         .arg("--baseline")
         .arg(baseline)
@@ -32,15 +33,12 @@ fn baseline_new(run: &Path, baseline: &Path, extra: &[&str]) -> Output {
         .unwrap()
 }
 
+fn baseline_new(run: &Path, baseline: &Path, extra: &[&str]) -> Output {
+    with_run_and_baseline(&["baseline", "new"], run, baseline, extra)
+}
+
 fn check(run: &Path, baseline: &Path, extra: &[&str]) -> Output {
-    tracegate()
-        .arg("check")
-        .arg(run)
-        .arg("--baseline")
-        .arg(baseline)
-        .args(extra)
-        .output()
-        .unwrap()
+    with_run_and_baseline(&["check"], run, baseline, extra)
 }
 
 /// Every run of `tracelens/inference` (one directory each) and `h200-torch`.
@@ -233,6 +231,13 @@ fn small_run(ranks: &str) -> tempfile::TempDir {
     ])
 }
 
+/// A two-rank [`small_run`], a scratch directory and the path of a baseline `b.toml` in it.
+fn small_run_and_baseline_path() -> (tempfile::TempDir, tempfile::TempDir, PathBuf) {
+    let work = tempfile::tempdir().unwrap();
+    let baseline = work.path().join("b.toml");
+    (small_run("2"), work, baseline)
+}
+
 /// Rewrites the device name in one rank's trace file.
 fn rename_device(run: &Path, rank: u32, to: &str) -> PathBuf {
     let file = std::fs::read_dir(run)
@@ -256,9 +261,7 @@ fn rename_device(run: &Path, rank: u32, to: &str) -> PathBuf {
 #[test]
 fn identity_that_contradicts_the_run_is_refused_unless_forced() {
     // D18: --hardware against the trace's device, --tp and --meta tp against the rank count.
-    let run = small_run("2");
-    let work = tempfile::tempdir().unwrap();
-    let baseline = work.path().join("b.toml");
+    let (run, _work, baseline) = small_run_and_baseline_path();
     for (extra, says) in [
         (
             &["--hardware", "NVIDIA B200"][..],
@@ -288,14 +291,12 @@ fn identity_that_contradicts_the_run_is_refused_unless_forced() {
     // update: --meta tp=8 would rewrite tp.
     common::assert_exit(&baseline_new(run.path(), &baseline, &["--force"]), 0);
     let before = std::fs::read_to_string(&baseline).unwrap();
-    let out = tracegate()
-        .args(["baseline", "update"])
-        .arg(run.path())
-        .arg("--baseline")
-        .arg(&baseline)
-        .args(["--meta", "tp=8"])
-        .output()
-        .unwrap();
+    let out = with_run_and_baseline(
+        &["baseline", "update"],
+        run.path(),
+        &baseline,
+        &["--meta", "tp=8"],
+    );
     common::assert_exit(&out, 2);
     assert!(text(&out.stderr).contains("--meta tp=8 contradicts the run"));
     assert_eq!(std::fs::read_to_string(&baseline).unwrap(), before);
@@ -304,9 +305,7 @@ fn identity_that_contradicts_the_run_is_refused_unless_forced() {
 #[test]
 fn a_rank_without_a_device_beside_ranks_with_one_is_refused_naming_its_file() {
     // D4: never assumed to be on the other ranks' hardware, by check or by baseline new.
-    let run = small_run("2");
-    let work = tempfile::tempdir().unwrap();
-    let baseline = work.path().join("b.toml");
+    let (run, work, baseline) = small_run_and_baseline_path();
     common::assert_exit(&baseline_new(run.path(), &baseline, &[]), 0);
     let file = rename_device(run.path(), 1, "");
     let out = check(run.path(), &baseline, &["--format", "json"]);
@@ -339,9 +338,7 @@ fn mixed_hardware_is_refused_by_baseline_new_as_by_check() {
 #[test]
 fn the_headline_names_the_traces_hardware_when_hardware_contradicts_it() {
     // D24: the asserted name never stands for a run whose trace says otherwise.
-    let run = small_run("2");
-    let work = tempfile::tempdir().unwrap();
-    let baseline = work.path().join("b.toml");
+    let (run, _work, baseline) = small_run_and_baseline_path();
     common::assert_exit(&baseline_new(run.path(), &baseline, &[]), 0);
     let out = check(run.path(), &baseline, &["--hardware", "NVIDIA B200"]);
     common::assert_exit(&out, 2);
@@ -362,21 +359,12 @@ fn the_headline_names_the_traces_hardware_when_hardware_contradicts_it() {
 
 #[test]
 fn baseline_writes_print_the_diff_only_when_asked() {
-    let run = small_run("2");
-    let work = tempfile::tempdir().unwrap();
-    let baseline = work.path().join("b.toml");
+    let (run, _work, baseline) = small_run_and_baseline_path();
     let out = baseline_new(run.path(), &baseline, &["--diff"]);
     common::assert_exit(&out, 0);
     assert!(text(&out.stdout).contains("+[metrics.decode_step_ms]"));
     let update = |extra: &[&str]| {
-        tracegate()
-            .args(["baseline", "update"])
-            .arg(run.path())
-            .arg("--baseline")
-            .arg(&baseline)
-            .args(extra)
-            .output()
-            .unwrap()
+        with_run_and_baseline(&["baseline", "update"], run.path(), &baseline, extra)
     };
     let out = update(&[]);
     common::assert_exit(&out, 0);

@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::{
-    independent_counts, inspect_json, inspected_counts, load_json, run_ok, shared_traces, tracegate,
+    extract_json_output, independent_counts, inspect_json, inspected_counts, load_json, run_ok,
+    shared_traces, tracegate,
 };
 
 fn all_trace_files(dir: &Path) -> Vec<PathBuf> {
@@ -96,12 +97,7 @@ fn python_function_events_are_counted_not_kept() {
 }
 
 fn extract_status(path: &Path) -> (Option<i32>, String, String) {
-    let out = tracegate()
-        .arg("extract")
-        .arg(path)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
+    let out = extract_json_output(path);
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

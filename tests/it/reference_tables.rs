@@ -39,13 +39,13 @@ fn markdown_breakdown(dir: &Path) -> BTreeMap<String, (f64, f64, f64)> {
         .collect()
 }
 
+/// Rank 0's value of `metric` in `extract`'s JSON.
+fn rank_0(x: &Value, metric: &str) -> f64 {
+    x["metrics"][metric]["per_rank"]["0"].as_f64().unwrap()
+}
+
 fn extract_json(dir: &Path) -> Value {
-    let out = tracegate()
-        .arg("extract")
-        .arg(dir)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
+    let out = common::extract_json_output(dir);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -101,22 +101,8 @@ fn mi355x_breakdown_matches_the_reference_table() {
         ],
     );
     let x = extract_json(&dir);
-    assert!(
-        (x["metrics"]["gpu_util_pct"]["per_rank"]["0"]
-            .as_f64()
-            .unwrap()
-            - 99.7)
-            .abs()
-            < 1.0
-    );
-    assert!(
-        (x["metrics"]["decode_step_ms"]["per_rank"]["0"]
-            .as_f64()
-            .unwrap()
-            - 20.11)
-            .abs()
-            < 0.2
-    );
+    assert!((rank_0(&x, "gpu_util_pct") - 99.7).abs() < 1.0);
+    assert!((rank_0(&x, "decode_step_ms") - 20.11).abs() < 0.2);
 }
 
 #[test]
@@ -177,7 +163,7 @@ fn b200_comm_and_gemm_tables_match_the_reference() {
     assert!(calls == 121.0 && (us - 21.5).abs() < 0.5, "{calls} {us}");
     let (calls, us) = kernel(&x, "ncclSymkDevKernel_AllReduce");
     assert!(calls == 2.0 && (us - 1040.0).abs() < 25.0, "{calls} {us}");
-    assert!((x["metrics"]["comm_pct"]["per_rank"]["0"].as_f64().unwrap() - 23.8).abs() < 1.0);
+    assert!((rank_0(&x, "comm_pct") - 23.8).abs() < 1.0);
     // GEMM table: MXFP4 MoE GEMMs 58 + 58, FP4 projections and their quantisation 183 each, MLA 61.
     let (calls, us) = kernel(&x, "bmm_E2m1_E2m1E2m1");
     assert!(calls == 58.0 && (us - 82.4).abs() < 1.0, "{calls} {us}");
@@ -185,14 +171,7 @@ fn b200_comm_and_gemm_tables_match_the_reference() {
     assert_eq!(kernel(&x, "DeviceGemmFp4GemmSm100").0, 183.0);
     assert_eq!(category_calls(&x, "quant"), 183.0);
     assert_eq!(kernel(&x, "fmhaSm100").0, 61.0);
-    assert!(
-        (x["metrics"]["gpu_util_pct"]["per_rank"]["0"]
-            .as_f64()
-            .unwrap()
-            - 82.0)
-            .abs()
-            < 1.0
-    );
+    assert!((rank_0(&x, "gpu_util_pct") - 82.0).abs() < 1.0);
 }
 
 #[test]
@@ -203,15 +182,8 @@ fn h200_comm_and_gemm_tables_match_the_reference() {
     assert_eq!(kernel(&x, "twoshot_sync").0, 121.0);
     assert_eq!(kernel(&x, "ncclDevKernel_AllReduce_Sum").0, 2.0);
     // Rank 0 is the reference's rank: 82.7% comm, 91.5% utilisation, 1,732 µs per allreduce.
-    assert!((x["metrics"]["comm_pct"]["per_rank"]["0"].as_f64().unwrap() - 82.7).abs() < 1.0);
-    assert!(
-        (x["metrics"]["gpu_util_pct"]["per_rank"]["0"]
-            .as_f64()
-            .unwrap()
-            - 91.5)
-            .abs()
-            < 1.0
-    );
+    assert!((rank_0(&x, "comm_pct") - 82.7).abs() < 1.0);
+    assert!((rank_0(&x, "gpu_util_pct") - 91.5).abs() < 1.0);
     let (calls, us) = kernel(&x, "fused_moe_kernel");
     assert!(calls == 116.0 && (us - 259.0).abs() < 3.0, "{calls} {us}");
     assert_eq!(kernel(&x, "deep_gemm::sm90_fp8_gemm_1d2d").0, 250.0);

@@ -2,33 +2,15 @@
 //! same category with the same calls per step are paired as renamed, and the lead names the
 //! renamed kernel that got slower instead of listing it as appeared and vanished.
 
-use std::path::Path;
-
-use crate::common::{synth_run, tracegate};
+use crate::common::{check_mi355x, renamed_moe_run};
 use serde_json::Value;
 
 #[test]
 fn a_renamed_and_slower_moe_kernel_leads_as_renamed_not_as_appeared_and_vanished() {
-    let run = synth_run(&[
-        "--scenario",
-        "mi355x-dsr1-fp4-tp4",
-        "--python-functions-per-step",
-        "0",
-        "--inject",
-        "rename-moe",
-        "--inject",
-        "moe=1.1",
-    ]);
+    let run = renamed_moe_run();
     let dir = tempfile::tempdir().unwrap();
     let verdict_path = dir.path().join("verdict.json");
-    let out = tracegate()
-        .arg("check")
-        .arg(&run)
-        .arg("--baseline")
-        .arg(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml"),
-        )
+    let out = check_mi355x(&run)
         .arg("--verdict-out")
         .arg(&verdict_path)
         .output()

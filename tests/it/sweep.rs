@@ -52,6 +52,24 @@ fn job(work: &Path, scenario: &str, inject: Option<&str>, verdicts: &Path) -> (i
     )
 }
 
+/// A scratch directory with an empty `verdicts` directory in it.
+fn work_with_verdicts() -> (tempfile::TempDir, PathBuf) {
+    let work = tempfile::tempdir().unwrap();
+    let verdicts = work.path().join("verdicts");
+    std::fs::create_dir(&verdicts).unwrap();
+    (work, verdicts)
+}
+
+/// `sweep VERDICTS --expect EXPECT,...`.
+fn sweep_expecting(verdicts: &Path, expect: &[String]) -> std::process::Output {
+    tracegate()
+        .arg("sweep")
+        .arg(verdicts)
+        .args(["--expect", &expect.join(",")])
+        .output()
+        .unwrap()
+}
+
 const ALL: [&str; 4] = [
     "dsr1-fp4-mi355x-sglang-tp4-conc64",
     "dsr1-fp4-b200-sglang-tp4-ep4-conc64",
@@ -96,9 +114,7 @@ fn the_readme_sweep_example_expects_baseline_stems() {
 
 #[test]
 fn a_sweep_with_regressions_and_a_missing_verdict_is_a_regression() {
-    let work = tempfile::tempdir().unwrap();
-    let verdicts = work.path().join("verdicts");
-    std::fs::create_dir(&verdicts).unwrap();
+    let (work, verdicts) = work_with_verdicts();
     // Discovery picks each scenario's own baseline from hardware and rank count.
     for (scenario, inject, code, baseline) in [
         ("mi355x-dsr1-fp4-tp4", Some("allreduce=1.5"), 1, ALL[0]),
@@ -110,10 +126,7 @@ fn a_sweep_with_regressions_and_a_missing_verdict_is_a_regression() {
         assert_eq!(path, format!("baselines/{baseline}.toml"), "{scenario}");
     }
     // A second passing configuration: the B200 verdict as another concurrency's.
-    let mut b200: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(verdicts.join("b200-dsr1-fp4-tp4-ep4.json")).unwrap(),
-    )
-    .unwrap();
+    let mut b200 = common::load_json(&verdicts.join("b200-dsr1-fp4-tp4-ep4.json"));
     let extra = "dsr1-fp4-b200-sglang-tp4-ep4-conc128";
     b200["baseline"]["path"] = format!("baselines/{extra}.toml").into();
     std::fs::write(verdicts.join(format!("{extra}.json")), b200.to_string()).unwrap();
@@ -122,12 +135,7 @@ fn a_sweep_with_regressions_and_a_missing_verdict_is_a_regression() {
     let mut expect = readme_expect();
     expect.push(extra.to_string());
     assert!(expect.contains(&ALL[2].to_string()));
-    let out = tracegate()
-        .arg("sweep")
-        .arg(&verdicts)
-        .args(["--expect", &expect.join(",")])
-        .output()
-        .unwrap();
+    let out = sweep_expecting(&verdicts, &expect);
     // check's precedence: two regressions outrank the missing verdict.
     common::assert_exit(&out, 1);
     let markdown = String::from_utf8(out.stdout).unwrap();
@@ -151,12 +159,7 @@ fn a_sweep_with_regressions_and_a_missing_verdict_is_a_regression() {
     // With only the missing one and the passes, it cannot be judged.
     std::fs::remove_file(verdicts.join("mi355x-dsr1-fp4-tp4.json")).unwrap();
     std::fs::remove_file(verdicts.join("mi325x-dsr1-fp8-tp8.json")).unwrap();
-    let out = tracegate()
-        .arg("sweep")
-        .arg(&verdicts)
-        .args(["--expect", &expect.join(",")])
-        .output()
-        .unwrap();
+    let out = sweep_expecting(&verdicts, &expect);
     common::assert_exit(&out, 2);
 }
 
@@ -194,8 +197,7 @@ fn two_matching_baselines_are_exit_2_with_the_candidates() {
         .arg(&dir)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = common::stderr_of_exit(&out, 2);
     assert!(
         stderr.contains("2 baselines match")
             && stderr.contains("a-fp4.toml")
@@ -215,9 +217,7 @@ fn two_matching_baselines_are_exit_2_with_the_candidates() {
 
 #[test]
 fn a_64_configuration_sweep_fits_in_one_comment() {
-    let work = tempfile::tempdir().unwrap();
-    let verdicts = work.path().join("verdicts");
-    std::fs::create_dir(&verdicts).unwrap();
+    let (work, verdicts) = work_with_verdicts();
     let (status, _) = job(
         work.path(),
         "mi355x-dsr1-fp4-tp4",
@@ -225,10 +225,7 @@ fn a_64_configuration_sweep_fits_in_one_comment() {
         &verdicts,
     );
     assert_eq!(status, 1);
-    let one: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(verdicts.join("mi355x-dsr1-fp4-tp4.json")).unwrap(),
-    )
-    .unwrap();
+    let one = common::load_json(&verdicts.join("mi355x-dsr1-fp4-tp4.json"));
     let mut names: Vec<PathBuf> = Vec::new();
     for i in 0..64 {
         let mut v = one.clone();

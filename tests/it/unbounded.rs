@@ -4,9 +4,8 @@
 //! strings, many distinct kernel names, millions of pooled samples.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use crate::common::tracegate;
+use crate::common::{run_lossy_within, tracegate};
 
 /// A one-kernel trace, with `distributedInfo` when given, a kernel `name`, extra `args` members
 /// and extra top-level members.
@@ -29,40 +28,32 @@ fn trace(
     path
 }
 
+/// One-kernel traces `rank-0.json` and `rank-1.json` of a world of `world_size` ranks.
+fn ranks_0_and_1_of(dir: &Path, world_size: &str) -> (PathBuf, PathBuf) {
+    let rank = |r: u32| {
+        let distributed = format!(r#"{{"rank": {r}, "world_size": {world_size}}}"#);
+        trace(
+            dir,
+            &format!("rank-{r}.json"),
+            Some(&distributed),
+            "k",
+            "",
+            "",
+        )
+    };
+    (rank(0), rank(1))
+}
+
 fn extract(paths: &[&Path], extra: &[&str]) -> (Option<i32>, String) {
-    let out = tracegate()
-        .args(extra)
-        .arg("inspect")
-        .args(paths)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = run_lossy_within(tracegate().args(extra).arg("inspect").args(paths), 60);
+    (out.code, out.stderr)
 }
 
 #[test]
 fn a_world_size_of_billions_is_refused_at_once() {
     for world in ["4294967295", "18446744073709551615"] {
         let dir = tempfile::tempdir().unwrap();
-        let a = trace(
-            dir.path(),
-            "rank-0.json",
-            Some(&format!(r#"{{"rank": 0, "world_size": {world}}}"#)),
-            "k",
-            "",
-            "",
-        );
-        let b = trace(
-            dir.path(),
-            "rank-1.json",
-            Some(&format!(r#"{{"rank": 1, "world_size": {world}}}"#)),
-            "k",
-            "",
-            "",
-        );
+        let (a, b) = ranks_0_and_1_of(dir.path(), world);
         let (code, stderr) = extract(&[&a, &b], &[]);
         assert_eq!(code, Some(2), "{stderr}");
         assert!(
@@ -86,22 +77,7 @@ fn rank_numbers_are_ids_not_indexes() {
     );
     // A world size at the cap is checked, and its missing ranks counted, not all listed.
     let dir = tempfile::tempdir().unwrap();
-    let a = trace(
-        dir.path(),
-        "rank-0.json",
-        Some(r#"{"rank": 0, "world_size": 65536}"#),
-        "k",
-        "",
-        "",
-    );
-    let b = trace(
-        dir.path(),
-        "rank-1.json",
-        Some(r#"{"rank": 1, "world_size": 65536}"#),
-        "k",
-        "",
-        "",
-    );
+    let (a, b) = ranks_0_and_1_of(dir.path(), "65536");
     let (code, stderr) = extract(&[&a, &b], &[]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("rank(s) 2, 3, 4,"), "{stderr}");

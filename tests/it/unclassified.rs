@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::{run_ok, synth_cmd, tracegate};
+use crate::common::{self, run_ok, synth_cmd, tracegate};
 use serde_json::Value;
 
 const SCENARIOS: [&str; 4] = [
@@ -157,22 +157,12 @@ fn a_moe_kernel_under_an_unknown_name_fails_the_check_and_is_named() {
         .args(["--github", "--comment", "off"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 1);
     let verdict: Value =
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("verdict.json")).unwrap())
             .unwrap();
     // other_pct regressed: the time of the renamed kernel left moe_gemm for `other`.
-    let other = verdict["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "other_pct")
-        .unwrap();
+    let other = common::verdict_metric(&verdict, "other_pct");
     assert_eq!(other["verdict"], "regressed", "{other}");
     assert!(other["current"].as_f64().unwrap() > 5.0, "{other}");
     // The explanation leads with it and names the kernel.
@@ -231,12 +221,7 @@ fn a_baseline_rule_classifies_the_kernel_and_baseline_update_keeps_it() {
         "{}",
         verdict["explanation"]["lead"]
     );
-    let other = verdict["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "other_pct")
-        .unwrap();
+    let other = common::verdict_metric(&verdict, "other_pct");
     assert_eq!(other["current"].as_f64(), Some(0.0));
     assert!(verdict["explanation"].get("unclassified").is_none());
 

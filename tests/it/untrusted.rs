@@ -9,9 +9,11 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::common::{synth_once, tracegate, Out, GITHUB_ENV};
+use crate::common::{
+    assert_exit_saying, check_in_root, synth_once, tracegate, Out, GITHUB_ENV,
+    MI355X_BASELINE as BASELINE, MI355X_RUN,
+};
 
-const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
 /// A kernel of the baseline's breakdown that the hostile run renames.
 const VICTIM: &str = "_fused_qk_rope_cat_and_cache_mla_kernel";
 /// The injected kernel name (as text, not JSON): a newline, a forged error annotation, a
@@ -26,16 +28,7 @@ const EVIL_SHOWN: &str = r"evil\n::error title=PWNED::injected\n::stop-commands:
 fn hostile_run() -> &'static Path {
     static RUN: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     let (_, dir) = RUN.get_or_init(|| {
-        let guard = synth_once(&[
-            "--scenario",
-            "mi355x-dsr1-fp4-tp4",
-            "--seed",
-            "3",
-            "--python-functions-per-step",
-            "0",
-            "--inject",
-            "allreduce=1.5",
-        ]);
+        let guard = synth_once(&[MI355X_RUN, &["--inject", "allreduce=1.5"]].concat());
         let evil_json = serde_json::to_string(EVIL).unwrap();
         let mut renamed = 0;
         for entry in std::fs::read_dir(guard.path()).unwrap() {
@@ -54,20 +47,6 @@ fn hostile_run() -> &'static Path {
         (guard, dir)
     });
     dir
-}
-
-/// `tracegate check RUN --baseline BASELINE ARGS` from the crate root.
-fn check(run: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
-    let mut cmd = tracegate();
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("check")
-        .arg(run)
-        .args(["--baseline", BASELINE])
-        .args(args);
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    crate::common::run(&mut cmd)
 }
 
 /// One workflow command the runner would run: its name, its properties and its data.
@@ -171,7 +150,7 @@ fn a_kernel_name_cannot_send_a_workflow_command() {
     let dir = tempfile::tempdir().unwrap();
     let verdict = dir.path().join("verdict.json");
     let summary = dir.path().join("summary.md");
-    let out = check(
+    let out = check_in_root(
         hostile_run(),
         &[
             "--github",
@@ -189,7 +168,7 @@ fn a_kernel_name_cannot_send_a_workflow_command() {
         "{}",
         out.stdout
     );
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&verdict).unwrap()).unwrap();
+    let v: Value = crate::common::load_json(&verdict);
     assert!(v["explanation"]["appeared"]
         .as_array()
         .unwrap()
@@ -240,7 +219,7 @@ fn a_kernel_name_cannot_send_a_workflow_command() {
 #[test]
 fn control_characters_in_names_are_escaped_in_every_format() {
     for format in ["table", "markdown", "json"] {
-        let out = check(hostile_run(), &["--format", format], &[]);
+        let out = check_in_root(hostile_run(), &["--format", format], &[]);
         assert_eq!(out.code, Some(1), "{format}: {}", out.stderr);
         assert!(
             !out.stdout.contains(['\x1b', '\x07', '\r']),
@@ -335,25 +314,7 @@ fn a_full_stdout_does_not_change_the_verdict() {
 /// `check --github` of the hostile (regressed) run, commenting on acme/infer#7 through the
 /// mock API.
 fn check_commenting(server: &wiremock::MockServer, extra: &[&str]) -> Out {
-    let api = server.uri();
-    let mut args = vec![
-        "--github",
-        "--pr",
-        "7",
-        "--github-api",
-        api.as_str(),
-        "--output",
-        "/dev/null",
-    ];
-    args.extend_from_slice(extra);
-    check(
-        hostile_run(),
-        &args,
-        &[
-            ("GITHUB_REPOSITORY", "acme/infer"),
-            ("GITHUB_TOKEN", crate::github::TOKEN),
-        ],
-    )
+    crate::common::check_commenting(hostile_run(), &server.uri(), crate::github::TOKEN, extra)
 }
 
 /// A comment shaped like GitHub's, by `login`.
@@ -395,12 +356,7 @@ fn a_spoofed_marker_comment_is_left_alone_and_a_new_one_is_posted() {
             .await;
     });
     let out = check_commenting(&server, &[]);
-    assert_eq!(out.code, Some(1), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("created pull-request comment 3000"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 1, "created pull-request comment 3000");
     let warning = out
         .stdout
         .lines()
@@ -425,7 +381,7 @@ fn a_spoofed_marker_comment_is_left_alone_and_a_new_one_is_posted() {
 /// before it is left alone, with a warning.
 #[test]
 fn only_the_token_users_own_marked_comment_is_updated() {
-    use crate::github::{runtime, COMMENTS, MARKER};
+    use crate::github::{mount_no_post, mount_patch, runtime, COMMENTS, MARKER};
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
     let rt = runtime();
@@ -449,31 +405,12 @@ fn only_the_token_users_own_marked_comment_is_updated() {
             )
             .mount(&server)
             .await;
-        Mock::given(method("PATCH"))
-            .and(path("/repos/acme/infer/issues/comments/777"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(ours.clone()))
-            .expect(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("PATCH"))
-            .and(path("/repos/acme/infer/issues/comments/666"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(spoof.clone()))
-            .expect(0)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(201))
-            .expect(0)
-            .mount(&server)
-            .await;
+        mount_patch(&server, 777, &ours, 1).await;
+        mount_patch(&server, 666, &spoof, 0).await;
+        mount_no_post(&server).await;
     });
     let out = check_commenting(&server, &[]);
-    assert_eq!(out.code, Some(1), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("updated pull-request comment 777"),
-        "{}",
-        out.stderr
-    );
+    assert_exit_saying(&out, 1, "updated pull-request comment 777");
     assert!(
         out.stdout
             .lines()
@@ -490,7 +427,7 @@ fn only_the_token_users_own_marked_comment_is_updated() {
 fn verdict_dir_with_baseline_path(path: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let verdict = dir.path().join("verdict.json");
-    let out = check(
+    let out = check_in_root(
         hostile_run(),
         &[
             "--format",
@@ -501,7 +438,7 @@ fn verdict_dir_with_baseline_path(path: &str) -> tempfile::TempDir {
         &[],
     );
     assert_eq!(out.code, Some(1), "{}", out.stderr);
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&verdict).unwrap()).unwrap();
+    let mut v: Value = crate::common::load_json(&verdict);
     v["baseline"]["path"] = Value::String(path.to_string());
     std::fs::write(&verdict, serde_json::to_string(&v).unwrap()).unwrap();
     dir
@@ -544,7 +481,7 @@ fn a_configuration_name_cannot_inject_html_into_the_sweep_comment() {
 #[test]
 fn image_and_meta_cannot_link_mention_or_reference() {
     let hostile = "v1 see #12 GH-3 acme/infer#14 www.evil.example @octocat https://evil.example/x";
-    let out = check(
+    let out = check_in_root(
         hostile_run(),
         &[
             "--format",
@@ -582,12 +519,7 @@ fn compare_escapes_labels_and_shows_kernels_as_code() {
         .args(["--format", "markdown"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::assert_exit(&out, 0);
     let markdown = String::from_utf8(out.stdout).unwrap();
     let heading = markdown.lines().next().unwrap();
     assert!(heading.starts_with("## tracegate compare: "), "{heading}");
@@ -619,7 +551,7 @@ fn a_huge_image_is_cut_and_cannot_push_the_headline_out() {
     let image = "i".repeat(70_000);
     let dir = tempfile::tempdir().unwrap();
     let verdict = dir.path().join("verdict.json");
-    let out = check(
+    let out = check_in_root(
         hostile_run(),
         &[
             "--format",
@@ -646,6 +578,6 @@ fn a_huge_image_is_cut_and_cannot_push_the_headline_out() {
     assert!((150..=200).contains(&longest), "a run of {longest} i's");
     assert!(out.stdout.contains("…"));
     assert!(out.stdout.chars().count() < 65_536);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&verdict).unwrap()).unwrap();
+    let v: Value = crate::common::load_json(&verdict);
     assert_eq!(v["run"]["image"].as_str(), Some(image.as_str()));
 }

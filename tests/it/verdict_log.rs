@@ -1,27 +1,12 @@
 //! A verdict in every log: `check` and `sweep` print their headline on stderr whatever
 //! `--output` and `--format` say, so a CI step that fails says why in its log.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::common::{self, tracegate};
 
 const BASELINE: &str = "baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml";
 const OTHER_HARDWARE: &str = "baselines/dsr1-fp8-h200-sglang-tp8-conc64.toml";
-
-fn synth(inject: Option<&str>) -> PathBuf {
-    let mut args = vec![
-        "--scenario",
-        "mi355x-dsr1-fp4-tp4",
-        "--seed",
-        "3",
-        "--python-functions-per-step",
-        "0",
-    ];
-    if let Some(spec) = inject {
-        args.extend(["--inject", spec]);
-    }
-    common::synth_run(&args)
-}
 
 /// The markdown's first line as plain text, undone independently of tracegate's code: the
 /// headlines here hold no markup beyond bold and backslash escapes.
@@ -33,28 +18,17 @@ fn plain(markdown: &str) -> String {
         .into_owned()
 }
 
+/// `check RUN --baseline BASELINE EXTRA...` from the crate root: exit code, stdout, stderr.
 fn check(run: &Path, baseline: &str, extra: &[&str]) -> (i32, String, String) {
-    let out = tracegate()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("GITHUB_ACTIONS")
-        .arg("check")
-        .arg(run)
-        .args(["--baseline", baseline])
-        .args(extra)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let out = common::check_against(run, baseline, extra, &[]);
+    (out.code.unwrap(), out.stdout, out.stderr)
 }
 
 #[test]
 fn check_with_output_prints_the_headline_on_stderr_for_every_verdict() {
     let dir = tempfile::tempdir().unwrap();
-    let pass = synth(None);
-    let fail = synth(Some("allreduce=1.5"));
+    let pass = common::mi355x_run(None);
+    let fail = common::mi355x_run(Some("allreduce=1.5"));
     for (run, baseline, code, word) in [
         (&pass, BASELINE, 0, "PASS"),
         (&fail, BASELINE, 1, "REGRESSION"),
@@ -98,10 +72,10 @@ fn sweep_with_output_prints_the_headline_on_stderr() {
     let other = dir.path().join("mi355x-other.toml");
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join(BASELINE), &other).unwrap();
     for (name, run, baseline) in [
-        ("clean", synth(None), BASELINE),
+        ("clean", common::mi355x_run(None), BASELINE),
         (
             "slow",
-            synth(Some("allreduce=1.5")),
+            common::mi355x_run(Some("allreduce=1.5")),
             other.to_str().unwrap(),
         ),
     ] {
@@ -131,8 +105,7 @@ fn sweep_with_output_prints_the_headline_on_stderr() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(out.stdout.is_empty());
     // --format json wrote JSON to the file: the headline is the markdown's, printed anyway.
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&md).unwrap()).unwrap();
+    let json: serde_json::Value = common::load_json(&md);
     assert_eq!(json["status"], "regression");
     let line = stderr
         .lines()
