@@ -14,7 +14,12 @@ make_one() { # scenario, baseline name, framework, extra `baseline new` options.
   "$bin" baseline new "$work/$scenario" --baseline "baselines/$name.toml" --force \
     --model DeepSeek-R1-0528 --framework "$framework" --concurrency 64 --moe-layers 58 \
     --source "tracegate synth --scenario $scenario --seed 1" "$@" >/dev/null
-  echo "baselines/$name.toml"
+  # Say where the file comes from, above what `baseline new` writes.
+  local file="baselines/$name.toml"
+  { echo "# Shipped baseline, written by baselines/make.sh from \`tracegate synth --scenario $scenario --seed 1\`:"
+    echo "# regenerate it there (decode iterations, host gap, batch and step mix included), not by hand."
+    cat "$file"; } > "$file.tmp" && mv "$file.tmp" "$file"
+  echo "$file"
 }
 make_one mi355x-dsr1-fp4-tp4 dsr1-fp4-mi355x-sglang-tp4-conc64 sglang --precision fp4 --tp 4 --ep 1
 make_one b200-dsr1-fp4-tp4-ep4 dsr1-fp4-b200-sglang-tp4-ep4-conc64 sglang --precision fp4 --tp 4 --ep 4

@@ -290,6 +290,7 @@ pub fn select_baseline(
                 ranks: run.rank_indices().len(),
                 framework: crate::identity::framework_of(run).map(str::to_string),
                 keys: parse_keys(keys)?,
+                batch: crate::steps::annotated_decode_batch(run),
             };
             Ok(discover_confined(dir, &identity, env)?)
         }

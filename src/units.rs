@@ -37,6 +37,8 @@ pub enum Unit {
     /// A count: calls, steps, ranks. Whole counts print without decimals, averages (calls per
     /// step) with one.
     Count,
+    /// Tokens per second (decode throughput), printed whole.
+    TokPerS,
 }
 
 impl Unit {
@@ -48,6 +50,7 @@ impl Unit {
             Unit::Pct => "%",
             Unit::Ratio => "ratio",
             Unit::Count => "count",
+            Unit::TokPerS => "tok/s",
         }
     }
 
@@ -57,6 +60,7 @@ impl Unit {
             Unit::Ms => "ms",
             Unit::Us => "µs",
             Unit::Pct => "%",
+            Unit::TokPerS => "tok/s",
             Unit::Ratio | Unit::Count => "",
         }
     }
@@ -78,7 +82,7 @@ impl Unit {
             Unit::Ms => 3,
             Unit::Us | Unit::Pct => 1,
             Unit::Ratio => 3,
-            Unit::Count => 0,
+            Unit::Count | Unit::TokPerS => 0,
         }
     }
 
@@ -90,6 +94,7 @@ impl Unit {
             "%" | "pct" => Some(Unit::Pct),
             "ratio" => Some(Unit::Ratio),
             "count" => Some(Unit::Count),
+            "tok/s" => Some(Unit::TokPerS),
             _ => None,
         }
     }

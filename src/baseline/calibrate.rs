@@ -239,8 +239,13 @@ fn starting(def: &MetricDef, value: f64, decode_step: Option<f64>) -> (f64, Form
                 _ => (allowance, Form::Absolute(def.unit)),
             }
         }
-        StartTolerance::ShareOfDecodeStep { pct, floor_ms } => {
-            let ms = decode_step.map_or(floor_ms, |s| (s * pct / 100.0).max(floor_ms));
+        StartTolerance::ShareOfDecodeStep { pct, floor_ms }
+        | StartTolerance::ShareOfValue { pct, floor_ms } => {
+            let of = match def.tolerance {
+                StartTolerance::ShareOfValue { .. } => Some(value),
+                _ => decode_step,
+            };
+            let ms = of.map_or(floor_ms, |s| (s * pct / 100.0).max(floor_ms));
             let allowance = Tolerance::Absolute {
                 amount: ms,
                 unit: Unit::Ms,

@@ -3,7 +3,9 @@
 //! A baseline matches when its `hardware` is the device the trace reports, its `tp` (when set)
 //! is the run's number of ranks, its `framework` (when set) is the one the trace tells (a run
 //! whose trace does not tell matches only with `--key framework=NAME`), and every
-//! `--key name=value` equals its `[meta]` field or `extra` pair. Exactly one must match: none, or
+//! `--key name=value` equals its `[meta]` field or `extra` pair, and its `batch` (when set) is
+//! within 10% of the one the run's step annotations say (when they say one). Exactly one must
+//! match: none, or
 //! several, cannot be judged.
 
 use std::path::{Path, PathBuf};
@@ -19,6 +21,8 @@ pub(crate) struct RunIdentity {
     pub framework: Option<String>,
     /// `--key name=value` pairs for what the trace does not say (model, precision, concurrency...).
     pub keys: Vec<(String, String)>,
+    /// The decode batch the step annotations say, where they say one.
+    pub batch: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,7 +82,15 @@ fn meta_field(m: &Meta, name: &str) -> String {
 fn describe(b: &Baseline) -> String {
     let m = &b.meta;
     let mut parts = vec![format!("hardware {:?}", m.hardware)];
-    let names = ["tp", "ep", "model", "precision", "framework", "concurrency"];
+    let names = [
+        "tp",
+        "ep",
+        "model",
+        "precision",
+        "framework",
+        "concurrency",
+        "batch",
+    ];
     for name in names
         .iter()
         .copied()
@@ -110,7 +122,13 @@ fn matches(b: &Baseline, run: &RunIdentity) -> bool {
         .keys
         .iter()
         .all(|(k, v)| meta_field(&b.meta, k).eq_ignore_ascii_case(v));
-    hardware && ranks && framework && keys
+    // A baseline that records a batch matches a run of that batch (within 10%, as `check`
+    // judges it) or a run that tells none.
+    let batch = match (b.meta.batch, run.batch) {
+        (Some(b), Some(r)) => (r - f64::from(b)).abs() <= 0.1 * f64::from(b),
+        _ => true,
+    };
+    hardware && ranks && framework && keys && batch
 }
 
 /// Every `.toml` file of `dir`, each admitted by `admit` first (confinement), parsed; one invalid
@@ -219,6 +237,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            batch: None,
         }
     }
 
@@ -281,6 +300,7 @@ mod tests {
             ranks: 8,
             framework: Some("sglang".into()),
             keys: vec![],
+            batch: None,
         };
         // A link inside the workspace to a baseline inside it is read.
         std::os::unix::fs::symlink("../kept.toml", dir.join("in.toml")).unwrap();
@@ -307,6 +327,7 @@ mod tests {
             ranks: 8,
             framework: Some("sglang".into()),
             keys: vec![],
+            batch: None,
         };
         let b = discover(&dir, &run).unwrap();
         assert!(b.path.ends_with("dsr1-fp8-h200-sglang-tp8-conc64.toml"));
@@ -316,5 +337,23 @@ mod tests {
             e.contains("no baseline matches") && e.contains("dsr1-fp8-h200-sglang-tp8-conc64.toml"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_baseline_of_another_batch_does_not_match() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("baselines");
+        let at = |batch: Option<f64>| RunIdentity {
+            hardware: Some("NVIDIA H200".into()),
+            ranks: 8,
+            framework: Some("sglang".into()),
+            keys: vec![],
+            batch,
+        };
+        // The shipped H200 baseline records batch 64: a run of 64 (or one that tells none)
+        // matches, a run of 32 finds no baseline.
+        assert!(discover(&dir, &at(Some(64.0))).is_ok());
+        assert!(discover(&dir, &at(None)).is_ok());
+        let err = discover(&dir, &at(Some(32.0))).unwrap_err().to_string();
+        assert!(err.contains("batch = 64"), "{err}");
     }
 }

@@ -42,6 +42,10 @@ pub struct Meta {
     pub concurrency: Option<u32>,
     /// MoE layers of the model, for `moe_us_per_layer` (else counted from router launches).
     pub moe_layers: Option<u32>,
+    /// Sequences decoding per step in the run the figures came from (`bs=N`, vLLM's generation
+    /// requests), written by tracegate where the steps carry one: a run of another batch is
+    /// another configuration.
+    pub batch: Option<u32>,
     /// Where the figures came from (a workflow run, a `synth` command).
     pub source: Option<String>,
     pub date: Option<String>,
@@ -68,6 +72,7 @@ impl Meta {
             "ep" => num(self.ep),
             "concurrency" => num(self.concurrency),
             "moe_layers" => num(self.moe_layers),
+            "batch" => num(self.batch),
             "source" => text(&self.source),
             "date" => text(&self.date),
             "tracegate_version" => text(&self.tracegate_version),
@@ -135,6 +140,9 @@ struct BaselineFile {
     metrics: BTreeMap<String, MetricBaseline>,
     #[serde(default)]
     breakdown: Breakdown,
+    /// Written by tracegate: the run's kernel time by kind of step.
+    #[serde(default)]
+    step_mix: Option<crate::metrics::MixShares>,
     /// Extra taxonomy rules: `[[rules]]` tables (each one rule, as a rules file's `[[rule]]`),
     /// or the older `[rules]` table holding `[[rules.rule]]`.
     #[serde(default)]
@@ -155,6 +163,8 @@ pub struct Baseline {
     /// Keyed by metric, in the order of their names (as the file lists them when written).
     pub metrics: BTreeMap<MetricId, MetricBaseline>,
     pub breakdown: Breakdown,
+    /// The kernel time by kind of step of the run it was made from (`[step_mix]`), when recorded.
+    pub step_mix: Option<crate::metrics::MixShares>,
     /// The baseline's own taxonomy rules, as a rules-file table (`rule` = the array of rules),
     /// checked when the baseline was read; tried after `--rules`, before the built-in table.
     pub rules: Option<toml::Table>,
@@ -326,6 +336,7 @@ impl Baseline {
             meta: file.meta,
             metrics,
             breakdown: file.breakdown,
+            step_mix: file.step_mix,
             rules,
             calibration: file.calibration,
             history: file.history,

@@ -38,6 +38,7 @@ fn unit_name(u: Unit) -> &'static str {
         Unit::Pct => "percentage points",
         Unit::Ratio => "a plain number",
         Unit::Count => "a count",
+        Unit::TokPerS => "tokens per second",
     }
 }
 
@@ -86,7 +87,7 @@ impl fmt::Display for Tolerance {
                 Unit::Ms => write!(f, "{amount}ms"),
                 Unit::Us => write!(f, "{amount}us"),
                 Unit::Pct => write!(f, "{amount}pp"),
-                Unit::Ratio | Unit::Count => write!(f, "{amount}"),
+                Unit::Ratio | Unit::Count | Unit::TokPerS => write!(f, "{amount}"),
             },
         }
     }

@@ -22,6 +22,13 @@ fn starting_tolerance(def: &MetricDef, x: &Extraction) -> String {
             )
         }
         (StartTolerance::ShareOfDecodeStep { floor_ms, .. }, None) => format!("{floor_ms}ms"),
+        (StartTolerance::ShareOfValue { pct, floor_ms }, _) => {
+            let value = x.metrics.get(&def.id).map_or(0.0, |m| m.value);
+            format!(
+                "{}ms",
+                crate::units::fixed((value * pct / 100.0).max(floor_ms), 1)
+            )
+        }
     }
 }
 
@@ -235,6 +242,26 @@ fn write_metrics(
     Ok(changes)
 }
 
+/// `[step_mix]`: the run's kernel time by kind of step, %, rewritten whole.
+fn write_step_mix(doc: &mut DocumentMut, x: &Extraction) {
+    let mut t = Table::new();
+    t.decor_mut().set_prefix(
+        "\n# Written by tracegate: the share of kernel time in each kind of step, for telling a run \
+         of another step mix apart.\n",
+    );
+    let m = &x.step_mix;
+    for (key, pct) in [
+        ("decode_pct", m.decode_pct),
+        ("prefill_pct", m.prefill_pct),
+        ("mixed_pct", m.mixed_pct),
+        ("other_label_pct", m.other_label_pct),
+        ("unassigned_pct", m.unassigned_pct),
+    ] {
+        t.insert(key, value(round6(pct)));
+    }
+    doc.insert("step_mix", Item::Table(t));
+}
+
 fn write_breakdown(doc: &mut DocumentMut, x: &Extraction) {
     let mut breakdown = Table::new();
     breakdown.decor_mut().set_prefix(
@@ -308,7 +335,11 @@ fn update_document(
     add_new: bool,
 ) -> Result<MetricChanges, String> {
     stamp_meta(doc, stamp)?;
+    if let Some(batch) = x.decode_batch {
+        section(doc, "meta")?.insert("batch", value(batch.round() as i64));
+    }
     let changes = write_metrics(doc, x, add_new)?;
+    write_step_mix(doc, x);
     write_breakdown(doc, x);
     Ok(changes)
 }

@@ -179,6 +179,10 @@ pub(crate) struct CheckArgs {
     /// is otherwise exit 2.
     #[arg(long, visible_alias = "allow-other-configuration")]
     pub allow_other_hardware: bool,
+    /// Judge a run whose decode batch (sequences per step) differs from the baseline's by more
+    /// than 10%, which is otherwise exit 2: its time per token is of another load.
+    #[arg(long)]
+    pub allow_other_batch: bool,
     /// The run's hardware, asserted where the trace names no device or the baseline names no
     /// hardware (otherwise exit 2); the report says it was asserted.
     #[arg(long, value_name = "NAME")]

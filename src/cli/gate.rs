@@ -36,6 +36,7 @@ pub(super) fn check(args: CheckArgs, limits: pipeline::ReadLimits) -> Result<i32
     let options = pipeline::CheckOptions {
         fail_on_improvement: args.fail_on_improvement,
         allow_other_hardware: args.allow_other_hardware,
+        allow_other_batch: args.allow_other_batch,
         hardware: args.hardware.clone(),
     };
     let mut result = pipeline::check(&run, &args.paths, &config, &baseline, &options)?;

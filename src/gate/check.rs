@@ -9,6 +9,7 @@ use crate::baseline::{Baseline, Meta};
 use crate::exit;
 use crate::metrics::catalog::{MetricDef, Samples, METRICS};
 use crate::metrics::{Extraction, Metric, MetricId};
+use crate::units::Unit;
 
 /// Version of the check JSON schema (`check --format json`, `--verdict-out`); 2: `unclassified`
 /// names its pooled shares `other_share_pct` and `baseline_other_share_pct`.
@@ -20,6 +21,8 @@ pub struct CheckOptions {
     pub fail_on_improvement: bool,
     /// Judge a run on other hardware (or another rank count) than the baseline's anyway.
     pub allow_other_hardware: bool,
+    /// Judge a run of another decode batch than the baseline's anyway.
+    pub allow_other_batch: bool,
     /// The run's hardware, asserted by the user (`--hardware`) where the trace does not name it
     /// or the baseline does not say.
     pub hardware: Option<String>,
@@ -458,6 +461,10 @@ fn mismatches(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> Vec<String> 
         }
     }
     problems.extend(moved_kernels(b));
+    if !opts.allow_other_batch {
+        problems.extend(other_batch(x, b));
+    }
+    problems.extend(other_step_mix(x, b));
     if b.meta.tp.is_none() {
         problems.push(format!(
             "{}: the baseline has no `tp` in [meta], the rank count it is of, so it would judge a \
@@ -476,6 +483,54 @@ fn mismatches(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> Vec<String> 
         }
     }
     problems
+}
+
+/// A run of another decode batch than the baseline's (by more than 10%) is of another load:
+/// its time per token says nothing against the baseline's.
+fn other_batch(x: &Extraction, b: &Baseline) -> Option<String> {
+    let (run, base) = (x.decode_batch?, f64::from(b.meta.batch?));
+    ((run - base).abs() > 0.1 * base).then(|| {
+        format!(
+            "the run decodes {} sequences per step, the baseline {} (batch): another load, so its \
+             time per token says nothing against the baseline's (--allow-other-batch to judge anyway)",
+            Unit::Count.number(run),
+            Unit::Count.number(base)
+        )
+    })
+}
+
+/// A share of kernel time (%) in a kind of step the baseline has (almost) none of, from which
+/// on that kind counts as appeared.
+const APPEARED_SHARE_PCT: f64 = 1.0;
+
+/// A run whose time is spent in other kinds of step than the baseline's is another workload: its
+/// decode share fell by more than a quarter of itself, or mixed or other-label steps hold a
+/// share the baseline's run did not have.
+fn other_step_mix(x: &Extraction, b: &Baseline) -> Option<String> {
+    let base = b.step_mix?;
+    let run = x.step_mix;
+    let fell = run.decode_pct < 0.75 * base.decode_pct;
+    let appeared = |r: f64, b: f64| r >= APPEARED_SHARE_PCT && b < r / 10.0;
+    let new_kind = appeared(run.mixed_pct, base.mixed_pct)
+        || appeared(run.other_label_pct, base.other_label_pct);
+    if !fell && !new_kind {
+        return None;
+    }
+    let moved: Vec<String> = run
+        .kinds()
+        .iter()
+        .zip(base.kinds())
+        .filter(|((_, r), (_, b))| (r - b).abs() >= 0.5)
+        .map(|((kind, r), (_, b))| {
+            format!("{kind} {} → {}", Unit::Pct.figure(b), Unit::Pct.figure(*r))
+        })
+        .collect();
+    Some(format!(
+        "the run's steps are of another mix than the baseline's (share of kernel time: {}): \
+         decode steps were relabelled or another workload ran, so its decode figures say nothing \
+         against the baseline's",
+        moved.join(", ")
+    ))
 }
 
 /// A baseline whose own `[[rules]]` move a kernel its `[breakdown]` records in another category
@@ -540,10 +595,15 @@ fn flattered_by(id: MetricId) -> Flattered {
         | MetricId::AllreduceUs
         | MetricId::AllreduceTransferUs
         | MetricId::OverlapPct => Flattered::ByTimeLeavingItsCategory,
-        MetricId::GpuUtilPct | MetricId::PrefillGpuUtilPct => {
+        MetricId::GpuUtilPct | MetricId::PrefillGpuUtilPct | MetricId::DecodePhaseUtilPct => {
             Flattered::ByRanksWaitingInCollectives
         }
         MetricId::AllreduceRankRatio
+        | MetricId::DecodeHostGapMs
+        | MetricId::DecodeIterMs
+        | MetricId::DecodeSlowMsPerIter
+        | MetricId::DecodeTokensPerS
+        | MetricId::UnassignedPct
         | MetricId::DecodeStallMsPerStep
         | MetricId::DecodeStallPct
         | MetricId::DecodeStepMs

@@ -18,6 +18,7 @@ use super::verdict::MetricCheck;
 use super::verdict::Verdict;
 use crate::baseline::Baseline;
 use crate::metrics::breakdown::Breakdown;
+use crate::metrics::run::SLOW_FACTOR;
 use crate::metrics::{Extraction, MetricId};
 use crate::taxonomy::{readable, untruncated_short_name, Category, OTHER_LIMIT_PCT};
 
@@ -76,6 +77,25 @@ pub enum Cause {
         factor: f64,
         ms_per_step: f64,
         baseline_ms_per_step: Option<f64>,
+    },
+    /// The GPU waits longer between decode forwards: host time (scheduler, sampling, Python
+    /// between graph replays), not a kernel.
+    HostGap {
+        /// `decode_host_gap_ms`, baseline and run, ms.
+        baseline_ms: f64,
+        current_ms: f64,
+        /// `decode_iter_ms` change, ms, where both sides have it.
+        iteration_change_ms: Option<f64>,
+    },
+    /// Decode iterations slower than 1.5x the median but below the stall line (2x).
+    SlowSteps {
+        rank: u32,
+        /// Iterations between 1.5x and 2x the median, and all iterations.
+        slow: usize,
+        iterations: usize,
+        /// `decode_slow_ms_per_iter`, run and baseline.
+        ms_per_iter: f64,
+        baseline_ms_per_iter: Option<f64>,
     },
     /// The rank the others wait for (see [`Straggler`]).
     Straggler {
@@ -266,6 +286,45 @@ fn stall_note(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Option<S
             .get(&MetricId::DecodeStallMsPerStep)
             .map(|m| m.value),
         positions: s.positions,
+    })
+}
+
+/// The host gap as the cause, when `decode_host_gap_ms` regressed.
+fn host_gap(metrics: &[MetricCheck]) -> Option<Cause> {
+    let m = metrics
+        .iter()
+        .find(|m| m.name == MetricId::DecodeHostGapMs && m.verdict == Verdict::Regressed)?;
+    Some(Cause::HostGap {
+        baseline_ms: m.baseline?,
+        current_ms: m.current?,
+        iteration_change_ms: metric_change(metrics, MetricId::DecodeIterMs),
+    })
+}
+
+/// Slow iterations (1.5x to 2x the median) as the cause, when `decode_slow_ms_per_iter`
+/// regressed: counted on the rank that decided it.
+fn slow_steps(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> Option<Cause> {
+    metrics
+        .iter()
+        .find(|m| m.name == MetricId::DecodeSlowMsPerIter && m.verdict == Verdict::Regressed)?;
+    let metric = x.metrics.get(&MetricId::DecodeSlowMsPerIter)?;
+    let rank = metric.decided_by?;
+    let rs = x.rank_steps.iter().find(|r| r.rank.index == rank)?;
+    let iters: Vec<f64> = rs.iterations.iter().map(|i| i.iter_ns() as f64).collect();
+    let median = crate::stats::median(&mut iters.clone())?;
+    let slow = iters
+        .iter()
+        .filter(|&&t| t > SLOW_FACTOR * median && t <= 2.0 * median)
+        .count();
+    Some(Cause::SlowSteps {
+        rank,
+        slow,
+        iterations: iters.len(),
+        ms_per_iter: metric.value,
+        baseline_ms_per_iter: b
+            .metrics
+            .get(&MetricId::DecodeSlowMsPerIter)
+            .map(|m| m.value),
     })
 }
 
@@ -550,6 +609,8 @@ pub(crate) fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> 
     });
     let stalls = stall_note(x, b, metrics);
     let cause = cause_of(&Facts {
+        host_gap: host_gap(metrics),
+        slow_steps: slow_steps(x, b, metrics),
         decode_change: decode_step_change_ms,
         total,
         noise,
@@ -581,6 +642,9 @@ pub(crate) fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> 
 
 /// What [`cause_of`] chooses from.
 struct Facts<'a> {
+    /// The host-gap and slow-iteration causes, when their metric regressed.
+    host_gap: Option<Cause>,
+    slow_steps: Option<Cause>,
     decode_change: Option<f64>,
     total: f64,
     noise: f64,
@@ -616,6 +680,9 @@ fn cause_of(f: &Facts) -> Cause {
             ms_per_step: s.ms_per_step,
             baseline_ms_per_step: s.baseline_ms_per_step,
         };
+    }
+    if let Some(c) = f.host_gap.clone().or_else(|| f.slow_steps.clone()) {
+        return c;
     }
     if let Some(s) = f.straggler {
         return Cause::Straggler {

@@ -72,11 +72,74 @@ const fn entry(id: MetricId) -> MetricDef {
             compute: Compute::Run(run::decode_stall_pct),
             ..BASE
         },
+        MetricId::DecodeIterMs => MetricDef {
+            tolerance: StartTolerance::Fixed("3%"),
+            with_p90: true,
+            meaning: "decode iteration: from one decode forward's start to the next one's (the \
+                      forward plus the host time before the next, what a token costs): median per \
+                      rank, slowest rank",
+            compute: Compute::Run(run::decode_iter_ms),
+            ..BASE
+        },
+        MetricId::DecodeHostGapMs => MetricDef {
+            tolerance: StartTolerance::ShareOfValue {
+                pct: 25.0,
+                floor_ms: 0.5,
+            },
+            meaning: "GPU-idle time between consecutive decode forwards (host scheduling, sampling, \
+                      Python between graph replays): median per rank, max over ranks",
+            compute: Compute::Run(run::decode_host_gap_ms),
+            ..BASE
+        },
+        MetricId::DecodeSlowMsPerIter => MetricDef {
+            statistic: Statistic::Mean,
+            samples: Samples::Count,
+            tolerance: StartTolerance::ShareOfDecodeStep {
+                pct: 2.5,
+                floor_ms: 0.5,
+            },
+            meaning: "time slow decode iterations cost per iteration: those above 1.5x the median \
+                      iteration (stalls included), each less the median, over the iterations: per \
+                      rank, max over ranks",
+            compute: Compute::Run(run::decode_slow_ms_per_iter),
+            ..BASE
+        },
+        MetricId::DecodeTokensPerS => MetricDef {
+            unit: Unit::TokPerS,
+            direction: Direction::Higher,
+            statistic: Statistic::Mean,
+            samples: Samples::PerRank,
+            tolerance: StartTolerance::Fixed("3%"),
+            gated: false,
+            meaning: "decode tokens per second: the decode batch (sequences per step) x 1000 / \
+                      decode_iter_ms; report-only (the gate judges decode_iter_ms and the batch)",
+            compute: Compute::Run(run::decode_tokens_per_s),
+            ..BASE
+        },
+        MetricId::DecodePhaseUtilPct => MetricDef {
+            unit: Unit::Pct,
+            direction: Direction::Higher,
+            gated: false,
+            meaning: "GPU busy time / decode iteration (forward and the gap after it): median per \
+                      rank, least busy rank; report-only, beside gpu_util_pct (inside forwards)",
+            compute: Compute::Run(run::decode_phase_util_pct),
+            ..BASE
+        },
+        MetricId::UnassignedPct => MetricDef {
+            unit: Unit::Pct,
+            statistic: Statistic::Mean,
+            samples: Samples::Count,
+            tolerance: StartTolerance::Fixed("2pp"),
+            meaning: "kernel time in no step (no forward holds it) / the run's kernel time: per \
+                      rank, max over ranks",
+            compute: Compute::Run(run::unassigned_pct),
+            ..BASE
+        },
         MetricId::DecodeStallMsPerStep => MetricDef {
             statistic: Statistic::Mean,
             samples: Samples::Count,
             tolerance: StartTolerance::ShareOfDecodeStep {
-                pct: 5.0,
+                pct: 2.5,
                 floor_ms: 0.5,
             },
             meaning: "time the stalls cost per decode step: the stalled steps' walls minus as many \
@@ -89,7 +152,8 @@ const fn entry(id: MetricId) -> MetricDef {
             direction: Direction::Higher,
             tolerance: StartTolerance::Fixed("1pp"),
             headline: true,
-            meaning: "busy time / wall of a decode step: median per rank, least busy rank",
+            meaning: "busy time / wall of a decode step, inside the forward (decode_phase_util_pct \
+                      counts the gaps between forwards too): median per rank, least busy rank",
             compute: Compute::PerStep {
                 sample: |s, _| s.gpu_util_pct(),
                 across: Across::Min,

@@ -49,6 +49,9 @@ pub enum StartTolerance {
     Fixed(&'static str),
     /// A share of the run's `decode_step_ms`, in ms, with a floor (what ranks lose scales with the step).
     ShareOfDecodeStep { pct: f64, floor_ms: f64 },
+    /// A share of the metric's own value, in ms, with a floor (a host gap of 0.3 ms moves by
+    /// 0.1 ms between launches; one of 25 ms by several).
+    ShareOfValue { pct: f64, floor_ms: f64 },
 }
 
 /// How a metric is computed.
@@ -115,10 +118,15 @@ pub enum MetricId {
     AllreduceTransferUs,
     AllreduceUs,
     CommPct,
+    DecodeHostGapMs,
+    DecodeIterMs,
+    DecodePhaseUtilPct,
+    DecodeSlowMsPerIter,
     DecodeStallMsPerStep,
     DecodeStallPct,
     DecodeStepMs,
     DecodeStepP90Ms,
+    DecodeTokensPerS,
     GpuUtilPct,
     MixedStepMs,
     MoeUsPerLayer,
@@ -128,16 +136,22 @@ pub enum MetricId {
     PrefillGpuUtilPct,
     PrefillStepMs,
     RankSkewMs,
+    UnassignedPct,
 }
 
 impl MetricId {
     /// Every metric, in the order reports list them and `extract` computes them.
-    pub const ALL: [MetricId; 17] = [
+    pub const ALL: [MetricId; 23] = [
         MetricId::DecodeStepMs,
         MetricId::DecodeStepP90Ms,
+        MetricId::DecodeIterMs,
+        MetricId::DecodeHostGapMs,
+        MetricId::DecodeSlowMsPerIter,
         MetricId::DecodeStallPct,
         MetricId::DecodeStallMsPerStep,
+        MetricId::DecodeTokensPerS,
         MetricId::GpuUtilPct,
+        MetricId::DecodePhaseUtilPct,
         MetricId::CommPct,
         MetricId::AllreduceUs,
         MetricId::AllreduceTransferUs,
@@ -146,6 +160,7 @@ impl MetricId {
         MetricId::RankSkewMs,
         MetricId::OverlapPct,
         MetricId::OtherPct,
+        MetricId::UnassignedPct,
         MetricId::PrefillStepMs,
         MetricId::PrefillGpuUtilPct,
         MetricId::PrefillCommPct,
@@ -159,10 +174,15 @@ impl MetricId {
             MetricId::AllreduceTransferUs => "allreduce_transfer_us",
             MetricId::AllreduceUs => "allreduce_us",
             MetricId::CommPct => "comm_pct",
+            MetricId::DecodeHostGapMs => "decode_host_gap_ms",
+            MetricId::DecodeIterMs => "decode_iter_ms",
+            MetricId::DecodePhaseUtilPct => "decode_phase_util_pct",
+            MetricId::DecodeSlowMsPerIter => "decode_slow_ms_per_iter",
             MetricId::DecodeStallMsPerStep => "decode_stall_ms_per_step",
             MetricId::DecodeStallPct => "decode_stall_pct",
             MetricId::DecodeStepMs => "decode_step_ms",
             MetricId::DecodeStepP90Ms => "decode_step_p90_ms",
+            MetricId::DecodeTokensPerS => "decode_tokens_per_s",
             MetricId::GpuUtilPct => "gpu_util_pct",
             MetricId::MixedStepMs => "mixed_step_ms",
             MetricId::MoeUsPerLayer => "moe_us_per_layer",
@@ -172,6 +192,7 @@ impl MetricId {
             MetricId::PrefillGpuUtilPct => "prefill_gpu_util_pct",
             MetricId::PrefillStepMs => "prefill_step_ms",
             MetricId::RankSkewMs => "rank_skew_ms",
+            MetricId::UnassignedPct => "unassigned_pct",
         }
     }
 

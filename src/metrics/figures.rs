@@ -24,6 +24,25 @@ pub(crate) struct RankFigures<'a> {
     pub totals: RankTotals<'a>,
     /// Its decode steps after warm-up that stalled (slow outliers).
     pub stalls: crate::steps::Stalls,
+    /// Its decode iterations, in start order.
+    pub iterations: Vec<IterFigures>,
+    /// The median batch (`bs=N`, vLLM's generation requests) of its kept decode steps, where
+    /// they carry one.
+    pub batch: Option<f64>,
+    /// Its kernel time by what holds it.
+    pub mix: crate::steps::StepMix,
+}
+
+/// The figures of one decode iteration, in ms.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct IterFigures {
+    /// From the forward's start to the next forward's start.
+    pub iter_ms: f64,
+    /// GPU-idle time between the forward's end and the next forward's start.
+    pub host_gap_ms: f64,
+    /// GPU busy time over the iteration (the forward's busy time plus the gap's), %; `None` for
+    /// a stalled forward (not among the kept ones, whose figures are known).
+    pub util_pct: Option<f64>,
 }
 
 /// What a per-step figure may depend on beyond its own step.
@@ -108,8 +127,17 @@ pub(crate) fn rank_figures<'a>(
             step_figures(trace, cls, step, &mut scratch, &mut ignored)
         })
         .collect();
+    let iterations = iteration_figures(rs, &decode);
+    let mut batches: Vec<f64> = rs
+        .decode
+        .iter()
+        .filter_map(|s| s.batch_size.map(f64::from))
+        .collect();
     RankFigures {
         rank: rs.rank.index,
+        iterations,
+        batch: crate::stats::median(&mut batches),
+        mix: rs.mix,
         decode,
         prefill,
         mixed,
@@ -118,4 +146,29 @@ pub(crate) fn rank_figures<'a>(
         totals,
         stalls: crate::steps::stalls(rs),
     }
+}
+
+/// The figures of each iteration of a rank; `decode` are the figures of its kept decode steps, in
+/// the order of `rs.decode`, for the busy time of the forward.
+fn iteration_figures(rs: &RankSteps, decode: &[StepFigures]) -> Vec<IterFigures> {
+    let busy: FxHashMap<(usize, i64), i64> = rs
+        .decode
+        .iter()
+        .zip(decode)
+        .map(|(s, f)| ((s.trace, s.start), f.busy_ns))
+        .collect();
+    rs.iterations
+        .iter()
+        .map(|it| {
+            let iter_ns = it.iter_ns();
+            let forward_busy = busy.get(&(it.trace, it.start)).filter(|_| it.kept);
+            IterFigures {
+                iter_ms: iter_ns as f64 / 1e6,
+                host_gap_ms: it.idle_ns() as f64 / 1e6,
+                util_pct: forward_busy
+                    .filter(|_| iter_ns > 0)
+                    .map(|b| (b + it.gap_busy_ns) as f64 / iter_ns as f64 * 100.0),
+            }
+        })
+        .collect()
 }

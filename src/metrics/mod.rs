@@ -207,6 +207,12 @@ pub struct Extraction {
     pub other_share_pct: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moe_layers: Option<MoeLayers>,
+    /// Sequences decoding per step (`bs=N`, vLLM's generation requests): the median over ranks
+    /// of each rank's median over its kept decode steps; absent where steps carry none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_batch: Option<f64>,
+    /// The run's kernel time by the kind of step that holds it, all ranks pooled.
+    pub step_mix: MixShares,
     pub warnings: Vec<String>,
     /// The steps behind the figures, for later stages (shapes, reports).
     #[serde(skip)]
@@ -218,6 +224,49 @@ pub struct Extraction {
     /// Each rank's own breakdown (per kept decode step), for naming what a straggler slowed in.
     #[serde(skip)]
     pub rank_breakdowns: BTreeMap<u32, Breakdown>,
+}
+
+/// Shares of the run's kernel time (all ranks pooled) by what holds it, %: decode, prefill and
+/// mixed steps, steps of another label (`IDLE`, `TARGET_VERIFY`, unknown modes), and no step.
+/// Shares, not counts: profile windows differ in length.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct MixShares {
+    pub decode_pct: f64,
+    pub prefill_pct: f64,
+    pub mixed_pct: f64,
+    pub other_label_pct: f64,
+    pub unassigned_pct: f64,
+}
+
+impl MixShares {
+    fn of(mix: &steps::StepMix) -> MixShares {
+        let total = mix.total() as f64;
+        let pct = |ns: i64| {
+            if total > 0.0 {
+                ns as f64 / total * 100.0
+            } else {
+                0.0
+            }
+        };
+        MixShares {
+            decode_pct: pct(mix.decode),
+            prefill_pct: pct(mix.prefill),
+            mixed_pct: pct(mix.mixed),
+            other_label_pct: pct(mix.other_label),
+            unassigned_pct: pct(mix.unassigned),
+        }
+    }
+
+    /// Each kind with its share, in the order above.
+    pub fn kinds(&self) -> [(&'static str, f64); 5] {
+        [
+            ("decode", self.decode_pct),
+            ("prefill", self.prefill_pct),
+            ("mixed", self.mixed_pct),
+            ("other-label", self.other_label_pct),
+            ("no step", self.unassigned_pct),
+        ]
+    }
 }
 
 /// Events the reader had to skip: said, so that a figure never changes silently.
@@ -276,6 +325,11 @@ pub fn extract(
         .map(|rs| rank_figures(run, classes, rs))
         .collect();
     let moe_layers = run::moe_layers(&figures, opts.moe_layers);
+    let decode_batch = run::decode_batch(&figures);
+    let mut mix = steps::StepMix::default();
+    for f in &figures {
+        mix.add(&f.mix);
+    }
     let context = context(&figures, moe_layers.as_ref());
     let waits = waits::match_collectives(run, classes, &rank_steps);
     let metrics = run::all_metrics(
@@ -318,6 +372,8 @@ pub fn extract(
         other_share_pct: breakdown.other_share_pct(),
         breakdown,
         moe_layers,
+        decode_batch,
+        step_mix: MixShares::of(&mix),
         warnings,
         rank_steps,
         waits,

@@ -34,19 +34,31 @@ fn per_step_metric(
     sample: fn(&super::compute::StepFigures, &Context) -> Option<f64>,
     across: Across,
 ) -> Option<Metric> {
-    let mut best: Option<(u32, f64, Vec<f64>)> = None;
-    let mut per_rank = BTreeMap::new();
-    let mut run_p90: Option<f64> = None;
-    for f in figures.ranks {
+    ranked_metric(figures, def, across, |f| {
         let steps = match def.phase {
             Phase::Decode => &f.decode,
             Phase::Prefill => &f.prefill,
             Phase::Mixed => &f.mixed,
         };
-        let samples: Vec<f64> = steps
+        steps
             .iter()
             .filter_map(|s| sample(s, &figures.context))
-            .collect();
+            .collect()
+    })
+}
+
+/// [`per_step_metric`] over the samples `samples_of` gives each rank.
+fn ranked_metric(
+    figures: &RunFigures<'_>,
+    def: &MetricDef,
+    across: Across,
+    samples_of: impl Fn(&RankFigures<'_>) -> Vec<f64>,
+) -> Option<Metric> {
+    let mut best: Option<(u32, f64, Vec<f64>)> = None;
+    let mut per_rank = BTreeMap::new();
+    let mut run_p90: Option<f64> = None;
+    for f in figures.ranks {
+        let samples = samples_of(f);
         if samples.is_empty() {
             continue;
         }
@@ -275,5 +287,132 @@ fn pooled_us(def: &MetricDef, pooled: Vec<f64>) -> Option<Metric> {
         p99: stats::percentile_sorted(&sorted, 99.0),
         samples: pooled,
         ..Metric::new(def, mean)
+    })
+}
+
+/// `decode_iter_ms`: per rank the median of its decode iterations (a forward's start to the next
+/// one's), the slowest rank's; samples one per iteration.
+pub(crate) fn decode_iter_ms(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
+    ranked_metric(figures, def, Across::Max, |f| {
+        f.iterations.iter().map(|i| i.iter_ms).collect()
+    })
+}
+
+/// `decode_host_gap_ms`: per rank the median GPU-idle time between consecutive decode forwards,
+/// the largest; samples one per iteration.
+pub(crate) fn decode_host_gap_ms(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
+    ranked_metric(figures, def, Across::Max, |f| {
+        f.iterations.iter().map(|i| i.host_gap_ms).collect()
+    })
+}
+
+/// `decode_phase_util_pct`: per rank the median busy share of its kept iterations, the least.
+pub(crate) fn decode_phase_util_pct(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
+    ranked_metric(figures, def, Across::Min, |f| {
+        f.iterations.iter().filter_map(|i| i.util_pct).collect()
+    })
+}
+
+/// Slow iterations are those above this multiple of the median iteration.
+pub(crate) const SLOW_FACTOR: f64 = 1.5;
+
+/// The time each iteration of a rank lost to slowness, ms: above [`SLOW_FACTOR`] × the median
+/// iteration, its excess over the median; 0 for the others. Empty without iterations.
+pub(crate) fn slow_losses(iter_ms: &[f64]) -> (Option<f64>, Vec<f64>) {
+    let median = stats::median(&mut iter_ms.to_vec());
+    let losses = match median {
+        Some(m) => iter_ms
+            .iter()
+            .map(|&t| if t > SLOW_FACTOR * m { t - m } else { 0.0 })
+            .collect(),
+        None => Vec::new(),
+    };
+    (median, losses)
+}
+
+/// `decode_slow_ms_per_iter`: per rank the time its slow iterations cost over its iterations,
+/// the largest; samples the deciding rank's losses, one per iteration.
+pub(crate) fn decode_slow_ms_per_iter(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
+    let mut per_rank = BTreeMap::new();
+    let mut best: Option<(u32, f64, Vec<f64>)> = None;
+    for f in figures.ranks {
+        let iters: Vec<f64> = f.iterations.iter().map(|i| i.iter_ms).collect();
+        let (_, losses) = slow_losses(&iters);
+        let Some(v) = stats::mean(&losses) else {
+            continue;
+        };
+        // Folded from +0.0: a sum of nothing but zeros prints as 0.000, never -0.000.
+        let v = v + 0.0;
+        per_rank.insert(f.rank, v);
+        if best.as_ref().is_none_or(|(_, b, _)| v > *b) {
+            best = Some((f.rank, v, losses));
+        }
+    }
+    let (rank, value, samples) = best?;
+    Some(Metric {
+        per_rank,
+        samples,
+        decided_by: Some(rank),
+        ..Metric::new(def, value)
+    })
+}
+
+/// The run's decode batch: the median over ranks of each rank's median batch, where any rank's
+/// steps carry one.
+pub(crate) fn decode_batch(figures: &[RankFigures<'_>]) -> Option<f64> {
+    let mut batches: Vec<f64> = figures.iter().filter_map(|f| f.batch).collect();
+    stats::median(&mut batches)
+}
+
+/// `decode_tokens_per_s`: the decode batch × 1000 / `decode_iter_ms`: tokens the run decodes per
+/// second, each sequence one token per iteration.
+pub(crate) fn decode_tokens_per_s(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    metrics: &MetricMap,
+) -> Option<Metric> {
+    let batch = decode_batch(figures.ranks)?;
+    let iter = metrics.get(&super::MetricId::DecodeIterMs)?.value;
+    (iter > 0.0).then(|| Metric::new(def, batch * 1000.0 / iter))
+}
+
+/// `unassigned_pct`: per rank the kernel time no step holds over all its kernel time, the largest.
+pub(crate) fn unassigned_pct(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    _: &MetricMap,
+) -> Option<Metric> {
+    let per_rank: BTreeMap<u32, f64> = figures
+        .ranks
+        .iter()
+        .filter(|f| f.mix.total() > 0)
+        .map(|f| {
+            (
+                f.rank,
+                f.mix.unassigned as f64 / f.mix.total() as f64 * 100.0,
+            )
+        })
+        .collect();
+    let (&rank, &value) = per_rank.iter().max_by(|a, b| a.1.total_cmp(b.1))?;
+    Some(Metric {
+        per_rank,
+        decided_by: Some(rank),
+        ..Metric::new(def, value)
     })
 }

@@ -448,6 +448,35 @@ fn stalled_steps(stalled: usize, steps: usize, rank: Option<u32>, factor: f64) -
     )
 }
 
+/// "the GPU waits 2.000 ms more between decode forwards (0.342 → 2.341 ms): host time, not a
+/// kernel": the headline's and Why's words for [`Cause::HostGap`].
+fn host_gap_words(baseline_ms: f64, current_ms: f64) -> String {
+    let more = current_ms - baseline_ms;
+    format!(
+        "the GPU waits {} {} between decode forwards ({} → {}): host time, not a kernel",
+        Unit::Ms.figure(more.abs()),
+        if more >= 0.0 { "more" } else { "less" },
+        Unit::Ms.number(baseline_ms),
+        Unit::Ms.figure(current_ms)
+    )
+}
+
+/// "9 of 100 decode iterations (of rank 0) between 1.5x and 2x the median": the words for
+/// [`Cause::SlowSteps`]; Why names the rank.
+fn slow_words(slow: usize, iterations: usize, rank: Option<u32>) -> String {
+    let of_rank = rank.map(|r| format!(" of rank {r}")).unwrap_or_default();
+    format!("{slow} of {iterations} decode iterations{of_rank} between 1.5× and 2× the median")
+}
+
+/// A sentence's words with its first letter upper-case.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 /// The cause in a few words, for the headline.
 pub(crate) fn cause_words(cause: &Cause) -> Words {
     let w = Words::default();
@@ -470,6 +499,14 @@ pub(crate) fn cause_words(cause: &Cause) -> Words {
             factor,
             ..
         } => w.text(stalled_steps(*stalled, *steps, None, *factor)),
+        Cause::HostGap {
+            baseline_ms,
+            current_ms,
+            ..
+        } => w.text(host_gap_words(*baseline_ms, *current_ms)),
+        Cause::SlowSteps {
+            slow, iterations, ..
+        } => w.text(slow_words(*slow, *iterations, None)),
         Cause::Straggler {
             rank,
             compute_excess_ms,
@@ -695,6 +732,39 @@ pub(crate) fn why_words(result: &CheckResult) -> Words {
                     .text(format!(" ({} per step).", ms_change(*d))),
                 _ => w.text("."),
             }
+        }
+        Cause::HostGap {
+            baseline_ms,
+            current_ms,
+            iteration_change_ms,
+        } => {
+            let mut line = host_gap_words(*baseline_ms, *current_ms);
+            if let Some(d) = iteration_change_ms {
+                line.push_str(&format!(
+                    ". Each decode iteration (a forward plus the wait before the next, what a \
+                     token costs) moved by {} while the forwards' kernels did not explain it.",
+                    ms_change(*d)
+                ));
+            } else {
+                line.push('.');
+            }
+            w.text(capitalised(&line))
+        }
+        Cause::SlowSteps {
+            rank,
+            slow,
+            iterations,
+            ms_per_iter,
+            baseline_ms_per_iter,
+        } => {
+            let was = baseline_ms_per_iter
+                .map(|b| format!(" (baseline {})", Unit::Ms.figure(b)))
+                .unwrap_or_default();
+            w.text(capitalised(&format!(
+                "{}, below the stall line that drops a step from the figures: slow iterations cost {} per iteration{was}, while the median did not move.",
+                slow_words(*slow, *iterations, Some(*rank)),
+                Unit::Ms.figure(*ms_per_iter)
+            )))
         }
         Cause::OutsideKernels {
             decode_step_change_ms,

@@ -12,6 +12,7 @@
 //! does not depend on how the taxonomy matches names.
 
 mod annotations;
+pub(crate) mod iterations;
 pub(crate) mod label;
 pub(crate) mod segment;
 
@@ -27,6 +28,8 @@ use crate::taxonomy::{Category, Class, Collective};
 use annotations::{
     parse_execute_annotation, parse_step_annotation, AnnotationIndex, StepAnnotation,
 };
+pub(crate) use iterations::Iteration;
+use iterations::{Mark, MarkKind};
 pub(crate) use label::{Evidence, EvidenceCounts, StepLabel};
 pub(crate) use segment::Segmentation;
 
@@ -134,7 +137,8 @@ pub struct Detection {
     pub activities: u64,
     /// CPU `step[...]` annotations.
     pub step_annotations: u64,
-    /// Of which not forward passes (`IDLE`, `TARGET_VERIFY`, unknown modes): their kernels stay unassigned.
+    /// Of which not forward passes (`IDLE`, `TARGET_VERIFY`, unknown modes): their kernels are
+    /// other-label time in the step mix, in no per-step figure.
     pub non_step_annotations: u64,
     /// Graph launches whose kernels are not a whole forward (no attention kernel or no GEMM),
     /// handed to gap segmentation.
@@ -303,10 +307,39 @@ pub struct RankSteps {
     pub dropped_outliers: usize,
     /// Kernel time (sum of durations) of the activities in no step, ns.
     pub unassigned_ns: i64,
+    /// Kernel time per kind of step (every decode step, warm-up and outliers included), ns.
+    pub mix: StepMix,
+    /// Decode iterations: from a decode forward after warm-up to the next one, in start order.
+    pub iterations: Vec<Iteration>,
     pub found: Detection,
     /// Forward passes found by segmentation, each with its kind (or undecided) and the evidence
     /// that decided it, in start order.
     pub labels: Vec<StepLabel>,
+}
+
+/// Kernel time (sum of durations, ns) by what holds it: decode, prefill and mixed steps, steps of
+/// another label (`step[IDLE]`, `step[TARGET_VERIFY ...]`, modes no rule knows) and no step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StepMix {
+    pub decode: i64,
+    pub prefill: i64,
+    pub mixed: i64,
+    pub other_label: i64,
+    pub unassigned: i64,
+}
+
+impl StepMix {
+    pub fn total(&self) -> i64 {
+        self.decode + self.prefill + self.mixed + self.other_label + self.unassigned
+    }
+
+    pub fn add(&mut self, other: &StepMix) {
+        self.decode += other.decode;
+        self.prefill += other.prefill;
+        self.mixed += other.mixed;
+        self.other_label += other.other_label;
+        self.unassigned += other.unassigned;
+    }
 }
 
 /// How steps are found.
@@ -400,12 +433,28 @@ pub(crate) fn find_steps_with(
             let mut found = Detection::default();
             let mut unassigned_ns = 0;
             let mut labels = Vec::new();
+            let mut mix = StepMix::default();
+            let mut marks = Vec::new();
             for &t in &traces {
                 if let Some(ts) = per_trace[t].take() {
                     found.merge(&ts.found);
                     labels.extend(ts.labels);
                     unassigned_ns += ts.unassigned_ns;
+                    mix.unassigned += ts.unassigned_ns;
+                    mix.other_label += ts.other_label_ns;
+                    marks.extend(ts.other_labels.iter().map(|&(start, end)| Mark {
+                        trace: t,
+                        start,
+                        end,
+                        kind: MarkKind::Other,
+                    }));
                     for step in ts.steps {
+                        let ns = kernel_time(&run.traces[t], &step.activities);
+                        match step.kind {
+                            StepKind::Decode => mix.decode += ns,
+                            StepKind::Prefill => mix.prefill += ns,
+                            StepKind::Mixed => mix.mixed += ns,
+                        }
                         match step.kind {
                             StepKind::Decode => decode.push(step),
                             StepKind::Prefill => prefill.push(step),
@@ -425,6 +474,25 @@ pub(crate) fn find_steps_with(
                 .iter()
                 .filter(|d| d.reason == DropReason::Warmup)
                 .count();
+            marks.extend(
+                prefill
+                    .iter()
+                    .chain(&mixed)
+                    .map(|s| Mark::of(s, MarkKind::Other)),
+            );
+            marks.extend(
+                kept.iter()
+                    .map(|s| Mark::of(s, MarkKind::Decode { kept: true })),
+            );
+            marks.extend(dropped.iter().map(|d| {
+                let kind = match d.reason {
+                    DropReason::Warmup => MarkKind::WarmupDecode,
+                    DropReason::Outlier => MarkKind::Decode { kept: false },
+                };
+                Mark::of(&d.step, kind)
+            }));
+            let rank_traces: Vec<&RankTrace> = traces.iter().map(|&t| &run.traces[t]).collect();
+            let iterations = iterations::iterations(&rank_traces, &traces, &mut marks);
             RankSteps {
                 rank: run.traces[traces[0]].rank.clone(),
                 dropped_outliers: dropped.len() - dropped_warmup,
@@ -435,6 +503,8 @@ pub(crate) fn find_steps_with(
                 mixed,
                 dropped,
                 unassigned_ns,
+                mix,
+                iterations,
                 found,
                 labels,
             }
@@ -627,6 +697,10 @@ struct TraceSteps {
     steps: Vec<Step>,
     found: Detection,
     unassigned_ns: i64,
+    /// Kernel time of steps of another label (`IDLE`, `TARGET_VERIFY`, unknown modes).
+    other_label_ns: i64,
+    /// Where those steps lie (first start, last end of their activities), ns.
+    other_labels: Vec<(i64, i64)>,
     labels: Vec<StepLabel>,
 }
 
@@ -712,7 +786,11 @@ fn trace_steps(
                 acts,
                 ann.batch_size,
             )),
-            None => out.unassigned_ns += kernel_time(trace, &acts),
+            None if acts.is_empty() => {}
+            None => {
+                out.other_label_ns += kernel_time(trace, &acts);
+                out.other_labels.push(span(trace, &acts));
+            }
         }
     }
     for acts in claims.graph {
@@ -782,6 +860,20 @@ fn step_annotations(trace: &RankTrace) -> Vec<(u64, StepAnnotation)> {
     } else {
         steps
     }
+}
+
+/// The batch the run's decode step annotations say (`bs=N`, vLLM's generation requests): the
+/// median over every annotated decode step of every trace, without finding steps (for picking a
+/// baseline before the analysis). `None` where no decode annotation carries one.
+pub(crate) fn annotated_decode_batch(run: &Run) -> Option<f64> {
+    let mut batches: Vec<f64> = run
+        .traces
+        .iter()
+        .flat_map(|t| step_annotations(t).into_iter())
+        .filter(|(_, a)| a.kind == Some(StepKind::Decode))
+        .filter_map(|(_, a)| a.batch_size.map(f64::from))
+        .collect();
+    crate::stats::median(&mut batches)
 }
 
 /// The activities of a trace by who claims them.

@@ -53,8 +53,15 @@ pub(crate) struct Plan {
     seed: u64,
     pyfn: u32,
     pub straggler: Option<(u32, f64)>,
-    /// Decode steps (counting warm-up) injected to stall, and the factor on their wall.
-    stalls: (Vec<u32>, f64),
+    /// Decode steps (counting warm-up) injected to stall, slow down or be relabelled, each with
+    /// the factor on its wall.
+    slowed: Vec<(u32, f64)>,
+    /// Decode steps (counting warm-up) annotated with another label than `DECODE`.
+    relabelled: Vec<(u32, super::Relabel)>,
+    /// Added GPU-idle time after every decode forward (`host-gap=MS`), ns.
+    host_gap_ns: u64,
+    /// The batch the decode annotations say (`batch=N`; 64 otherwise).
+    pub batch: u32,
     single_stream: bool,
     pub stamp: String,
     ts0: u64,
@@ -78,21 +85,42 @@ fn build_ops(sc: &Scenario) -> Vec<Op> {
     ops
 }
 
-/// `stall=N:F`: N of the `steady` decode steps, spread evenly (the middle of each N-th), counting
-/// warm-up, and F.
-fn stall_steps(opts: &SynthOptions, steady: u32) -> (Vec<u32>, f64) {
-    let Some(inj) = opts
-        .injections
+/// N of the `steady` decode steps, spread evenly (the middle of each N-th), counting warm-up.
+fn spread(n: u32, steady: u32) -> impl Iterator<Item = u32> {
+    let n = n.min(steady);
+    (0..n).map(move |i| WARMUP + ((2 * i + 1) as u64 * steady as u64 / (2 * n as u64)) as u32)
+}
+
+/// `stall=N:F`, `slow=N:F` and `relabel=KIND:FRACTION:F`: the steps each slows, with its factor
+/// (a step named twice takes the later factor).
+fn slowed_steps(opts: &SynthOptions, steady: u32) -> Vec<(u32, f64)> {
+    let mut out = Vec::new();
+    for inj in &opts.injections {
+        let n = match (inj.kind, inj.relabel) {
+            (InjectionKind::Stall | InjectionKind::Slow, _) => inj.count.unwrap_or(1),
+            (InjectionKind::Relabel, Some((_, fraction))) => relabelled_count(fraction, steady),
+            _ => continue,
+        };
+        out.retain(|(s, _)| !spread(n, steady).any(|t| t == *s));
+        out.extend(spread(n, steady).map(|s| (s, inj.factor)));
+    }
+    out
+}
+
+/// How many of `steady` steps a fraction relabels: at least one.
+fn relabelled_count(fraction: f64, steady: u32) -> u32 {
+    ((fraction * f64::from(steady)).round() as u32).clamp(1, steady.max(1))
+}
+
+/// `relabel=KIND:FRACTION[:F]`: the steps it relabels and their label.
+fn relabelled_steps(opts: &SynthOptions, steady: u32) -> Vec<(u32, super::Relabel)> {
+    opts.injections
         .iter()
-        .find(|i| i.kind == InjectionKind::Stall)
-    else {
-        return (Vec::new(), 1.0);
-    };
-    let n = inj.count.unwrap_or(1).min(steady);
-    let steps = (0..n)
-        .map(|i| WARMUP + ((2 * i + 1) as u64 * steady as u64 / (2 * n as u64)) as u32)
-        .collect();
-    (steps, inj.factor)
+        .filter_map(|i| i.relabel)
+        .flat_map(|(label, fraction)| {
+            spread(relabelled_count(fraction, steady), steady).map(move |s| (s, label))
+        })
+        .collect()
 }
 
 impl Plan {
@@ -215,7 +243,19 @@ impl Plan {
             prefill_ops,
             prefill_big,
             n_decode: WARMUP + steady,
-            stalls: stall_steps(opts, steady),
+            slowed: slowed_steps(opts, steady),
+            relabelled: relabelled_steps(opts, steady),
+            host_gap_ns: (factor(InjectionKind::HostGap) * MS as f64).round() as u64
+                * u64::from(
+                    opts.injections
+                        .iter()
+                        .any(|i| i.kind == InjectionKind::HostGap),
+                ),
+            batch: opts
+                .injections
+                .iter()
+                .rfind(|i| i.kind == InjectionKind::Batch)
+                .map_or(64, |i| i.factor as u32),
             seed: opts.seed,
             pyfn: opts.python_functions_per_step,
             straggler,
@@ -453,6 +493,8 @@ pub(crate) struct RankOut {
     pub bytes: u64,
     pub events: u64,
     pub steps: Vec<StepSummary>,
+    /// Kernel time in no step (the set-up burst), ns.
+    pub unassigned_ns: u64,
 }
 
 /// Per-rank writer state: ids and counters for the host side.
@@ -493,6 +535,8 @@ struct Gen<'a> {
     host: Host,
     stream: u32,
     aux_stream: u32,
+    /// Kernel time written outside any step (the set-up burst), ns.
+    unassigned_ns: u64,
 }
 
 impl Gen<'_> {
@@ -976,6 +1020,7 @@ impl Gen<'_> {
                 t += dur + self.rng.range(b.gap_min_ns, b.gap_max_ns);
             }
             self.eager(&burst, 64, 2)?;
+            self.unassigned_ns += burst.iter().map(|k| k.dur).sum::<u64>();
             t = burst.last().map_or(t, |k| k.ts + k.dur) + PHASE_GAP;
         }
         if p.sc.eager.is_some() {
@@ -1008,16 +1053,29 @@ impl Gen<'_> {
         )
     }
 
+    /// The annotation of decode step `step` (counting warm-up) and the kind truth files it as.
+    fn decode_label(&self, step: u32) -> (String, StepKind) {
+        let batch = self.plan.batch;
+        match self.plan.relabelled.iter().find(|(s, _)| *s == step) {
+            Some((_, super::Relabel::Mixed)) => {
+                (format!("step[MIXED bs={batch}]"), StepKind::Mixed)
+            }
+            Some((_, super::Relabel::Idle)) => ("step[IDLE]".to_string(), StepKind::OtherLabel),
+            None => (format!("step[DECODE bs={batch}]"), StepKind::Decode),
+        }
+    }
+
     /// One decode step of this rank, placed by [`DecodeSim::step`], starting at `t`.
-    fn decode_step(&mut self, placed: &[Placed], t: u64) -> Result<(), SynthError> {
+    fn decode_step(&mut self, step: u32, placed: &[Placed], t: u64) -> Result<(), SynthError> {
         self.host.corr += 1;
         let corr = self.host.corr;
         let launch_ts = t - 40 * US;
         let launch_dur = 25 * US + self.rng.range(0, 3000);
         self.graph_launch(corr, launch_ts, launch_dur)?;
         let wall = wall_of(placed);
+        let (label, kind) = self.decode_label(step);
         self.annotation(
-            "step[DECODE bs=64]",
+            &label,
             launch_ts - 30 * US,
             launch_dur + 40 * US,
             Some((t, wall)),
@@ -1027,7 +1085,7 @@ impl Gen<'_> {
             self.kernel(k, corr, None)?;
         }
         self.flow(corr, launch_ts, t, self.stream)?;
-        let summary = self.summary(StepKind::Decode, placed);
+        let summary = self.summary(kind, placed);
         self.steps.push(summary);
         Ok(())
     }
@@ -1044,6 +1102,7 @@ impl Gen<'_> {
             bytes,
             events,
             steps: self.steps,
+            unassigned_ns: self.unassigned_ns,
         })
     }
 }
@@ -1179,11 +1238,17 @@ impl<'a> DecodeSim<'a> {
                     gaps[mid] += ns;
                 }
             }
-            // An injected stall: the step's wall (the slowest rank's) grows to F× on rank 0.
-            if rank == 0 && p.stalls.0.contains(&step) {
+            // An injected stall or slow step: the step's wall (the slowest rank's) grows to F× on
+            // rank 0.
+            if let Some(&(_, f)) = p
+                .slowed
+                .iter()
+                .find(|(s, _)| *s == step)
+                .filter(|_| rank == 0)
+            {
                 let wall = (0..p.ranks).map(|r| p.tune(r).wall_ns).max().unwrap_or(0);
                 let mid = gaps.len() / 2;
-                gaps[mid] += ((p.stalls.1 - 1.0) * wall as f64).round() as u64;
+                gaps[mid] += ((f - 1.0) * wall as f64).round() as u64;
             }
             lanes.push(Lane { start, gaps, durs });
         }
@@ -1194,7 +1259,7 @@ impl<'a> DecodeSim<'a> {
             .flat_map(|v| v.iter().map(|k| k.ts + k.dur))
             .max()
             .unwrap_or(self.next);
-        self.next = end + 250 * US + self.shared.range(0, 150 * US);
+        self.next = end + 250 * US + self.shared.range(0, 150 * US) + p.host_gap_ns;
         (out, lanes.iter().map(|l| l.start).collect())
     }
 }
@@ -1298,6 +1363,7 @@ pub(crate) fn write_all(
                 },
                 stream: plan.sc.main_stream,
                 aux_stream: plan.sc.aux_stream.unwrap_or(plan.sc.main_stream),
+                unassigned_ns: 0,
             })
         })
         .collect::<Result<Vec<Gen<'_>>, SynthError>>()?;
@@ -1316,7 +1382,7 @@ pub(crate) fn write_all(
             .zip(placed.par_iter())
             .try_for_each(|(g, p)| {
                 let t = starts[g.rank as usize];
-                g.decode_step(p, t)
+                g.decode_step(step, p, t)
             })?;
     }
     gens.into_par_iter().map(Gen::finish).collect()

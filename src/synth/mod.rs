@@ -112,10 +112,39 @@ pub enum InjectionKind {
     /// `stall=N:F`: N of the steady decode steps, spread evenly, stall to F× their wall (rank 0
     /// idles mid-step; every rank waits for it at the next collective).
     Stall,
+    /// `host-gap=MS`: MS more GPU-idle time after every decode forward (a slower scheduler, an
+    /// extra host sync): the forward is unchanged, the iteration longer.
+    HostGap,
+    /// `slow=N:F`: N of the steady decode steps, spread evenly, F× their wall with 1 < F ≤ 2
+    /// (below the stall line, kept in the steady state).
+    Slow,
+    /// `relabel=KIND:FRACTION[:F]`: that fraction of the steady decode steps, spread evenly,
+    /// annotated `step[MIXED ...]` (`mixed`) or `step[IDLE]` (`idle`) and F× their wall.
+    Relabel,
+    /// `batch=N`: the decode steps' annotations say `bs=N` (64 otherwise).
+    Batch,
+}
+
+/// What `relabel=KIND:...` relabels decode steps as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Relabel {
+    /// `step[MIXED bs=N]`: prefill and decode tokens in one forward.
+    Mixed,
+    /// `step[IDLE]`: a mode that is no forward of the loop.
+    Idle,
+}
+
+impl Relabel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Relabel::Mixed => "mixed",
+            Relabel::Idle => "idle",
+        }
+    }
 }
 
 impl InjectionKind {
-    pub const ALL: [InjectionKind; 10] = [
+    pub const ALL: [InjectionKind; 14] = [
         InjectionKind::Allreduce,
         InjectionKind::Moe,
         InjectionKind::Attention,
@@ -126,6 +155,10 @@ impl InjectionKind {
         InjectionKind::UnknownMoe,
         InjectionKind::RenameMoe,
         InjectionKind::Stall,
+        InjectionKind::HostGap,
+        InjectionKind::Slow,
+        InjectionKind::Relabel,
+        InjectionKind::Batch,
     ];
 
     /// Kinds that take no factor (only `=1`, or none at all).
@@ -151,6 +184,10 @@ impl InjectionKind {
             InjectionKind::UnknownMoe => "unknown-moe",
             InjectionKind::RenameMoe => "rename-moe",
             InjectionKind::Stall => "stall",
+            InjectionKind::HostGap => "host-gap",
+            InjectionKind::Slow => "slow",
+            InjectionKind::Relabel => "relabel",
+            InjectionKind::Batch => "batch",
         }
     }
 }
@@ -161,12 +198,24 @@ pub struct Injection {
     pub factor: f64,
     /// The rank a straggler slows (`straggler=2:1.05`); `None`: the last rank.
     pub rank: Option<u32>,
-    /// How many decode steps stall (`stall=5:3.0`); `None` for other kinds.
+    /// How many decode steps stall or slow down (`stall=5:3.0`, `slow=9:1.5`); `None` for other
+    /// kinds.
     pub count: Option<u32>,
+    /// `relabel=KIND:FRACTION[:F]`: the label and the fraction of steady decode steps.
+    pub relabel: Option<(Relabel, f64)>,
 }
 
 impl fmt::Display for Injection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some((label, fraction)) = self.relabel {
+            return write!(
+                f,
+                "{}={}:{fraction}:{}",
+                self.kind.as_str(),
+                label.as_str(),
+                self.factor
+            );
+        }
         match self.rank.or(self.count) {
             Some(r) => write!(f, "{}={r}:{}", self.kind.as_str(), self.factor),
             None => write!(f, "{}={}", self.kind.as_str(), self.factor),
@@ -179,7 +228,8 @@ impl FromStr for Injection {
 
     /// `KIND=FACTOR`: `allreduce=1.5`, `moe=1.2`, `attention=2`, `straggler=1.3` (the last rank)
     /// or `straggler=2:1.3` (rank 2), `protocol=1.4`, `single-stream=1` (or just `single-stream`),
-    /// `rename`, `unknown-moe`, `rename-moe`, `stall=N:F` (N decode steps at F× their wall).
+    /// `rename`, `unknown-moe`, `rename-moe`, `stall=N:F` (N decode steps at F× their wall),
+    /// `host-gap=MS`, `slow=N:F` (1 < F ≤ 2), `relabel=mixed|idle:FRACTION[:F]`, `batch=N`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = |reason: String| SynthError::InvalidInjection {
             spec: s.to_string(),
@@ -200,6 +250,10 @@ impl FromStr for Injection {
             "unknown-moe" => InjectionKind::UnknownMoe,
             "rename-moe" => InjectionKind::RenameMoe,
             "stall" => InjectionKind::Stall,
+            "host-gap" => InjectionKind::HostGap,
+            "slow" => InjectionKind::Slow,
+            "relabel" => InjectionKind::Relabel,
+            "batch" => InjectionKind::Batch,
             _ => {
                 let valid: Vec<&str> = InjectionKind::ALL.iter().map(|k| k.as_str()).collect();
                 return Err(bad(format!(
@@ -208,7 +262,11 @@ impl FromStr for Injection {
                 )));
             }
         };
+        if kind == InjectionKind::Relabel {
+            return parse_relabel(v, bad);
+        }
         let (mut rank, mut count) = (None, None);
+        let counted = matches!(kind, InjectionKind::Stall | InjectionKind::Slow);
         let v = match v.and_then(|v| v.split_once(':')) {
             Some((r, f)) if kind == InjectionKind::Straggler => {
                 let r = r.trim();
@@ -218,7 +276,7 @@ impl FromStr for Injection {
                 );
                 Some(f.trim())
             }
-            Some((n, f)) if kind == InjectionKind::Stall => {
+            Some((n, f)) if counted => {
                 let n = n.trim();
                 count = Some(
                     n.parse::<u32>()
@@ -228,12 +286,17 @@ impl FromStr for Injection {
                 );
                 Some(f.trim())
             }
-            Some(_) => return Err(bad(
-                "only straggler takes a rank (straggler=R:F) and stall a step count (stall=N:F)"
-                    .into(),
-            )),
-            None if kind == InjectionKind::Stall => {
-                return Err(bad("expected stall=N:F, e.g. stall=5:3.0".into()))
+            Some(_) => {
+                return Err(bad(
+                    "only straggler takes a rank (straggler=R:F), stall and slow a step count \
+                 (stall=N:F, slow=N:F)"
+                        .into(),
+                ))
+            }
+            None if counted => {
+                return Err(bad(format!(
+                    "expected {k}=N:F, e.g. stall=5:3.0 or slow=9:1.5"
+                )))
             }
             None => v,
         };
@@ -260,13 +323,67 @@ impl FromStr for Injection {
                 "a stall factor must be above 2 (a slower step is not dropped as an outlier), got {factor}"
             )));
         }
+        if kind == InjectionKind::Slow && !(factor > 1.0 && factor <= 2.0) {
+            return Err(bad(format!(
+                "a slow factor must be above 1 and at most 2 (above 2 is a stall), got {factor}"
+            )));
+        }
+        if kind == InjectionKind::Batch && (factor.fract() != 0.0 || factor > 1e6) {
+            return Err(bad(format!(
+                "a batch is a whole number of sequences, got {factor}"
+            )));
+        }
         Ok(Injection {
             kind,
             factor,
             rank,
             count,
+            relabel: None,
         })
     }
+}
+
+/// `relabel=KIND:FRACTION[:F]`.
+fn parse_relabel(
+    v: Option<&str>,
+    bad: impl Fn(String) -> SynthError,
+) -> Result<Injection, SynthError> {
+    let usage =
+        || bad("expected relabel=mixed|idle:FRACTION[:FACTOR], e.g. relabel=mixed:0.5:1.5".into());
+    let mut parts = v.ok_or_else(usage)?.split(':').map(str::trim);
+    let label = match parts.next().map(str::to_ascii_lowercase).as_deref() {
+        Some("mixed") => Relabel::Mixed,
+        Some("idle") => Relabel::Idle,
+        _ => return Err(usage()),
+    };
+    let number = |p: Option<&str>, what: &str| -> Result<Option<f64>, SynthError> {
+        p.map(|t| {
+            t.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| bad(format!("{what} `{t}` is not a number")))
+        })
+        .transpose()
+    };
+    let fraction = number(parts.next(), "fraction")?.ok_or_else(usage)?;
+    if !(fraction > 0.0 && fraction <= 1.0) {
+        return Err(bad(format!(
+            "the fraction of decode steps must be above 0 and at most 1, got {fraction}"
+        )));
+    }
+    let factor = number(parts.next(), "factor")?.unwrap_or(1.0);
+    if !(1.0..=2.0).contains(&factor) || parts.next().is_some() {
+        return Err(bad(format!(
+            "a relabelled step's factor must be from 1 to 2, got {factor}"
+        )));
+    }
+    Ok(Injection {
+        kind: InjectionKind::Relabel,
+        factor,
+        rank: None,
+        count: None,
+        relabel: Some((label, fraction)),
+    })
 }
 
 /// Names of the built-in scenarios.
@@ -372,6 +489,16 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
             plan.ranks
         )));
     }
+    let labelled = opts
+        .injections
+        .iter()
+        .any(|i| matches!(i.kind, InjectionKind::Relabel | InjectionKind::Batch));
+    if labelled && !plan.sc.annotations {
+        return Err(SynthError::InvalidOption(format!(
+            "relabel and batch change the step annotations, and scenario {} writes none",
+            plan.sc.name
+        )));
+    }
     // A merged file is made from the rank files, written first beside it and removed after.
     let rank_dir = match opts.layout {
         Layout::PerRank => out.to_path_buf(),
@@ -393,6 +520,8 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
         rank_steps.push(truth::RankSteps {
             rank: r as u32,
             steps: o.steps,
+            unassigned_ns: o.unassigned_ns,
+            batch: plan.sc.annotations.then_some(plan.batch),
         });
     }
     if opts.layout == Layout::Merged {
@@ -420,9 +549,13 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
     let inj: Vec<Value> = opts
         .injections
         .iter()
-        .map(|i| match i.count {
-            Some(n) => json!({"kind": i.kind.as_str(), "factor": i.factor, "steps": n}),
-            None => json!({"kind": i.kind.as_str(), "factor": i.factor}),
+        .map(|i| match (i.count, i.relabel) {
+            (_, Some((label, fraction))) => json!({
+                "kind": i.kind.as_str(), "factor": i.factor, "label": label.as_str(),
+                "fraction": fraction
+            }),
+            (Some(n), _) => json!({"kind": i.kind.as_str(), "factor": i.factor, "steps": n}),
+            (None, _) => json!({"kind": i.kind.as_str(), "factor": i.factor}),
         })
         .collect();
     t.insert("injections".into(), Value::Array(inj));

@@ -716,8 +716,37 @@ fn injection_parsing() {
             factor: 1.5,
             rank: None,
             count: None,
+            relabel: None,
         })
     );
+    // The issue-37 kinds: each reads back as written, and each refuses what it cannot mean.
+    for spec in [
+        "host-gap=2",
+        "slow=9:1.95",
+        "relabel=mixed:0.5:1.5",
+        "relabel=idle:0.25:1",
+        "batch=32",
+    ] {
+        let i: Injection = spec.parse().unwrap_or_else(|e| panic!("{spec}: {e}"));
+        assert_eq!(i.to_string(), spec);
+    }
+    let r: Injection = "relabel=idle:0.5".parse().unwrap();
+    assert_eq!(
+        (r.relabel, r.factor),
+        (Some((super::Relabel::Idle, 0.5)), 1.0)
+    );
+    for (bad, says) in [
+        ("slow=9:2.5", "at most 2"),
+        ("slow=9:1.0", "above 1"),
+        ("slow=1.5", "slow=N:F"),
+        ("relabel=prefill:0.5", "relabel=mixed|idle"),
+        ("relabel=mixed:1.5", "at most 1"),
+        ("relabel=mixed:0.5:3", "from 1 to 2"),
+        ("batch=32.5", "whole number"),
+    ] {
+        let e = bad.parse::<Injection>().expect_err(bad).to_string();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
     let s = "straggler=2:1.05".parse::<Injection>().ok();
     assert_eq!(s.map(|i| (i.rank, i.factor)), Some((Some(2), 1.05)));
     assert_eq!(s.map(|i| i.to_string()), Some("straggler=2:1.05".into()));

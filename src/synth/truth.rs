@@ -8,6 +8,7 @@
 use serde_json::{json, Map, Value};
 
 mod breakdown;
+mod iterations;
 mod metrics;
 
 /// One GPU activity of a step: `[start, end)` in ns and an index into the name table.
@@ -46,6 +47,10 @@ impl NameInfo {
 pub(crate) enum StepKind {
     Decode,
     Prefill,
+    /// `step[MIXED ...]`: in no decode or prefill figure.
+    Mixed,
+    /// `step[IDLE]` and other modes that are no forward of the loop.
+    OtherLabel,
 }
 
 /// The reductions of one step that the metrics need (so that huge runs need not keep activities).
@@ -206,6 +211,10 @@ pub(crate) fn percentile(v: &[f64], p: f64) -> Option<f64> {
 pub(crate) struct RankSteps {
     pub rank: u32,
     pub steps: Vec<StepSummary>,
+    /// Kernel time in no step (a set-up burst), ns.
+    pub unassigned_ns: u64,
+    /// The batch the decode steps' annotations say, where they carry one.
+    pub batch: Option<u32>,
 }
 
 /// Indices of the kept decode steps and the number dropped (warm-up + outliers).

@@ -34,7 +34,9 @@ fn close(id: MetricId, got: f64, want: f64) -> bool {
         // Waits are measured after removing each rank's estimated clock offset, which on one host
         // is the jitter of the collectives' ends: a few tenths of a µs per call.
         Unit::Ms if id == MetricId::RankSkewMs => 0.005 * want.abs() + 0.002,
-        Unit::Ms | Unit::Us | Unit::Ratio | Unit::Count => 0.005 * want.abs() + 1e-9,
+        Unit::Ms | Unit::Us | Unit::Ratio | Unit::Count | Unit::TokPerS => {
+            0.005 * want.abs() + 1e-9
+        }
     };
     (got - want).abs() <= slack
 }
@@ -179,6 +181,21 @@ truth_tests! {
     vllm_eager_protocol: "vllm-eager", Some("protocol=2");
     vllm_piecewise_plain: "vllm-piecewise", None;
     vllm_piecewise_allreduce: "vllm-piecewise", Some("allreduce=1.6");
+}
+
+// Time between forwards (issue 37): the iteration, the host gap, slow iterations below the
+// stall line, and the batch and step mix the annotations say, on every scenario.
+truth_tests! {
+    mi355x_host_gap: "mi355x-dsr1-fp4-tp4", Some("host-gap=2");
+    mi355x_slow: "mi355x-dsr1-fp4-tp4", Some("slow=5:1.8");
+    mi355x_relabel_mixed: "mi355x-dsr1-fp4-tp4", Some("relabel=mixed:0.5:1.5");
+    mi355x_relabel_idle: "mi355x-dsr1-fp4-tp4", Some("relabel=idle:0.5:1.5");
+    mi355x_batch: "mi355x-dsr1-fp4-tp4", Some("batch=32");
+    b200_host_gap: "b200-dsr1-fp4-tp4-ep4", Some("host-gap=2");
+    h200_host_gap: "h200-dsr1-fp8-tp8", Some("host-gap=8");
+    mi325x_host_gap: "mi325x-dsr1-fp8-tp8", Some("host-gap=2");
+    vllm_eager_host_gap: "vllm-eager", Some("host-gap=10");
+    vllm_piecewise_host_gap: "vllm-piecewise", Some("host-gap=3");
 }
 
 #[test]

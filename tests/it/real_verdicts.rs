@@ -98,3 +98,88 @@ fn the_report_of_a_real_eager_run_draws_every_decode_step() {
     assert_eq!(found, 30, "the run holds 30 decode steps (facts.toml)");
     assert_eq!(run_points(&md), found, "{md}");
 }
+
+/// A copy of the one-rank `run` in `dir` with `idle_ms` of GPU idle inserted after every decode
+/// forward: every event that starts at or after a forward's end moves later by `idle_ms` for
+/// each such end before it. The forwards are the ones `extract` finds in the unmodified run.
+fn with_idle_after_decode_forwards(run: &Path, idle_ms: f64, dir: &Path) -> PathBuf {
+    use tracegate::testing::{extract, read_run, ExtractOptions, Taxonomy};
+    let r = read_run(&[run.to_path_buf()]).unwrap();
+    let classes = Taxonomy::builtin().classify_run(&r);
+    let x = extract(&r, &classes, &ExtractOptions::default()).unwrap();
+    let mut ends_us: Vec<f64> = x
+        .rank_steps
+        .iter()
+        .flat_map(|rs| {
+            let kept = rs.decode.iter().map(|s| s.end);
+            kept.chain(rs.dropped.iter().map(|d| d.step.end))
+        })
+        .map(|ns| ns as f64 / 1e3)
+        .collect();
+    ends_us.sort_by(f64::total_cmp);
+    assert!(
+        ends_us.len() >= 3,
+        "{}: too few decode forwards",
+        run.display()
+    );
+    let text = std::io::read_to_string(flate2::read::MultiGzDecoder::new(
+        std::fs::File::open(run).unwrap(),
+    ))
+    .unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for ev in doc["traceEvents"].as_array_mut().unwrap() {
+        let Some(ts) = ev["ts"].as_f64() else {
+            continue;
+        };
+        // Half a nanosecond of slack: the reader rounds µs to whole ns.
+        let before = ends_us.partition_point(|&e| e <= ts + 0.0005);
+        if before > 0 {
+            ev["ts"] = serde_json::json!(ts + idle_ms * 1e3 * before as f64);
+        }
+    }
+    let out = dir.join(run.file_name().unwrap());
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&out).unwrap(),
+        flate2::Compression::fast(),
+    );
+    serde_json::to_writer(&mut gz, &doc).unwrap();
+    gz.finish().unwrap();
+    out
+}
+
+#[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
+fn ten_ms_of_host_time_between_real_decode_forwards_fails_the_gate_and_names_the_gap() {
+    for name in ["graph", "eager", "stall"] {
+        let dir = tempfile::tempdir().unwrap();
+        let run = h200(name);
+        // The iteration and the decode-phase utilisation are reported.
+        let x = crate::real_traces::extract_json(&run);
+        let iter = x["metrics"]["decode_iter_ms"]["value"].as_f64().unwrap();
+        let util = x["metrics"]["decode_phase_util_pct"]["value"]
+            .as_f64()
+            .unwrap();
+        let step = x["metrics"]["decode_step_ms"]["value"].as_f64().unwrap();
+        assert!(
+            iter > step,
+            "{name}: iteration {iter} ms, forward {step} ms"
+        );
+        assert!(util > 0.0 && util <= 100.0, "{name}: {util}");
+        let baseline = baseline_of(&run, dir.path());
+        let own = check_markdown(&run, &baseline, 0);
+        assert!(own.starts_with("✅ **PASS**"), "{name}: {own}");
+        let slower = with_idle_after_decode_forwards(&run, 10.0, dir.path());
+        let y = crate::real_traces::extract_json(&slower);
+        let forward = y["metrics"]["decode_step_ms"]["value"].as_f64().unwrap();
+        assert!(
+            (forward - step).abs() < 0.01 * step,
+            "{name}: the forwards are unchanged ({step} → {forward} ms)"
+        );
+        let md = check_markdown(&slower, &baseline, 1);
+        let first = md.lines().next().unwrap();
+        assert!(
+            first.contains("cause: the GPU waits") && first.contains("between decode forwards"),
+            "{name}: {first}"
+        );
+    }
+}

@@ -37,7 +37,7 @@ pub(super) fn decode_all(
             .map(|k| k.ts + k.dur)
             .max()
             .unwrap_or(sim.next);
-        sim.next = end + step_gap(&mut sim.shared, e);
+        sim.next = end + step_gap(&mut sim.shared, e) + sim.plan.host_gap_ns;
     }
     Ok(())
 }

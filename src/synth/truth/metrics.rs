@@ -36,9 +36,10 @@ impl<'a> Steps<'a> {
     ) -> Vec<(u32, Vec<f64>)> {
         (0..self.ranks.len())
             .map(|ri| {
-                let v: Vec<f64> = match phase {
-                    StepKind::Decode => self.decode(ri).filter_map(f).collect(),
-                    StepKind::Prefill => self.prefill(ri).filter_map(f).collect(),
+                let v: Vec<f64> = if phase == StepKind::Decode {
+                    self.decode(ri).filter_map(f).collect()
+                } else {
+                    self.prefill(ri).filter_map(f).collect()
                 };
                 (self.ranks[ri].rank, v)
             })
@@ -47,9 +48,12 @@ impl<'a> Steps<'a> {
 
     /// Whether any rank has a step of the phase with communication.
     fn any_comm(&self, phase: StepKind) -> bool {
-        (0..self.ranks.len()).any(|ri| match phase {
-            StepKind::Decode => self.decode(ri).any(|s| s.comm > 0),
-            StepKind::Prefill => self.prefill(ri).any(|s| s.comm > 0),
+        (0..self.ranks.len()).any(|ri| {
+            if phase == StepKind::Decode {
+                self.decode(ri).any(|s| s.comm > 0)
+            } else {
+                self.prefill(ri).any(|s| s.comm > 0)
+            }
         })
     }
 }
@@ -70,6 +74,7 @@ pub(super) fn metrics(
     waits(&mut out, steps.ranks, matched);
     overlap(&mut out, steps);
     prefill(&mut out, steps);
+    super::iterations::metrics(&mut out, steps, warmup);
     out
 }
 
@@ -291,9 +296,10 @@ fn prefill(out: &mut Map<String, Value>, steps: &Steps<'_>) {
 /// A phase's `gpu_util_pct` and, where any of its steps communicates, its `comm_pct`
 /// (`prefill_gpu_util_pct` and `prefill_comm_pct` for prefill).
 fn util_and_comm(out: &mut Map<String, Value>, steps: &Steps<'_>, phase: StepKind) {
-    let (util_id, comm_id) = match phase {
-        StepKind::Decode => (MetricId::GpuUtilPct, MetricId::CommPct),
-        StepKind::Prefill => (MetricId::PrefillGpuUtilPct, MetricId::PrefillCommPct),
+    let (util_id, comm_id) = if phase == StepKind::Decode {
+        (MetricId::GpuUtilPct, MetricId::CommPct)
+    } else {
+        (MetricId::PrefillGpuUtilPct, MetricId::PrefillCommPct)
     };
     let u = steps.samples(&util, phase);
     sampled(out, util_id, "%", "higher", Combine::Min, false, u);
@@ -303,13 +309,13 @@ fn util_and_comm(out: &mut Map<String, Value>, steps: &Steps<'_>, phase: StepKin
     }
 }
 
-struct PerRank {
-    rank: u32,
-    value: f64,
-    p90: Option<f64>,
+pub(super) struct PerRank {
+    pub rank: u32,
+    pub value: f64,
+    pub p90: Option<f64>,
 }
 
-fn metric(unit: &str, direction: &str, value: f64) -> Map<String, Value> {
+pub(super) fn metric(unit: &str, direction: &str, value: f64) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("value".into(), json!(value));
     m.insert("unit".into(), json!(unit));
@@ -317,7 +323,7 @@ fn metric(unit: &str, direction: &str, value: f64) -> Map<String, Value> {
     m
 }
 
-fn per_rank_obj(v: &[PerRank]) -> Value {
+pub(super) fn per_rank_obj(v: &[PerRank]) -> Value {
     let mut m = Map::new();
     for p in v {
         m.insert(p.rank.to_string(), json!(p.value));
@@ -338,13 +344,13 @@ fn pooled_calls(out: &mut Map<String, Value>, id: MetricId, calls: &[f64]) {
     out.insert(id.name().into(), Value::Object(m));
 }
 
-enum Combine {
+pub(super) enum Combine {
     Max,
     Min,
 }
 
 /// A per-step-sampled metric: per rank the median of the samples, across ranks max or min.
-fn sampled(
+pub(super) fn sampled(
     out: &mut Map<String, Value>,
     id: MetricId,
     unit: &str,
