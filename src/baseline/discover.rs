@@ -343,17 +343,17 @@ mod tests {
     fn a_baseline_of_another_batch_does_not_match() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("baselines");
         let at = |batch: Option<f64>| RunIdentity {
-            hardware: Some("NVIDIA H200".into()),
-            ranks: 8,
+            hardware: Some("AMD Instinct MI355X".into()),
+            ranks: 4,
             framework: Some("sglang".into()),
             keys: vec![],
             batch,
         };
-        // The shipped H200 baseline records batch 64: a run of 64 (or one that tells none)
+        // The shipped MI355X baseline records batch 64: a run of 64 (or one that tells none)
         // matches, a run of 32 finds no baseline.
         assert!(discover(&dir, &at(Some(64.0))).is_ok());
         assert!(discover(&dir, &at(None)).is_ok());
         let err = discover(&dir, &at(Some(32.0))).unwrap_err().to_string();
-        assert!(err.contains("batch = 64"), "{err}");
+        assert!(err.contains("batch \"64\""), "{err}");
     }
 }

@@ -255,7 +255,7 @@ fn write_step_mix(doc: &mut DocumentMut, x: &Extraction) {
         ("prefill_pct", m.prefill_pct),
         ("mixed_pct", m.mixed_pct),
         ("other_label_pct", m.other_label_pct),
-        ("unassigned_pct", m.unassigned_pct),
+        ("no_step_pct", m.no_step_pct),
     ] {
         t.insert(key, value(round6(pct)));
     }

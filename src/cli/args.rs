@@ -427,7 +427,8 @@ pub(crate) struct CompareArgs {
   mi325x-dsr1-fp8-tp8 (SGLang-style, step annotations), vllm-eager, vllm-piecewise (eager serving
   loops without annotations or whole-forward graphs).
 Injections (--inject): allreduce=F, moe=F, attention=F, protocol=F, straggler=F or straggler=R:F,
-  single-stream, stall=N:F, rename, unknown-moe, rename-moe.
+  single-stream, stall=N:F, slow=N:F (1 < F <= 2), host-gap=MS, relabel=mixed|idle:FRACTION[:F],
+  batch=N, rename, unknown-moe, rename-moe.
 Examples:
   tracegate synth --scenario mi355x-dsr1-fp4-tp4 --out runs/clean
   tracegate synth --scenario mi355x-dsr1-fp4-tp4 --out runs/slow --inject allreduce=1.5
@@ -459,7 +460,9 @@ pub(crate) struct SynthArgs {
     pub python_functions_per_step: u32,
     /// A regression to inject, KIND=FACTOR (allreduce, moe, attention, straggler, protocol,
     /// single-stream; straggler=R:F picks the rank; stall=N:F stalls N decode steps to F× their
-    /// wall), or a renamed build (rename: every kernel renamed as a fork would; unknown-moe: the
+    /// wall; slow=N:F makes N decode steps F× slower below the stall line; host-gap=MS adds MS of
+    /// GPU idle after every decode forward; relabel=mixed|idle:FRACTION[:F] relabels that fraction
+    /// of decode steps; batch=N writes bs=N), or a renamed build (rename: every kernel renamed as a fork would; unknown-moe: the
     /// main MoE GEMM under a name no rule knows; rename-moe: the main MoE GEMM with one more
     /// template argument, as a new build); repeatable.
     #[arg(long, value_name = "KIND=FACTOR")]

@@ -235,7 +235,7 @@ pub struct MixShares {
     pub prefill_pct: f64,
     pub mixed_pct: f64,
     pub other_label_pct: f64,
-    pub unassigned_pct: f64,
+    pub no_step_pct: f64,
 }
 
 impl MixShares {
@@ -253,7 +253,7 @@ impl MixShares {
             prefill_pct: pct(mix.prefill),
             mixed_pct: pct(mix.mixed),
             other_label_pct: pct(mix.other_label),
-            unassigned_pct: pct(mix.unassigned),
+            no_step_pct: pct(mix.unassigned),
         }
     }
 
@@ -264,7 +264,7 @@ impl MixShares {
             ("prefill", self.prefill_pct),
             ("mixed", self.mixed_pct),
             ("other-label", self.other_label_pct),
-            ("no step", self.unassigned_pct),
+            ("no step", self.no_step_pct),
         ]
     }
 }

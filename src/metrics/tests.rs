@@ -367,7 +367,11 @@ fn every_metric_of_a_two_rank_run_matches_the_hand_computation() {
     assert_close(lost.per_rank[&1], 0.890 / 4.0);
     assert_eq!(lost.decided_by, Some(0));
     assert_close(lost.samples.iter().sum::<f64>(), 0.895);
-    assert_eq!(x.metrics.len(), 16);
+    // The 16 figures of the forwards, and the 6 of the iterations between them (decode_iter_ms,
+    // decode_host_gap_ms, decode_phase_util_pct, decode_slow_ms_per_iter, decode_tokens_per_s
+    // from the annotated batch) and of the kernel time in no step (unassigned_pct, 0 here).
+    assert_eq!(x.metrics.len(), 22);
+    assert_eq!(m(MetricId::UnassignedPct).value, 0.0);
 
     // Breakdown: per-step means over ranks. Kernel time per step 0.350 and 0.370 ms → 0.360.
     let cat = |c: Category| &x.breakdown.categories[&c];
@@ -469,15 +473,26 @@ fn absent_inputs_give_absent_metrics() {
     assert_eq!(
         names,
         vec![
+            MetricId::DecodeHostGapMs,
+            MetricId::DecodeIterMs,
+            MetricId::DecodePhaseUtilPct,
+            MetricId::DecodeSlowMsPerIter,
             MetricId::DecodeStallMsPerStep,
             MetricId::DecodeStallPct,
             MetricId::DecodeStepMs,
             MetricId::DecodeStepP90Ms,
             MetricId::GpuUtilPct,
-            MetricId::OtherPct
+            MetricId::OtherPct,
+            MetricId::UnassignedPct
         ]
     );
     assert_close(x.metrics[&MetricId::DecodeStepMs].value, 0.2);
+    // Forwards 10 ms apart, 0.2 ms each: after 2 warm-up steps, one iteration (the last forward
+    // ends the trace) of 10 ms, 9.8 ms of it idle, busy 2% of it.
+    assert_close(x.metrics[&MetricId::DecodeIterMs].value, 10.0);
+    assert_close(x.metrics[&MetricId::DecodeHostGapMs].value, 9.8);
+    assert_close(x.metrics[&MetricId::DecodePhaseUtilPct].value, 2.0);
+    assert_eq!(x.metrics[&MetricId::DecodeIterMs].samples.len(), 1);
     assert_close(x.metrics[&MetricId::GpuUtilPct].value, 100.0);
     assert!(x.moe_layers.is_none());
 }

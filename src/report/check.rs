@@ -406,19 +406,24 @@ fn image_bump(result: &CheckResult) -> Option<(String, String)> {
     (old != new).then(|| crate::taxonomy::names::image_labels(old, new))
 }
 
-/// The decode step's change as the headline says it: `decode step +4.2% (20.127 → 20.979 ms)`.
+/// The decode step's change as the headline says it: `decode step +4.2% (20.127 → 20.979 ms)`;
+/// the decode iteration's (`decode iteration +9.8% (...)`, what a token costs) when it regressed
+/// and the forward did not: time between forwards.
 fn decode_step_words(result: &CheckResult) -> Option<String> {
-    let m = result
-        .metrics
-        .iter()
-        .find(|m| m.name == MetricId::DecodeStepMs)?;
+    let find = |id: MetricId| result.metrics.iter().find(|m| m.name == id);
+    let regressed = |id: MetricId| find(id).is_some_and(|m| m.verdict == Verdict::Regressed);
+    let (m, what) = if regressed(MetricId::DecodeIterMs) && !regressed(MetricId::DecodeStepMs) {
+        (find(MetricId::DecodeIterMs)?, "decode iteration")
+    } else {
+        (find(MetricId::DecodeStepMs)?, "decode step")
+    };
     let (base, cur) = (m.baseline?, m.current?);
     let change = match m.change_pct {
         Some(p) => crate::units::percent_change(p),
         None => (m.unit).change(cur - base),
     };
     Some(format!(
-        "decode step {change} ({} → {} {})",
+        "{what} {change} ({} → {} {})",
         m.unit.number(base),
         m.unit.number(cur),
         m.unit.symbol()

@@ -49,8 +49,9 @@ fn annotations_claim_the_activities_launched_inside_them_on_the_same_thread() {
     assert_eq!(r.prefill.len(), 1);
     assert_eq!(r.prefill[0].activities, vec![p]);
     assert_eq!(r.prefill[0].batch_size, Some(15));
-    // The IDLE kernel is not a step and not left to the gap rule.
-    assert_eq!(r.unassigned_ns, 7 * US);
+    // The IDLE kernel is not a step and not left to the gap rule: other-label time in the mix.
+    assert_eq!(r.unassigned_ns, 0);
+    assert_eq!(r.mix.other_label, 7 * US);
     assert_eq!(r.found.step_annotations, 3);
     assert_eq!(r.found.non_step_annotations, 1);
     assert_eq!(r.found.gap_activities, 0);

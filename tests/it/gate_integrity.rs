@@ -45,7 +45,7 @@ fn stalls_fail_the_gate_by_the_time_they_cost() {
     // The verdict line, then the hardware's line with the regressed metrics.
     let headline = stdout.lines().take(3).collect::<Vec<_>>().join("\n");
     assert!(
-        headline.contains("regressed: decode\\_stall\\_ms\\_per\\_step"),
+        headline.contains("regressed: ") && headline.contains("decode\\_stall\\_ms\\_per\\_step"),
         "{headline}"
     );
     // The count alone would not have caught it.

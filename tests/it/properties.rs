@@ -80,7 +80,15 @@ fn assert_same(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>, scale: f64)
     for (k, va) in a {
         // Times scale; percentages and the rank ratio do not (its per-rank entries are times).
         let time = k.contains("_ms") || k.contains("_us") || k.starts_with("allreduce_rank_ratio[");
-        let want = if time { va * scale } else { *va };
+        // Tokens per second go the other way: the same batch in k times the time.
+        let rate = k.starts_with("decode_tokens_per_s");
+        let want = if time {
+            va * scale
+        } else if rate {
+            va / scale
+        } else {
+            *va
+        };
         let got = b[k];
         assert!(
             (got - want).abs() <= 1e-6 * want.abs().max(1.0),

@@ -20,15 +20,13 @@ impl<'a> Steps<'a> {
         self.kept[ri].iter().map(move |&i| &self.ranks[ri].steps[i])
     }
 
-    /// The prefill steps of rank index `ri`.
-    fn prefill(&self, ri: usize) -> impl Iterator<Item = &'a StepSummary> {
-        self.ranks[ri]
-            .steps
-            .iter()
-            .filter(|s| s.kind == StepKind::Prefill)
+    /// Every step of a kind of rank index `ri` (prefill, mixed).
+    fn every(&self, ri: usize, kind: StepKind) -> impl Iterator<Item = &'a StepSummary> {
+        self.ranks[ri].steps.iter().filter(move |s| s.kind == kind)
     }
 
-    /// Per rank, `f` of each step of the phase (kept decode steps, or every prefill step).
+    /// Per rank, `f` of each step of the phase (kept decode steps, or every step of another
+    /// kind).
     fn samples(
         &self,
         f: &dyn Fn(&StepSummary) -> Option<f64>,
@@ -39,7 +37,7 @@ impl<'a> Steps<'a> {
                 let v: Vec<f64> = if phase == StepKind::Decode {
                     self.decode(ri).filter_map(f).collect()
                 } else {
-                    self.prefill(ri).filter_map(f).collect()
+                    self.every(ri, phase).filter_map(f).collect()
                 };
                 (self.ranks[ri].rank, v)
             })
@@ -52,7 +50,7 @@ impl<'a> Steps<'a> {
             if phase == StepKind::Decode {
                 self.decode(ri).any(|s| s.comm > 0)
             } else {
-                self.prefill(ri).any(|s| s.comm > 0)
+                self.every(ri, phase).any(|s| s.comm > 0)
             }
         })
     }
@@ -278,8 +276,18 @@ fn overlap(out: &mut Map<String, Value>, steps: &Steps<'_>) {
 }
 
 /// `prefill_step_ms`, `prefill_gpu_util_pct` and `prefill_comm_pct` (where any prefill step
-/// communicates), over every prefill step.
+/// communicates), over every prefill step; `mixed_step_ms` over every mixed step.
 fn prefill(out: &mut Map<String, Value>, steps: &Steps<'_>) {
+    let mixed = steps.samples(&wall_ms, StepKind::Mixed);
+    sampled(
+        out,
+        MetricId::MixedStepMs,
+        "ms",
+        "lower",
+        Combine::Max,
+        false,
+        mixed,
+    );
     let wall = steps.samples(&wall_ms, StepKind::Prefill);
     sampled(
         out,
