@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml_edit::{value, Array, DocumentMut, Item, Table};
 
+use super::budget;
 use super::tolerance::{Tolerance, Unit};
 use super::write::round6;
 use crate::metrics::catalog::{MetricDef, MetricId, Samples, StartTolerance, METRICS};
@@ -422,7 +423,8 @@ pub(crate) struct Calibration {
     pub kept: Vec<usize>,
     pub outliers: Vec<Outlier>,
     pub false_alarm_pct: f64,
-    /// The one-sided normal quantile of each metric's share of the budget.
+    /// The tolerance, in sigmas, of each metric the budget sets ([`budget::z_for_budget`]:
+    /// metrics held at their floor are charged only their chance of passing it).
     pub z: f64,
     pub metrics: Vec<MetricCalibration>,
     /// The kept run nearest the median decode step: its breakdown and samples go in the file.
@@ -581,6 +583,43 @@ fn more_runs(z: f64, spread: f64, within: f64, n: usize, max: f64) -> String {
     }
 }
 
+/// One metric's figures over the kept runs, before the budget sets its tolerance.
+struct Measured {
+    def: &'static MetricDef,
+    value: f64,
+    spread: f64,
+    within: f64,
+    sigma: f64,
+    floor: f64,
+    max: f64,
+}
+
+fn measure(
+    def: &'static MetricDef,
+    runs: &[&RunFigures],
+    decode_step: Option<f64>,
+    opts: &Options,
+) -> Measured {
+    let values: Vec<f64> = runs.iter().map(|r| r.values[&def.id]).collect();
+    let withins: Vec<f64> = runs
+        .iter()
+        .map(|r| r.within.get(&def.id).copied().unwrap_or(0.0))
+        .collect();
+    let value = median(&values);
+    let spread = between_run_spread(&values);
+    let within = median(&withins);
+    let floor = floor_of(def, value, decode_step, opts);
+    Measured {
+        def,
+        value,
+        spread,
+        within,
+        sigma: allowance_at(1.0, spread, within, runs.len() as f64),
+        floor,
+        max: max_of(def, value, decode_step, opts).max(floor),
+    }
+}
+
 /// Calibrates the gated metrics from clean runs; fewer than [`MIN_RUNS`] runs (before or after
 /// leaving out outliers), or runs of different hardware, rank count or framework, are an error.
 pub(crate) fn calibrate(
@@ -623,24 +662,38 @@ pub(crate) fn calibrate(
             "the runs have no gated metric in common".into(),
         ));
     }
-    let budget = opts.false_alarm_pct / 100.0 / defs.len() as f64;
-    let z = normal_quantile(1.0 - budget);
     let n = kept_runs.len();
-    let metrics = defs
+    let measured: Vec<Measured> = defs
         .iter()
-        .map(|def| {
-            let values: Vec<f64> = kept_runs.iter().map(|r| r.values[&def.id]).collect();
-            let withins: Vec<f64> = kept_runs
-                .iter()
-                .map(|r| r.within.get(&def.id).copied().unwrap_or(0.0))
-                .collect();
-            let value = median(&values);
-            let spread = between_run_spread(&values);
-            let within = median(&withins);
-            let sigma = allowance_at(1.0, spread, within, n as f64);
+        .map(|def| measure(def, &kept_runs, step, opts))
+        .collect();
+    // A floor is charged at the spread's upper 95% bound: few runs may have seen a metric calm.
+    let upper = budget::spread_upper_bound_factor(n);
+    let floor_sigmas: Vec<f64> = measured
+        .iter()
+        .map(|m| {
+            let sigma = allowance_at(1.0, m.spread * upper, m.within, n as f64);
+            if sigma > 0.0 {
+                m.floor / sigma
+            } else {
+                f64::INFINITY
+            }
+        })
+        .collect();
+    let z = budget::z_for_budget(opts.false_alarm_pct / 100.0, &floor_sigmas);
+    let metrics = measured
+        .into_iter()
+        .map(|m| {
+            let Measured {
+                def,
+                value,
+                spread,
+                within,
+                sigma,
+                floor,
+                max,
+            } = m;
             let wanted = z * sigma;
-            let floor = floor_of(def, value, step, opts);
-            let max = max_of(def, value, step, opts).max(floor);
             let allowance = wanted.max(floor);
             let (_, form) = starting(def, value, step);
             let tolerance = tolerance_of(allowance, form, value);
@@ -792,8 +845,9 @@ pub(crate) fn write_calibration(
     let mut c = Table::new();
     c.decor_mut().set_prefix(format!(
         "\n# Written by `tracegate baseline calibrate`: {n} clean runs; a clean run of this \
-         configuration fails the check with a chance of at most {}% in all, split evenly over \
-         the {} gated metrics (z {} each). `mdc` is the minimum detectable change: the \
+         configuration fails the check with a chance of at most {}% in all over the {} gated \
+         metrics: a metric held at its floor is charged its chance of passing it, and the \
+         others share the rest (z {} each). `mdc` is the minimum detectable change: the \
          smallest regression the check catches in 95% of runs. See docs/BASELINES.md, \"How \
          tolerances are chosen\".\n",
         cal.false_alarm_pct,
@@ -974,7 +1028,7 @@ mod tests {
             .find(|m| m.name == MetricId::MoeUsPerLayer)
             .unwrap();
         // Two gated metrics share 1%: z of 0.5% one-sided.
-        assert!((cal.z - normal_quantile(0.995)).abs() < 1e-9);
+        assert!((cal.z - normal_quantile(0.995)).abs() < 1e-6);
         let spread_pct = moe.pct(moe.spread).unwrap();
         assert!((spread_pct - 1.0).abs() < 0.25, "{spread_pct}");
         let expected = cal.z * moe.sigma / 120.0 * 100.0;

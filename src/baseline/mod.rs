@@ -3,6 +3,7 @@
 //! The schema is in `docs/BASELINES.md`. Unknown keys and bad values are errors that name the
 //! file, the line and the key, because a typo in a baseline must never silently turn a gate off.
 
+mod budget;
 pub(crate) mod calibrate;
 pub(crate) mod discover;
 pub(crate) mod file;

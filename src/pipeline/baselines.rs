@@ -479,7 +479,7 @@ fn report_calibration(calibration: &cal::Calibration, total: usize, note: &dyn F
         }
     }
     note(Note::Block(format!(
-        "calibrated from {n} of {total} runs, false-alarm budget {}% over {} gated metrics (z {} each):\n{}",
+        "calibrated from {n} of {total} runs, false-alarm budget {}% over {} gated metrics (z {} where it sets the tolerance):\n{}",
         calibration.false_alarm_pct,
         calibration.metrics.len(),
         crate::units::stat(calibration.z),
