@@ -15,6 +15,10 @@ pub(crate) const INSPECT_SCHEMA_VERSION: u32 = 1;
 pub struct RunInspection {
     pub schema_version: u32,
     pub ranks: Vec<RankInspection>,
+    /// "1 of 4 ranks (rank(s) 1, 2, 3 missing: world_size in distributedInfo)" where the run
+    /// holds only some of its ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_ranks: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -91,6 +95,7 @@ pub(crate) fn inspect(run: &Run) -> RunInspection {
     RunInspection {
         schema_version: INSPECT_SCHEMA_VERSION,
         ranks: run.traces.iter().map(inspect_rank).collect(),
+        missing_ranks: run.missing.as_ref().map(|m| m.to_string()),
     }
 }
 

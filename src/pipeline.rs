@@ -50,6 +50,10 @@ pub struct AnalysisConfig {
     /// `warmup_steps` was asked for (`--warmup-steps N`): a count at or above the decode steps a
     /// rank found is an error, not silently no warm-up (which the default allows).
     pub warmup_asked: bool,
+    /// Gate a run that holds only some of its ranks (`--partial-ranks`): the baseline records
+    /// which, and a later run must hold the same ones. Without it the commands that gate refuse
+    /// a partial run.
+    pub partial_ranks: bool,
     /// Memory, longest string and threads for this analysis alone: the reader and every stage
     /// after it run under them, on a thread pool built for the call.
     pub limits: ReadLimits,
@@ -64,6 +68,7 @@ impl Default for AnalysisConfig {
             hta_comm: false,
             step_gap: None,
             warmup_asked: false,
+            partial_ranks: false,
             limits: ReadLimits::default(),
         }
     }
@@ -155,6 +160,19 @@ pub fn read_run(
     on_file: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Run, ReadError> {
     crate::reader::read_run_with(paths, &config.limits, on_file)
+}
+
+/// For the commands that gate: a run missing some of its ranks is refused (exit 2, naming
+/// them) unless `config.partial_ranks`, since the ranks present would be judged as the whole run.
+pub fn require_whole(
+    run: &Run,
+    paths: &[PathBuf],
+    config: &AnalysisConfig,
+) -> Result<(), ReadError> {
+    match &run.missing {
+        Some(m) if !config.partial_ranks => Err(ReadError::missing_ranks(paths, m)),
+        _ => Ok(()),
+    }
 }
 
 /// The gated figures of a run already read, with a baseline's rules and MoE layers if given.

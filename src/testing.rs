@@ -210,7 +210,13 @@ impl TraceBuilder {
 /// A run of the built traces, with their classifications.
 pub fn run_of(traces: Vec<(RankTrace, Vec<Class>)>) -> (Run, Vec<Vec<Class>>) {
     let (traces, classes) = traces.into_iter().unzip();
-    (Run { traces }, classes)
+    (
+        Run {
+            traces,
+            missing: None,
+        },
+        classes,
+    )
 }
 
 /// A seeded xorshift64 for randomised tests: `below(m)` is in `0..m`.

@@ -91,6 +91,7 @@ mod tests {
         trace.cpu_ops = vec![op(mm, Some(dims)), op(empty, Some(none)), op(empty, None)];
         let run = Run {
             traces: vec![trace],
+            missing: None,
         };
         let c = coverage(&run);
         assert_eq!(

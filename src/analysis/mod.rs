@@ -91,6 +91,12 @@ pub struct RunSummary {
     pub device: Option<String>,
     pub ranks: Vec<RankLabel>,
     pub traces: usize,
+    /// "1 of 4 ranks (rank(s) 1, 2, 3 missing: …)" where the run holds only some of its ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_ranks: Option<String>,
+    /// "1 of 4 ranks", with `missing_ranks`.
+    #[serde(skip)]
+    pub ranks_of: Option<String>,
     /// True when at least one rank kept a decode step.
     pub has_decode: bool,
     /// The scope of the breakdown, comm, overlap and shapes sections.
@@ -324,6 +330,8 @@ pub(crate) fn analyse_run(
             device,
             ranks,
             traces: run.traces.len(),
+            missing_ranks: run.missing.as_ref().map(|m| m.to_string()),
+            ranks_of: run.missing.as_ref().map(|m| m.share()),
             has_decode,
             scope,
         },

@@ -7,7 +7,54 @@
 //! metric held at its floor is charged its own chance of passing the floor, and the metrics the
 //! budget sets share the rest; the total is still within the budget.
 
-use super::calibrate::normal_quantile;
+/// The standard normal quantile of `p` in (0, 1) (Acklam's rational approximation, relative
+/// error below 1.2e-9).
+pub(crate) fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969_683_028_665_376e1,
+        2.209_460_984_245_205e2,
+        -2.759_285_104_469_687e2,
+        1.383_577_518_672_69e2,
+        -3.066_479_806_614_716e1,
+        2.506_628_277_459_239,
+    ];
+    const B: [f64; 5] = [
+        -5.447_609_879_822_406e1,
+        1.615_858_368_580_409e2,
+        -1.556_989_798_598_866e2,
+        6.680_131_188_771_972e1,
+        -1.328_068_155_288_572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784_894_002_430_293e-3,
+        -3.223_964_580_411_365e-1,
+        -2.400_758_277_161_838,
+        -2.549_732_539_343_734,
+        4.374_664_141_464_968,
+        2.938_163_982_698_783,
+    ];
+    const D: [f64; 4] = [
+        7.784_695_709_041_462e-3,
+        3.224_671_290_700_398e-1,
+        2.445_134_137_142_996,
+        3.754_408_661_907_416,
+    ];
+    let p = p.clamp(1e-300, 1.0 - 1e-16);
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    if p < 0.024_25 {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p > 1.0 - 0.024_25 {
+        -tail((-2.0 * (1.0 - p).ln()).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
 
 /// The chance that a standard normal draw exceeds `x`: `erfc(x / √2) / 2`, from the Chebyshev
 /// fit of `erfc` with fractional error below 1.2e-7 everywhere (Numerical Recipes, `erfcc`).
@@ -92,6 +139,14 @@ pub(crate) fn z_for_budget(budget: f64, floor_sigmas: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn normal_quantiles_are_right() {
+        assert!((normal_quantile(0.975) - 1.959_964).abs() < 1e-6);
+        assert!((normal_quantile(0.95) - 1.644_854).abs() < 1e-6);
+        assert!((normal_quantile(1.0 - 0.01 / 15.0) - 3.2087).abs() < 1e-3);
+        assert!((normal_quantile(0.5)).abs() < 1e-12);
+    }
 
     #[test]
     fn the_upper_tail_is_the_normal_one() {

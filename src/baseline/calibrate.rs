@@ -173,55 +173,6 @@ pub(crate) fn between_run_spread(values: &[f64]) -> f64 {
     var.sqrt() / c4(n)
 }
 
-/// The standard normal quantile of `p` in (0, 1) (Acklam's rational approximation, relative
-/// error below 1.2e-9).
-pub(crate) fn normal_quantile(p: f64) -> f64 {
-    const A: [f64; 6] = [
-        -3.969_683_028_665_376e1,
-        2.209_460_984_245_205e2,
-        -2.759_285_104_469_687e2,
-        1.383_577_518_672_69e2,
-        -3.066_479_806_614_716e1,
-        2.506_628_277_459_239,
-    ];
-    const B: [f64; 5] = [
-        -5.447_609_879_822_406e1,
-        1.615_858_368_580_409e2,
-        -1.556_989_798_598_866e2,
-        6.680_131_188_771_972e1,
-        -1.328_068_155_288_572e1,
-    ];
-    const C: [f64; 6] = [
-        -7.784_894_002_430_293e-3,
-        -3.223_964_580_411_365e-1,
-        -2.400_758_277_161_838,
-        -2.549_732_539_343_734,
-        4.374_664_141_464_968,
-        2.938_163_982_698_783,
-    ];
-    const D: [f64; 4] = [
-        7.784_695_709_041_462e-3,
-        3.224_671_290_700_398e-1,
-        2.445_134_137_142_996,
-        3.754_408_661_907_416,
-    ];
-    let p = p.clamp(1e-300, 1.0 - 1e-16);
-    let tail = |q: f64| {
-        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
-            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
-    };
-    if p < 0.024_25 {
-        tail((-2.0 * p.ln()).sqrt())
-    } else if p > 1.0 - 0.024_25 {
-        -tail((-2.0 * (1.0 - p).ln()).sqrt())
-    } else {
-        let q = p - 0.5;
-        let r = q * q;
-        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
-            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
-    }
-}
-
 /// How a metric's tolerance is written: a share of the value, or an amount in a unit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Form {
@@ -946,6 +897,7 @@ pub(crate) fn table(cal: &Calibration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::baseline::budget::normal_quantile;
 
     #[test]
     fn qn_estimates_sigma_and_resists_one_outlier() {
@@ -972,14 +924,6 @@ mod tests {
         let s = between_run_spread(&[1.0, 2.0, 3.0]);
         assert!((s - 1.0 / 0.886_227).abs() < 1e-5, "{s}");
         assert_eq!(between_run_spread(&[4.0]), 0.0);
-    }
-
-    #[test]
-    fn normal_quantiles_are_right() {
-        assert!((normal_quantile(0.975) - 1.959_964).abs() < 1e-6);
-        assert!((normal_quantile(0.95) - 1.644_854).abs() < 1e-6);
-        assert!((normal_quantile(1.0 - 0.01 / 15.0) - 3.2087).abs() < 1e-3);
-        assert!((normal_quantile(0.5)).abs() < 1e-12);
     }
 
     #[test]

@@ -39,6 +39,10 @@ pub struct Meta {
     /// The image of the baseline before `baseline update --image` recorded a new one.
     pub previous_image: Option<String>,
     pub tp: Option<u32>,
+    /// Which ranks of how many the figures came from ("0 of 4"), where the run held only some
+    /// (`--partial-ranks`): `check` judges only a run of the same ranks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_ranks: Option<String>,
     pub ep: Option<u32>,
     pub concurrency: Option<u32>,
     /// MoE layers of the model, for `moe_us_per_layer` (else counted from router launches).
@@ -70,6 +74,7 @@ impl Meta {
             "image" => text(&self.image),
             "previous_image" => text(&self.previous_image),
             "tp" => num(self.tp),
+            "partial_ranks" => text(&self.partial_ranks),
             "ep" => num(self.ep),
             "concurrency" => num(self.concurrency),
             "moe_layers" => num(self.moe_layers),

@@ -323,6 +323,9 @@ pub(crate) fn new_baseline(x: &Extraction, meta: &Meta, stamp: &Stamp) -> String
             m.insert(key, value(i64::from(v)));
         }
     }
+    if let Some(p) = &meta.partial_ranks {
+        m.insert("partial_ranks", value(p.clone()));
+    }
     doc.insert("meta", Item::Table(m));
     update_document(&mut doc, x, stamp, true).expect("a document built here has table sections");
     doc.to_string()
@@ -337,6 +340,15 @@ fn update_document(
     stamp_meta(doc, stamp)?;
     if let Some(batch) = x.decode_batch {
         section(doc, "meta")?.insert("batch", value(batch.round() as i64));
+    }
+    // The ranks the figures are of, as the run held them (`--partial-ranks`).
+    match &x.run.partial_ranks {
+        Some(p) => {
+            section(doc, "meta")?.insert("partial_ranks", value(p.clone()));
+        }
+        None => {
+            section(doc, "meta")?.remove("partial_ranks");
+        }
     }
     let changes = write_metrics(doc, x, add_new)?;
     write_step_mix(doc, x);

@@ -540,6 +540,11 @@ pub(crate) struct AnalysisArgs {
     /// threshold chosen from the run's own gaps and host syncs.
     #[arg(long, value_name = "DURATION", value_parser = crate::pipeline::parse_duration)]
     pub step_gap: Option<i64>,
+    /// Gate a run that holds only some of its ranks (one rank of a TP4 run, say): `baseline`
+    /// records which ranks of how many, and `check` judges only a run of the same ranks. Without
+    /// it, `check` and `baseline` refuse a partial run (exit 2).
+    #[arg(long)]
+    pub partial_ranks: bool,
 }
 
 impl AnalysisArgs {
@@ -554,6 +559,7 @@ impl AnalysisArgs {
             hta_comm: self.hta_comm,
             step_gap: self.step_gap,
             warmup_asked: self.warmup_steps.is_some(),
+            partial_ranks: self.partial_ranks,
             limits,
         }
     }

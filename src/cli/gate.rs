@@ -22,6 +22,7 @@ pub(super) fn check(args: CheckArgs, limits: pipeline::ReadLimits) -> Result<i32
     let identity = args.identity.resolve()?;
     let config = args.analysis.config(limits);
     let run = read_run(&args.paths, &config)?;
+    pipeline::require_whole(&run, &args.paths, &config)?;
     let choice = match (&args.baseline, &args.baselines) {
         (Some(file), _) => BaselineChoice::File(file),
         (None, Some(dir)) => BaselineChoice::Discover {

@@ -145,6 +145,9 @@ pub struct BaselineInfo {
 pub struct RunSummary {
     pub device: Option<String>,
     pub ranks: Vec<u32>,
+    /// Which ranks of how many a partial run holds (`--partial-ranks`), "0 of 4".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_ranks: Option<String>,
     pub decode_steps_kept: usize,
     /// `device` was asserted with `--hardware`, not read from the trace.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -243,6 +246,7 @@ pub(crate) fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckR
         hardware_asserted: source == HardwareSource::Asserted,
         hardware_from_baseline: source == HardwareSource::Baseline,
         ranks: x.run.ranks.clone(),
+        partial_ranks: x.run.partial_ranks.clone(),
         decode_steps_kept: x.steps.values().map(|s| s.decode_kept).min().unwrap_or(0),
         warnings: x.warnings.clone(),
         identity: Default::default(),
@@ -475,14 +479,34 @@ fn mismatches(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> Vec<String> 
         ));
     }
     if let Some(tp) = b.meta.tp.filter(|_| !opts.allow_other_hardware) {
-        if tp as usize != x.run.ranks.len() {
+        if tp as usize != x.run.group_ranks {
             problems.push(format!(
                 "the baseline is for {tp} ranks (tp) but the run has {} (--allow-other-hardware to judge anyway)",
-                x.run.ranks.len()
+                x.run.group_ranks
             ));
         }
     }
+    problems.extend(other_rank_set(x, b));
     problems
+}
+
+/// A partial run (`--partial-ranks`) is judged only against a baseline of the same ranks, and a
+/// whole run only against a whole baseline: waits, skew and stragglers depend on the ranks held.
+fn other_rank_set(x: &Extraction, b: &Baseline) -> Option<String> {
+    let (run, base) = (&x.run.partial_ranks, &b.meta.partial_ranks);
+    if run == base {
+        return None;
+    }
+    let said = |p: &Option<String>| match p {
+        Some(p) => format!("ranks {p}"),
+        None => "every rank".to_string(),
+    };
+    Some(format!(
+        "the run holds {} but the baseline's figures are of {} (partial_ranks): waits, skew and \
+         stragglers depend on the ranks present, so only a run of the same ranks is judged",
+        said(run),
+        said(base)
+    ))
 }
 
 /// A run of another decode batch than the baseline's (by more than 10%) is of another load:

@@ -296,6 +296,7 @@ mod tests {
             run: RunSummary {
                 device: None,
                 ranks: vec![0],
+                partial_ranks: None,
                 decode_steps_kept: 1,
                 hardware_asserted: false,
                 hardware_from_baseline: false,

@@ -162,6 +162,13 @@ pub struct RunInfo {
     /// Device name of the first trace that reports one.
     pub device: Option<String>,
     pub warmup_steps: usize,
+    /// Which ranks of how many a partial run holds ("0 of 4", "0,1 of 4"); absent when whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_ranks: Option<String>,
+    /// The ranks of the run's group: the ranks found, or for a partial run those it should have
+    /// (what `tp` records).
+    #[serde(skip)]
+    pub group_ranks: usize,
     /// Each trace file and the device name it reports (empty when none), for telling a run on
     /// mixed hardware apart.
     #[serde(skip)]
@@ -341,6 +348,11 @@ pub fn extract(
         catalog::METRICS,
     );
     let mut warnings = read_warnings(run);
+    if let Some(m) = &run.missing {
+        warnings.push(format!(
+            "{m}: waits, rank skew and stragglers are measured among the ranks present only"
+        ));
+    }
     warnings.extend(rank_warnings(run, &rank_steps));
     warnings.extend(waits.iter().flat_map(|w| w.warnings.iter().cloned()));
 
@@ -358,6 +370,15 @@ pub fn extract(
             traces: run.traces.len(),
             device: run_device(run),
             warmup_steps: opts.warmup_steps,
+            partial_ranks: run.missing.as_ref().map(|m| {
+                let present: Vec<String> =
+                    run.rank_indices().iter().map(|r| r.to_string()).collect();
+                format!("{} of {}", present.join(","), m.expected)
+            }),
+            group_ranks: run
+                .missing
+                .as_ref()
+                .map_or(rank_steps.len(), |m| m.expected as usize),
             trace_devices: run
                 .traces
                 .iter()

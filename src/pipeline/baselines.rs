@@ -216,7 +216,7 @@ fn check_run_identity(
             ));
         }
     }
-    let ranks = x.run.ranks.len();
+    let ranks = x.run.group_ranks;
     if let Some(tp) = tp.filter(|&tp| tp as usize != ranks) {
         problems.push(format!(
             "--tp {tp} contradicts the run, which has {ranks} ranks"
@@ -278,6 +278,7 @@ pub fn new_baseline(s: &NewSettings, progress: &Progress<'_>) -> Result<Baseline
         .map(str::trim)
         .filter(|h| !h.is_empty());
     let run = read_run(&w.paths, &w.config, progress.on_file)?;
+    super::require_whole(&run, &w.paths, &w.config)?;
     let x = extract(&run, &w.paths, &w.config, None)?;
     let (hardware, hardware_asserted) = baseline_hardware(&x, asserted, &w.paths)?;
     check_run_identity(w, &x, asserted, s.tp, &w.identity)?;
@@ -293,7 +294,8 @@ pub fn new_baseline(s: &NewSettings, progress: &Progress<'_>) -> Result<Baseline
         precision: s.precision.clone(),
         framework,
         image: stamp.identity.image.clone(),
-        tp: s.tp.or(Some(x.run.ranks.len() as u32)),
+        tp: s.tp.or(Some(x.run.group_ranks as u32)),
+        partial_ranks: x.run.partial_ranks.clone(),
         ep: s.ep,
         concurrency: s.concurrency,
         moe_layers: w.config.moe_layers,
@@ -318,6 +320,7 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
     check_identity(&w.identity)?;
     let baseline = Baseline::load(&w.baseline)?;
     let run = read_run(&w.paths, &w.config, progress.on_file)?;
+    super::require_whole(&run, &w.paths, &w.config)?;
     let x = extract(&run, &w.paths, &w.config, Some(&baseline))?;
     // A run whose trace names no device is on the baseline's hardware only when the baseline
     // asserted it for such a run.
@@ -339,7 +342,7 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
             device
         );
     }
-    let ranks = x.run.ranks.len();
+    let ranks = x.run.group_ranks;
     if let Some(tp) = baseline
         .meta
         .tp
@@ -524,6 +527,7 @@ pub fn calibrate(s: &CalibrateSettings, progress: &Progress<'_>) -> Result<(Base
     for run_arg in &s.runs {
         let paths = run_paths(run_arg);
         let run: Run = read_run(&paths, &s.config, progress.on_file)?;
+        super::require_whole(&run, &paths, &s.config)?;
         let x = extract(&run, &paths, &s.config, None)?;
         figures.push(RunFigures::from_extraction(
             &x,
@@ -565,7 +569,8 @@ pub fn calibrate(s: &CalibrateSettings, progress: &Progress<'_>) -> Result<(Base
         precision: s.precision.clone(),
         framework: framework.or_else(|| figures[calibration.representative].framework.clone()),
         image: identity.image.clone(),
-        tp: Some(x.run.ranks.len() as u32),
+        tp: Some(x.run.group_ranks as u32),
+        partial_ranks: x.run.partial_ranks.clone(),
         ep: s.ep,
         concurrency: s.concurrency,
         moe_layers: s.config.moe_layers,

@@ -3,6 +3,20 @@
 use std::io;
 use std::path::PathBuf;
 
+impl ReadError {
+    /// A run missing some of its ranks, named by its first path.
+    pub(crate) fn missing_ranks(paths: &[PathBuf], m: &super::MissingRanks) -> ReadError {
+        ReadError {
+            path: paths.first().cloned().unwrap_or_default(),
+            kind: ReadErrorKind::MissingRanks {
+                missing: m.listed.clone(),
+                expected: m.expected,
+                why: m.why.clone(),
+            },
+        }
+    }
+}
+
 /// A file that cannot be read as a trace. Displayed as `<path>: <what is wrong>`.
 #[derive(Debug, thiserror::Error)]
 #[error("{}: {kind}", path.display())]
@@ -56,7 +70,11 @@ pub enum ReadErrorKind {
         /// of the file.
         place: String,
     },
-    #[error("the run is incomplete: rank(s) {missing} of {expected} missing ({why})")]
+    #[error(
+        "the run is incomplete: rank(s) {missing} of {expected} missing ({why}); a check of the \
+         ranks present would judge them as the whole run (--partial-ranks records and judges a \
+         partial set as such)"
+    )]
     MissingRanks {
         missing: String,
         expected: u64,

@@ -148,8 +148,8 @@ pub(crate) fn read_run_with(
             });
         }
     }
-    check_complete(&traces, paths)?;
-    Ok(Run { traces })
+    let missing = missing_ranks(&traces)?;
+    Ok(Run { traces, missing })
 }
 
 /// The most ranks a run may have (from `distributedInfo.world_size` or the rank numbers found).
@@ -160,16 +160,18 @@ pub(crate) const MAX_RANKS: u64 = 65_536;
 /// How many missing ranks the error lists before it counts the rest.
 const MISSING_LISTED: usize = 16;
 
-/// A multi-rank run must hold every rank: a rank file missing from the artifact would otherwise
-/// gate the remaining ranks as if they were the whole run. One rank alone (a single rank's file
-/// analysed on purpose) is accepted. World sizes and rank numbers are checked against
-/// [`MAX_RANKS`] first, so the work done here is bounded by the files given and that cap.
-fn check_complete(traces: &[RankTrace], paths: &[PathBuf]) -> Result<(), ReadError> {
+/// The ranks the run is missing: a rank file left out of the artifact would otherwise gate the
+/// remaining ranks as if they were the whole run, so the commands that gate refuse a partial run
+/// (`pipeline::require_whole`) and the others say how many ranks they saw. One rank alone is
+/// whole only where nothing says otherwise (no `world_size` above 1, rank 0). World sizes and
+/// rank numbers are checked against [`MAX_RANKS`] first, so the work done here is bounded by the
+/// files given and that cap.
+fn missing_ranks(traces: &[RankTrace]) -> Result<Option<MissingRanks>, ReadError> {
     let mut ranks: Vec<u32> = traces.iter().map(|t| t.rank.index).collect();
     ranks.sort_unstable();
     ranks.dedup();
-    if ranks.len() < 2 {
-        return Ok(());
+    if ranks.is_empty() {
+        return Ok(None);
     }
     let too_many = |path: &Path, what: String| ReadError {
         path: path.to_path_buf(),
@@ -237,7 +239,7 @@ fn check_complete(traces: &[RankTrace], paths: &[PathBuf]) -> Result<(), ReadErr
         .filter(|r| ranks.binary_search(&(*r as u32)).is_err())
         .collect();
     if missing.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let mut listed: Vec<String> = missing
         .iter()
@@ -247,14 +249,12 @@ fn check_complete(traces: &[RankTrace], paths: &[PathBuf]) -> Result<(), ReadErr
     if missing.len() > MISSING_LISTED {
         listed.push(format!("and {} more", missing.len() - MISSING_LISTED));
     }
-    Err(ReadError {
-        path: paths.first().cloned().unwrap_or_default(),
-        kind: ReadErrorKind::MissingRanks {
-            missing: listed.join(", "),
-            expected,
-            why,
-        },
-    })
+    Ok(Some(MissingRanks {
+        expected,
+        present: ranks.len(),
+        listed: listed.join(", "),
+        why,
+    }))
 }
 
 /// Reads one file with `threads` threads: one alone reads it in a single pass; more inflate on

@@ -504,6 +504,42 @@ impl RankTrace {
 #[derive(Debug, Clone, Default)]
 pub struct Run {
     pub traces: Vec<RankTrace>,
+    /// The ranks the run says it has but the files given do not hold; `None` when whole.
+    pub missing: Option<MissingRanks>,
+}
+
+/// Ranks a run is missing: from `distributedInfo.world_size`, or from the rank numbers found
+/// (ranks below the highest one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingRanks {
+    /// The ranks the run should have.
+    pub expected: u64,
+    /// The ranks the files hold.
+    pub present: usize,
+    /// The missing ranks, listed ("1, 2, 3", the first 16 and "and N more").
+    pub listed: String,
+    /// What says so ("world_size in distributedInfo", "rank numbers found").
+    pub why: String,
+}
+
+impl MissingRanks {
+    /// "1 of 4 ranks".
+    pub fn share(&self) -> String {
+        format!("{} of {} ranks", self.present, self.expected)
+    }
+}
+
+impl std::fmt::Display for MissingRanks {
+    /// "1 of 4 ranks (rank(s) 1, 2, 3 missing: world_size in distributedInfo)".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (rank(s) {} missing: {})",
+            self.share(),
+            self.listed,
+            self.why
+        )
+    }
 }
 
 impl Run {

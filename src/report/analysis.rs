@@ -196,17 +196,25 @@ fn render_text(a: &RunAnalysis, m: &'static dyn Markup) -> String {
         .device
         .clone()
         .unwrap_or_else(|| "unknown device".into());
+    let ranks = a.run.ranks_of.clone().unwrap_or_else(|| {
+        let n = a.run.ranks.len();
+        format!("{n} rank{}", if n == 1 { "" } else { "s" })
+    });
     d.heading(
         2,
         &format!(
-            "tracegate report: {} ({} rank{}, {} trace file{})",
+            "tracegate report: {} ({ranks}, {} trace file{})",
             d.m.inline(&Inline::Text(&device)),
-            a.run.ranks.len(),
-            if a.run.ranks.len() == 1 { "" } else { "s" },
             a.run.traces,
             if a.run.traces == 1 { "" } else { "s" },
         ),
     );
+    if let Some(missing) = &a.run.missing_ranks {
+        d.out.push_str(&d.m.paragraph(&[Inline::Prose(&format!(
+            "Partial run: {missing}. Waits, rank skew and stragglers are measured among the \
+             ranks present only."
+        ))]));
+    }
     phases(&mut d, a);
     metrics(&mut d, a);
     decode_chart(&mut d, a);

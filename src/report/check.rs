@@ -276,10 +276,18 @@ fn meta_table(result: &CheckResult) -> Table {
         m.hardware.clone(),
         result.run.device.clone().unwrap_or_else(|| "—".into()),
     ]);
+    // A partial run's ranks as the baseline records them: "0 of 4".
+    let ranks = |partial: &Option<String>, whole: String| match partial {
+        Some(p) => format!("{whole} (ranks {p})"),
+        None => whole,
+    };
     t.row(vec![
         "ranks (TP)".into(),
-        num(m.tp),
-        result.run.ranks.len().to_string(),
+        ranks(&m.partial_ranks, num(m.tp)),
+        ranks(
+            &result.run.partial_ranks,
+            result.run.ranks.len().to_string(),
+        ),
     ]);
     t.row(vec!["model".into(), opt(&m.model), given("model")]);
     t.row(vec![
@@ -988,6 +996,24 @@ fn unclassified_words(u: &Unclassified) -> Words {
     w.text(". Category figures miss that time; add rules (tracegate report prints them).")
 }
 
+/// For a partial run (`--partial-ranks`): which ranks were judged, and the figures that depend on
+/// the ranks left out.
+fn partial_line(result: &CheckResult) -> Option<String> {
+    let p = result.run.partial_ranks.as_ref()?;
+    let dependent = [
+        MetricId::RankSkewMs,
+        MetricId::AllreduceRankRatio,
+        MetricId::AllreduceUs,
+        MetricId::AllreduceTransferUs,
+    ]
+    .map(|id| id.name())
+    .join(", ");
+    Some(format!(
+        "Partial run: ranks {p} (--partial-ranks). {dependent} and the waits in collectives are \
+         measured among these ranks only; a straggler among the others is not seen."
+    ))
+}
+
 /// The markdown parts, most important first; later parts are dropped to fit the budget.
 pub(crate) fn markdown_parts(result: &CheckResult) -> Vec<String> {
     let e = &result.explanation;
@@ -1000,6 +1026,9 @@ pub(crate) fn markdown_parts(result: &CheckResult) -> Vec<String> {
     if let Some(line) = identity_line(result, true) {
         parts[0].push_str(&line);
         parts[0].push_str("\n\n");
+    }
+    if let Some(line) = partial_line(result) {
+        parts[0].push_str(&format!("> ⚠️ {}\n\n", escape_markdown(&line)));
     }
     for p in result.problems.iter().skip(1) {
         parts.push(format!("> **Cannot judge:** {}\n\n", escape_markdown(p)));
@@ -1132,6 +1161,10 @@ fn terminal(result: &CheckResult) -> String {
     );
     if let Some(line) = identity_line(result, false) {
         out.push_str(&line);
+        out.push_str("\n\n");
+    }
+    if let Some(line) = partial_line(result) {
+        out.push_str(&printable(&line));
         out.push_str("\n\n");
     }
     out.push_str(&metric_table(result, false).to_terminal());

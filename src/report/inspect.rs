@@ -19,6 +19,9 @@ pub(crate) fn render(inspection: &RunInspection, format: Format) -> String {
 fn render_text(run: &RunInspection, m: &dyn Markup) -> String {
     let mut out = String::new();
     out.push_str(&m.heading(3, &[Inline::Prose("Ranks")]));
+    if let Some(missing) = &run.missing_ranks {
+        out.push_str(&m.paragraph(&[Inline::Prose(&format!("Partial run: {missing}."))]));
+    }
     let mut t = Table::new(&[
         ("rank", Align::Left),
         ("device", Align::Left),

@@ -132,7 +132,7 @@ fn two_files_for_the_same_rank_are_rejected() {
 }
 
 #[test]
-fn a_rank_missing_from_a_multi_rank_run_is_exit_2() {
+fn a_rank_missing_from_a_multi_rank_run_is_exit_2_when_gating() {
     let dir = tempfile::tempdir().unwrap();
     run_ok(
         synth_cmd()
@@ -151,13 +151,24 @@ fn a_rank_missing_from_a_multi_rank_run_is_exit_2() {
         .find(|p| p.to_string_lossy().contains("-TP-2."))
         .unwrap();
     std::fs::remove_file(rank2).unwrap();
+    // Gating it is refused; inspecting it analyses the three ranks and says so.
     tracegate()
-        .arg("inspect")
+        .args(["baseline", "new"])
         .arg(dir.path())
+        .arg("--baseline")
+        .arg(dir.path().join("b.toml"))
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
             "rank(s) 2 of 4 missing (world_size in distributedInfo)",
+        ));
+    tracegate()
+        .arg("inspect")
+        .arg(dir.path())
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "Partial run: 3 of 4 ranks (rank(s) 2 missing: world_size in distributedInfo)",
         ));
 }
 

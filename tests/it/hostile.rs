@@ -349,21 +349,37 @@ fn baseline_update_keeps_the_set_of_metrics_and_refuses_another_rank_count() {
         .unwrap()
         .contains("[metrics.rank_skew_ms]"));
 
-    // A metric of the baseline the run does not produce: kept, with a warning.
+    // One file of the 4-rank run is a partial run: refused, --force or not.
     let one_rank: Vec<_> = std::fs::read_dir(run())
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.to_string_lossy().ends_with("-TP-0.trace.json.gz"))
         .collect();
     let before = std::fs::read_to_string(&path).unwrap();
-    let out = update(&[], &[&one_rank[0]]);
+    for extra in [&[][..], &["--force"][..]] {
+        let out = update(extra, &[&one_rank[0]]);
+        let stderr = common::stderr_of_exit(&out, 2);
+        assert!(stderr.contains("rank(s) 1, 2, 3 of 4 missing"), "{stderr}");
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    // A whole run of one rank: another rank count, refused unless --force.
+    let single = common::synth_run(&[
+        "--scenario",
+        "mi355x-dsr1-fp4-tp4",
+        "--seed",
+        "3",
+        "--ranks",
+        "1",
+    ]);
+    let out = update(&[], &[&single]);
     let stderr = common::stderr_of_exit(&out, 2);
     assert!(
         stderr.contains("4 ranks (tp) but the run has 1") && stderr.contains("--force"),
         "{stderr}"
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
-    let out = update(&["--force"], &[&one_rank[0]]);
+    // A metric of the baseline the run does not produce: kept, with a warning.
+    let out = update(&["--force"], &[&single]);
     let stderr = common::stderr_of_exit(&out, 0);
     assert!(
         stderr.contains("does not produce") && stderr.contains("allreduce_rank_ratio"),

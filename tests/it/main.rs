@@ -23,6 +23,7 @@ mod identity;
 mod inspect;
 mod install;
 mod names;
+mod partial_ranks;
 mod properties;
 mod real_baselines;
 mod real_traces;

@@ -75,17 +75,41 @@ fn rank_numbers_are_ids_not_indexes() {
         stderr.contains("x-TP-4000000000.trace.json: rank 4000000000 (from the file name)"),
         "{stderr}"
     );
-    // A world size at the cap is checked, and its missing ranks counted, not all listed.
+    // A world size at the cap is checked, and its missing ranks counted, not all listed: by
+    // `inspect`, which analyses the two ranks, and by `check`, which refuses them.
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = ranks_0_and_1_of(dir.path(), "65536");
-    let (code, stderr) = extract(&[&a, &b], &[]);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("rank(s) 2, 3, 4,"), "{stderr}");
+    let out = run_lossy_within(tracegate().arg("inspect").args([&a, &b]), 60);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let said = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("Partial run"))
+        .unwrap_or_default()
+        .to_string();
     assert!(
-        stderr.contains("and 65518 more of 65536 missing"),
-        "{stderr}"
+        said.contains("2 of 65536 ranks (rank(s) 2, 3, 4,"),
+        "{said}"
     );
-    assert!(stderr.len() < 400, "{stderr}");
+    assert!(said.contains("and 65518 more missing"), "{said}");
+    assert!(said.len() < 400, "{said}");
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml");
+    let out = run_lossy_within(
+        tracegate()
+            .arg("check")
+            .args([&a, &b])
+            .arg("--baseline")
+            .arg(&baseline)
+            .arg("--no-github"),
+        60,
+    );
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("and 65518 more of 65536 missing") && out.stderr.len() < 600,
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
