@@ -43,9 +43,11 @@ pub(crate) fn mark(verdict: Verdict) -> &'static str {
     }
 }
 
-/// A metric's mark: an improvement the regression explains is none.
+/// A metric's mark: an improvement the regression explains is none, and a report-only metric
+/// that moved fails nothing, so it is never marked as a failure.
 fn metric_mark(m: &MetricCheck) -> &'static str {
-    if m.artefact.is_some() {
+    let report_only = !m.gated && matches!(m.verdict, Verdict::Regressed | Verdict::Noisy);
+    if m.artefact.is_some() || report_only {
         "ℹ️"
     } else {
         mark(m.verdict)
