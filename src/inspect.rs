@@ -19,6 +19,9 @@ pub struct RunInspection {
     /// holds only some of its ranks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing_ranks: Option<String>,
+    /// CPU-only files that name no rank (a serving frontend's trace), left out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -96,6 +99,11 @@ pub(crate) fn inspect(run: &Run) -> RunInspection {
         schema_version: INSPECT_SCHEMA_VERSION,
         ranks: run.traces.iter().map(inspect_rank).collect(),
         missing_ranks: run.missing.as_ref().map(|m| m.to_string()),
+        skipped: run
+            .skipped
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
     }
 }
 

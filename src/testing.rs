@@ -214,6 +214,7 @@ pub fn run_of(traces: Vec<(RankTrace, Vec<Class>)>) -> (Run, Vec<Vec<Class>>) {
         Run {
             traces,
             missing: None,
+            skipped: Vec::new(),
         },
         classes,
     )

@@ -348,6 +348,13 @@ pub fn extract(
         catalog::METRICS,
     );
     let mut warnings = read_warnings(run);
+    for file in &run.skipped {
+        warnings.push(format!(
+            "{}: skipped: a CPU-only trace that names no rank (a serving frontend's, such as \
+             vLLM's async_llm trace)",
+            file.display()
+        ));
+    }
     if let Some(m) = &run.missing {
         warnings.push(format!(
             "{m}: waits, rank skew and stragglers are measured among the ranks present only"

@@ -41,6 +41,15 @@ pub enum ReadErrorKind {
     NotATrace(String),
     #[error("no GPU activity: {0}")]
     NoGpuActivity(String),
+    /// A CPU-only trace that names no rank (neither `distributedInfo` nor a rank in its file
+    /// name): a serving frontend's, such as vLLM's `async_llm` trace. Skipped beside worker
+    /// traces; alone, the run has no GPU activity.
+    #[error(
+        "no GPU activity: {events} events, {cpu_ops} CPU ops, no kernel, and no rank: a serving \
+         frontend's CPU-only trace (vLLM writes `*.async_llm.*.pt.trace.json.gz` beside its \
+         workers' traces), not a rank's"
+    )]
+    CpuOnlyFrontend { events: u64, cpu_ops: usize },
     #[error("{count} event(s) or name(s) the analysis cannot use, first {first}; a figure computed without them would be wrong")]
     UnusableEvents { count: u64, first: String },
     #[error("{}", memory_limit_text(*held, *needed, *limit))]

@@ -730,6 +730,15 @@ pub(super) fn assemble(
     let gpu_total: usize = contents.sinks.iter().map(|s| s.gpu.len()).sum();
     if gpu_total == 0 {
         let cpu: usize = contents.sinks.iter().map(|s| s.cpu_ops.len()).sum();
+        let named = path
+            .file_name()
+            .is_some_and(|n| rank_from_file_name(&n.to_string_lossy()).is_some());
+        if contents.distributed.is_none() && !named && contents.sinks.len() <= 1 {
+            return Err(ReadErrorKind::CpuOnlyFrontend {
+                events: contents.events,
+                cpu_ops: cpu,
+            });
+        }
         return Err(ReadErrorKind::NoGpuActivity(format!(
             "{} events, {} CPU ops, but no kernel, memcpy or memset event",
             contents.events, cpu

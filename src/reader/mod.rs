@@ -123,8 +123,23 @@ pub(crate) fn read_run_with(
             .collect()
     });
     let mut traces = Vec::new();
+    let mut skipped = Vec::new();
+    let mut frontend_error = None;
     for result in results {
-        traces.extend(result?);
+        match result {
+            Ok(read) => traces.extend(read),
+            // A frontend's CPU-only trace beside the workers' is no rank: said, not read.
+            Err(e) if matches!(e.kind, ReadErrorKind::CpuOnlyFrontend { .. }) => {
+                skipped.push(e.path.clone());
+                frontend_error.get_or_insert(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if traces.is_empty() {
+        if let Some(e) = frontend_error {
+            return Err(e);
+        }
     }
     traces.sort_by(|a, b| (a.rank.index, a.stage, &a.file).cmp(&(b.rank.index, b.stage, &b.file)));
     for pair in traces.windows(2) {
@@ -149,7 +164,11 @@ pub(crate) fn read_run_with(
         }
     }
     let missing = missing_ranks(&traces)?;
-    Ok(Run { traces, missing })
+    Ok(Run {
+        traces,
+        missing,
+        skipped,
+    })
 }
 
 /// The most ranks a run may have (from `distributedInfo.world_size` or the rank numbers found).

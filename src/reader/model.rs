@@ -506,6 +506,9 @@ pub struct Run {
     pub traces: Vec<RankTrace>,
     /// The ranks the run says it has but the files given do not hold; `None` when whole.
     pub missing: Option<MissingRanks>,
+    /// Files left out: CPU-only traces that name no rank (a serving frontend's, vLLM's
+    /// `async_llm` trace), read beside the workers' traces.
+    pub skipped: Vec<PathBuf>,
 }
 
 /// Ranks a run is missing: from `distributedInfo.world_size`, or from the rank numbers found

@@ -22,6 +22,13 @@ fn render_text(run: &RunInspection, m: &dyn Markup) -> String {
     if let Some(missing) = &run.missing_ranks {
         out.push_str(&m.paragraph(&[Inline::Prose(&format!("Partial run: {missing}."))]));
     }
+    for file in &run.skipped {
+        out.push_str(&m.paragraph(&[
+            Inline::Prose("Skipped "),
+            Inline::Code(file),
+            Inline::Prose(": a CPU-only trace that names no rank (a serving frontend's)."),
+        ]));
+    }
     let mut t = Table::new(&[
         ("rank", Align::Left),
         ("device", Align::Left),

@@ -30,13 +30,23 @@ pub(super) fn parse_step_annotation(name: &str) -> Option<(Option<StepKind>, Opt
     Some((kind, batch_size))
 }
 
-/// Parses `execute_8192_context_9(...)_generation_37(...)`: the tokens of the forward, then the
+/// Parses vLLM's step annotation: `execute_context_1(888_788544)_generation_0(0)`, the default
+/// since vllm-project/vllm#22496, or `execute_8192_context_9(...)_generation_37(...)` with the
+/// forward's tokens first (`detailed_trace_annotation=true`, vllm-project/vllm#37524): the
 /// requests in prefill (context) and in decode (generation). Both: mixed; context alone:
 /// prefill; generation alone: decode. `None` when the name is not such an annotation; a forward
 /// of neither is not a step (`Some((None, _))`).
 pub(super) fn parse_execute_annotation(name: &str) -> Option<(Option<StepKind>, Option<u32>)> {
     let rest = name.strip_prefix("execute_")?;
-    let (_tokens, rest) = rest.split_once("_context_")?;
+    let rest = match rest.strip_prefix("context_") {
+        Some(stock) => stock,
+        None => {
+            let (tokens, rest) = rest.split_once("_context_")?;
+            // The detailed form: a token count, nothing else (not `execute_diffusion_…`).
+            tokens.parse::<u64>().ok()?;
+            rest
+        }
+    };
     let count = |s: &str| -> Option<u64> {
         let digits: &str = &s[..s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len())];
         digits.parse().ok()
@@ -136,6 +146,21 @@ mod tests {
             Some((None, None))
         );
         assert_eq!(p("execute_diffusion_1_256x256"), None);
+        // vLLM's default (no token count), as in the shared B200 trace: the parentheses hold
+        // `_`-separated counts.
+        assert_eq!(
+            p("execute_context_1(888_788544)_generation_0(0)"),
+            Some((Some(StepKind::Prefill), Some(1)))
+        );
+        assert_eq!(
+            p("execute_context_0(0)_generation_64(64_120000)"),
+            Some((Some(StepKind::Decode), Some(64)))
+        );
+        assert_eq!(
+            p("execute_context_2(30_4000)_generation_30(30_9000)"),
+            Some((Some(StepKind::Mixed), Some(32)))
+        );
+        assert_eq!(p("execute_context_x_generation_1"), None);
         assert_eq!(p("execute_1_context_x_generation_1"), None);
         assert_eq!(p("step[DECODE bs=1]"), None);
     }

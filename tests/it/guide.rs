@@ -55,13 +55,22 @@ fn the_guide_names_the_real_trace_and_every_step() {
         "SGLANG_TORCH_PROFILER_DIR",
         "--profile",
         "/start_profile",
-        "VLLM_TORCH_PROFILER_DIR",
+        "--profiler-config",
+        "torch_profiler_record_shapes",
+        "ignore_frontend",
+        "--profile-num-steps",
+        "--profile-by-stage",
         "synth --seed 1",
         "tracegate baseline calibrate",
         "docs/BASELINES.md#how-tolerances-are-chosen",
     ] {
         assert!(section.contains(word), "the guide does not say {word:?}");
     }
+    // vLLM 0.16 removed the variable (vllm-project/vllm#33536): a recipe using it records nothing.
+    assert!(
+        !README.contains("VLLM_TORCH_PROFILER_DIR="),
+        "the README still sets the removed VLLM_TORCH_PROFILER_DIR"
+    );
 }
 
 #[test]

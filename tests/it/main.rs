@@ -24,6 +24,7 @@ mod inspect;
 mod install;
 mod names;
 mod partial_ranks;
+mod producers;
 mod properties;
 mod real_baselines;
 mod real_traces;

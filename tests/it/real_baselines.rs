@@ -205,8 +205,9 @@ fn the_no_decode_step_error_is_one_short_line_with_a_next_step() {
 #[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
 fn the_no_decode_step_error_on_real_traces_is_one_short_line_with_a_next_step() {
     let dir = shared();
-    // A real trace of eager single forwards that no evidence labels.
-    let e = extract_error(&dir.join("tracelens/b200/eager_trace.json.gz"));
+    // A real training trace whose forwards no evidence labels (the B200 vLLM trace that served
+    // here has a prefill step since vLLM's default annotation is read, issue 38).
+    let e = extract_error(&dir.join("hta/trace_diff/test/test.json.gz"));
     assert_eq!(e.matches("no decode step").count(), 1, "{e}");
     assert!(e.chars().count() < 400, "{} chars: {e}", e.chars().count());
     assert!(
