@@ -54,7 +54,10 @@ fn vllms_frontend_trace_beside_the_workers_is_skipped_and_said() {
     assert_exit(&out, 0);
     let x: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let y: serde_json::Value = serde_json::from_slice(&before.stdout).unwrap();
-    assert_eq!(x["metrics"], y["metrics"], "the figures are the workers' alone");
+    assert_eq!(
+        x["metrics"], y["metrics"],
+        "the figures are the workers' alone"
+    );
     assert!(
         x["warnings"].as_array().unwrap().iter().any(|w| {
             let w = w.as_str().unwrap();
@@ -75,7 +78,10 @@ fn a_frontend_trace_alone_and_a_cpu_only_rank_are_refused() {
     let out = tracegate().arg("extract").arg(&alone).output().unwrap();
     assert_exit(&out, 2);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("a serving frontend's CPU-only trace"), "{stderr}");
+    assert!(
+        stderr.contains("a serving frontend's CPU-only trace"),
+        "{stderr}"
+    );
     // A CPU-only file that says it is rank 0 is a worker that recorded no GPU work.
     let run = workers_in(tmp.path());
     cpu_only_trace(&run, "extra.pt.trace.json", true);
