@@ -72,6 +72,35 @@ pub fn resolve(
     Ok(identity)
 }
 
+impl Identity {
+    /// This identity with what the traces say of who made them (`vllm` from `vllm_version`,
+    /// `host`, `job`... from Kineto's top-level keys) for the keys it does not set: the command
+    /// line and the environment win. Ranks that differ (several hosts) show the first two values
+    /// and how many more.
+    pub fn with_producer(mut self, run: &crate::reader::Run) -> Identity {
+        let mut values: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for t in &run.traces {
+            for (key, value) in &t.producer {
+                let seen = values.entry(key).or_default();
+                if !seen.contains(&value.as_str()) {
+                    seen.push(value);
+                }
+            }
+        }
+        for (key, seen) in values {
+            if self.meta.contains_key(key) || check_key(key).is_err() {
+                continue;
+            }
+            let mut text = seen[..seen.len().min(2)].join(", ");
+            if seen.len() > 2 {
+                text.push_str(&format!(" (+{} more)", seen.len() - 2));
+            }
+            self.meta.insert(key.to_string(), text);
+        }
+        self
+    }
+}
+
 fn check_key(key: &str) -> Result<(), String> {
     if !valid_key(key) {
         return Err(format!(

@@ -55,8 +55,10 @@ impl TraceBuilder {
                 cpu_ops: Vec::new(),
                 launches: Vec::new(),
                 annotations: Vec::new(),
+                collective_keys: Vec::new(),
                 launch_dims: Vec::new(),
                 stats: ReadStats::default(),
+                producer: Default::default(),
             },
             classes: Vec::new(),
             next_correlation: 1,
@@ -142,6 +144,19 @@ impl TraceBuilder {
         self.push(GpuKind::Kernel, id, ts, dur, stream, None)
     }
 
+    /// Gives activity `index` (a collective) its process group and sequence number, as PyTorch
+    /// ≥ 2.12 writes them.
+    pub fn collective_key(&mut self, index: u32, group: &str, seq: u64) {
+        let a = &self.trace.gpu[index as usize];
+        let key = crate::reader::model::CollectiveKey {
+            ts: a.ts,
+            stream: a.stream(),
+            group: self.trace.names.intern(group),
+            seq,
+        };
+        self.trace.collective_keys.push(key);
+    }
+
     /// A memcpy whose name claims to be a GEMM: its category must still be memcpy.
     pub fn memcpy(&mut self, name: &str, ts: i64, dur: i64, stream: u64) -> u32 {
         let id = self.name(name, Category::DenseGemm, None);
@@ -193,6 +208,7 @@ impl TraceBuilder {
         );
         self.trace.launches.sort_by_key(|l| l.ts);
         self.trace.annotations.sort_by_key(|a| a.ts);
+        self.trace.collective_keys.sort_by_key(|k| k.ts);
         let n = self.trace.names.len();
         self.classes.resize(
             n,

@@ -41,7 +41,7 @@ pub(super) fn check(args: CheckArgs, limits: pipeline::ReadLimits) -> Result<i32
         hardware: args.hardware.clone(),
     };
     let mut result = pipeline::check(&run, &args.paths, &config, &baseline, &options)?;
-    result.run.identity = identity;
+    result.run.identity = identity.with_producer(&run);
     if let Some(path) = &args.verdict_out {
         write_output(
             &crate::report::check::render(&result, crate::report::Format::Json),

@@ -301,6 +301,13 @@ fn read_warnings(run: &Run) -> Vec<String> {
                 parts.join(", ")
             ));
         }
+        for bucket in &s.unreadable_log_buckets {
+            warnings.push(format!(
+                "{}: skipped its top-level {bucket} log array, which is not valid JSON \
+                 (quotes left unescaped by older Kineto, pytorch/kineto#1459); the events are read whole",
+                t.file.display()
+            ));
+        }
     }
     warnings
 }

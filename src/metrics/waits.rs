@@ -10,8 +10,9 @@
 //! - steps are matched by their order among each rank's decode steps (kept or dropped); a step
 //!   counts only when every rank kept it;
 //! - collectives are the step's `comm` kernels other than point-to-point send/recv, in start
-//!   order; ranks must have launched the same sequence of kernel names, or the step is left out
-//!   and the warning says how many were;
+//!   order; matched by process group and sequence number where every call has them (PyTorch ≥
+//!   2.12), else ranks must have launched the same sequence of kernel names; a step that does
+//!   not match is left out and the warning says how many were;
 //! - each rank's clock offset is the median, over the calls of the first matched steps, of its
 //!   call ends minus the first rank's (ends are aligned by the collective): ranks of one host
 //!   share the clock and get an offset of about nothing (the jitter of the ends), ranks on other
@@ -90,13 +91,15 @@ impl Waits {
     }
 }
 
-/// A collective call of one rank: name, start, duration, allreduce-class.
+/// A collective call of one rank: name, start, duration, allreduce-class, and its process group
+/// and sequence number where the trace has them.
 #[derive(Debug, Clone, Copy)]
 struct Call<'a> {
     name: &'a str,
     ts: i64,
     dur: i64,
     allreduce: bool,
+    key: Option<(&'a str, u64)>,
 }
 
 /// The collectives of a step in start order, and its compute and comm kernel time.
@@ -120,6 +123,7 @@ fn step_calls<'a>(run: &'a Run, classes: &[Vec<Class>], step: &Step) -> (Vec<Cal
                         ts: a.ts,
                         dur: a.dur,
                         allreduce: collective == Some(Collective::Allreduce),
+                        key: trace.collective_key(a),
                     });
                 }
             }
@@ -129,6 +133,39 @@ fn step_calls<'a>(run: &'a Run, classes: &[Vec<Class>], step: &Step) -> (Vec<Cal
     }
     calls.sort_by_key(|c| c.ts);
     (calls, compute, comm)
+}
+
+/// Whether every rank made the same calls, putting them in the first rank's order: by process
+/// group and sequence number where every call of every rank has them (the same call whatever
+/// its kernel's name and its place among the others), else by kernel name in start order.
+fn same_calls(per_rank: &mut [(Vec<Call<'_>>, i64, i64)]) -> bool {
+    let Some(((first, _, _), rest)) = per_rank.split_first_mut() else {
+        return true;
+    };
+    if rest.iter().any(|(calls, _, _)| calls.len() != first.len()) {
+        return false;
+    }
+    let keyed = std::iter::once(&*first)
+        .chain(rest.iter().map(|(calls, _, _)| calls))
+        .all(|calls| calls.iter().all(|c| c.key.is_some()));
+    if !keyed {
+        return rest.iter().all(|(calls, _, _)| {
+            calls
+                .iter()
+                .zip(first.iter())
+                .all(|(a, b)| a.name == b.name)
+        });
+    }
+    for (calls, _, _) in rest {
+        let mut by_key: std::collections::HashMap<_, Call<'_>> =
+            calls.iter().map(|c| (c.key, *c)).collect();
+        let aligned: Option<Vec<Call<'_>>> = first.iter().map(|f| by_key.remove(&f.key)).collect();
+        match aligned {
+            Some(aligned) if by_key.is_empty() => *calls = aligned,
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// Each rank's decode steps (kept and dropped) in start order, with whether it was kept.
@@ -169,15 +206,15 @@ pub(crate) fn match_collectives(
         if !ordered.iter().all(|o| o[j].1) {
             return None;
         }
-        let per_rank: Calls<'_> = ordered
+        let mut per_rank: Calls<'_> = ordered
             .iter()
             .map(|o| step_calls(run, classes, o[j].0))
             .collect();
-        let first = &per_rank[0].0;
-        let same = per_rank.iter().all(|(calls, _, _)| {
-            calls.len() == first.len() && calls.iter().zip(first).all(|(a, b)| a.name == b.name)
-        });
-        Some(if same { Ok(per_rank) } else { Err(()) })
+        Some(if same_calls(&mut per_rank) {
+            Ok(per_rank)
+        } else {
+            Err(())
+        })
     };
     let n_steps = counts.first().copied().unwrap_or(0);
 
@@ -341,6 +378,66 @@ mod tests {
         let w = run(7 * MS + 123, None);
         assert_eq!(w.clock_offsets_ns, vec![0, 7 * MS + 123, 0]);
         assert_eq!(w.steps, run(0, None).steps);
+    }
+
+    /// Two ranks, four steps of one compute kernel then two allreduces that end together; rank 1
+    /// arrives 20 µs later, writes its calls under another kernel name (another algorithm) and
+    /// starts its second call first, on another stream. With `keys`, every call carries its
+    /// process group and sequence number.
+    fn reordered_run(keys: bool) -> Waits {
+        let traces = (0..2)
+            .map(|rank| {
+                let mut b = TraceBuilder::new(rank);
+                for step in 0..4u64 {
+                    let t0 = step as i64 * 10 * MS;
+                    let c = b.launch(t0 - 50 * US, true);
+                    let late = if rank == 1 { 20 * US } else { 0 };
+                    let i = b.kernel("mla_decode", Category::Attention, t0, 60 * US + late, 0);
+                    b.link(i, c);
+                    let i = b.kernel(
+                        "nvjet",
+                        Category::DenseGemm,
+                        t0 + 60 * US + late,
+                        40 * US,
+                        0,
+                    );
+                    b.link(i, c);
+                    let (end, arrive, seq) = (t0 + 200 * US, t0 + 100 * US + late, 2 * step);
+                    let (name, calls) = if rank == 1 {
+                        let name = "ncclDevKernel_AllReduce_Sum_bf16_TREE_LL";
+                        (name, [(seq + 2, arrive, 3), (seq + 1, arrive + 5 * US, 0)])
+                    } else {
+                        let name = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL";
+                        (name, [(seq + 1, arrive, 0), (seq + 2, arrive + 5 * US, 3)])
+                    };
+                    for (seq, at, stream) in calls {
+                        let i = b.allreduce(name, at, end - at, stream);
+                        b.link(i, c);
+                        if keys {
+                            b.collective_key(i, "0", seq);
+                        }
+                    }
+                }
+                b.build()
+            })
+            .collect();
+        let (run, classes) = run_of(traces);
+        let steps = find_steps(&run, &classes, 1);
+        match_collectives(&run, &classes, &steps).unwrap()
+    }
+
+    #[test]
+    fn collectives_with_a_group_and_sequence_number_match_by_them() {
+        let w = reordered_run(true);
+        assert_eq!((w.steps.len(), w.mismatched_steps), (3, 0));
+        // Call 1: rank 0 at +100 µs, rank 1 at +125 µs; call 2: +105 and +120 µs.
+        for row in &w.steps {
+            assert_eq!((row[0].wait_ns, row[1].wait_ns), (40 * US, 0));
+            assert_eq!((row[0].last_arrivals, row[1].last_arrivals), (0, 2));
+        }
+        // Without them, names in start order are all there is, and they differ.
+        let w = reordered_run(false);
+        assert_eq!((w.steps.len(), w.mismatched_steps), (0, 3));
     }
 
     #[test]

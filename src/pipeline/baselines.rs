@@ -282,7 +282,7 @@ pub fn new_baseline(s: &NewSettings, progress: &Progress<'_>) -> Result<Baseline
     let x = extract(&run, &w.paths, &w.config, None)?;
     let (hardware, hardware_asserted) = baseline_hardware(&x, asserted, &w.paths)?;
     check_run_identity(w, &x, asserted, s.tp, &w.identity)?;
-    let stamp = stamp_for(w, &x, w.identity.clone());
+    let stamp = stamp_for(w, &x, w.identity.clone().with_producer(&run));
     let framework = s
         .framework
         .clone()
@@ -359,7 +359,7 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
         .then(|| crate::baseline::file::lock(&w.baseline))
         .transpose()?;
     let old = read_text(&w.baseline)?;
-    let stamp = stamp_for(w, &x, w.identity.clone());
+    let stamp = stamp_for(w, &x, w.identity.clone().with_producer(&run));
     // A calibrated baseline, or one with a history, learns from the run: the run joins the
     // history and the values stay as they are unless --rebase.
     let learning =

@@ -10,10 +10,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::model::{
-    Annotation, AnnotationSide, CpuOp, GpuActivity, GpuKind, Launch, LaunchDims, NameTable,
-    ReadStats,
+    Annotation, AnnotationSide, CollectiveKey, CpuOp, GpuActivity, GpuKind, Launch, LaunchDims,
+    NameTable, ReadStats,
 };
-use super::numbers::{micros_to_ns, parse_dim3, parse_u64, track_id};
+use super::numbers::{micros_to_ns, parse_dim3, parse_u64, track_id, unquote};
 
 /// The raw bytes of a JSON string (escapes resolved, UTF-8 not yet checked), borrowed when it can
 /// be: names are interned by their bytes and validated only the first time they are seen.
@@ -80,6 +80,10 @@ pub(super) struct RawArgs<'a> {
     pub block: Option<RawText<'a>>,
     pub input_dims: Option<RawText<'a>>,
     pub input_type: Option<RawText<'a>>,
+    /// A collective's sequence number in its process group (PyTorch ≥ 2.12, pytorch/kineto#1296).
+    pub seq: Option<RawText<'a>>,
+    /// The process group of a collective (pytorch/kineto#1300).
+    pub process_group: Option<RawText<'a>>,
 }
 
 #[derive(Debug, Default, PartialEq)]
@@ -154,6 +158,8 @@ byte_keyed!(RawArgs, SeqArgs, "RawArgs",
     block: RawText<'a> = b"block",
     input_dims: RawText<'a> = b"Input Dims",
     input_type: RawText<'a> = b"Input type",
+    seq: RawText<'a> = b"Seq",
+    process_group: RawText<'a> = b"Process Group Name",
 );
 
 byte_keyed!(RawEvent, SeqEvent, "RawEvent",
@@ -178,6 +184,7 @@ pub(super) struct EventSink {
     pub cpu_ops: Vec<CpuOp>,
     pub launches: Vec<Launch>,
     pub annotations: Vec<Annotation>,
+    pub collective_keys: Vec<CollectiveKey>,
     pub stats: ReadStats,
     /// The first kept event the analysis cannot use (a negative or out-of-range time), described
     /// for the error that refuses the file. Names that are not UTF-8 are [`NameTable::not_utf8`].
@@ -355,6 +362,17 @@ impl EventSink {
                     block: raw(args.block).and_then(parse_dim3),
                 };
                 activity.set_launch_dims(self.intern_dims(dims));
+                if let (Some(seq), Some(group)) = (
+                    raw(args.seq).and_then(parse_u64),
+                    raw(args.process_group).map(unquote),
+                ) {
+                    self.collective_keys.push(CollectiveKey {
+                        ts,
+                        stream: activity.stream(),
+                        group: self.names.intern(group),
+                        seq,
+                    });
+                }
                 self.gpu.push(activity);
             }
             Kept::CpuOp => {
@@ -439,6 +457,11 @@ impl EventSink {
                 a.name = name(a.name);
                 a
             }));
+        self.collective_keys
+            .extend(other.collective_keys.into_iter().map(|mut k| {
+                k.group = name(k.group);
+                k
+            }));
         self.stats.absorb(other.stats);
         if self.first_unusable.is_none() {
             self.first_unusable = other.first_unusable;
@@ -452,6 +475,7 @@ impl EventSink {
         sort_by_start(&mut self.cpu_ops, |a| a.ts);
         sort_by_start(&mut self.launches, |a| a.ts);
         sort_by_start(&mut self.annotations, |a| a.ts);
+        sort_by_start(&mut self.collective_keys, |k| k.ts);
     }
 }
 

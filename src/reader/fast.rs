@@ -28,7 +28,7 @@ pub(super) fn parse_event<'a>(buf: &'a [u8], ev: &mut RawEvent<'a>) -> Fast<usiz
     let mut c = Cursor { b: buf, i: 0 };
     c.ws();
     c.eat(b'{')?;
-    let mut seen = 0u8;
+    let mut seen = 0u16;
     c.object(|c, key| match key {
         b"ph" => c.set_string(&mut ev.ph, &mut seen, 0),
         b"cat" => c.set_string(&mut ev.cat, &mut seen, 1),
@@ -47,7 +47,7 @@ pub(super) fn parse_event<'a>(buf: &'a [u8], ev: &mut RawEvent<'a>) -> Fast<usiz
 }
 
 /// Marks a kept key seen; a second one is serde's to refuse.
-fn once(seen: &mut u8, bit: u8) -> Fast<()> {
+fn once(seen: &mut u16, bit: u8) -> Fast<()> {
     if *seen & (1 << bit) != 0 {
         return Err(GiveUp);
     }
@@ -115,7 +115,7 @@ impl<'a> Cursor<'a> {
         }
         self.eat(b'{')?;
         let args = slot.insert(RawArgs::default());
-        let mut seen = 0u8;
+        let mut seen = 0u16;
         self.object(|c, key| {
             let (slot, bit) = match key {
                 b"External id" => (&mut args.external_id, 0),
@@ -126,6 +126,8 @@ impl<'a> Cursor<'a> {
                 b"block" => (&mut args.block, 5),
                 b"Input Dims" => (&mut args.input_dims, 6),
                 b"Input type" => (&mut args.input_type, 7),
+                b"Seq" => (&mut args.seq, 8),
+                b"Process Group Name" => (&mut args.process_group, 9),
                 _ => return c.skip_value(),
             };
             c.set_raw(slot, &mut seen, bit)
@@ -133,7 +135,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a kept raw value into `slot` (null is `None`).
-    fn set_raw(&mut self, slot: &mut Option<RawText<'a>>, seen: &mut u8, bit: u8) -> Fast<()> {
+    fn set_raw(&mut self, slot: &mut Option<RawText<'a>>, seen: &mut u16, bit: u8) -> Fast<()> {
         once(seen, bit)?;
         if self.null()? {
             *slot = None;
@@ -147,7 +149,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a kept string (`ph`, `cat`, `name`) into `slot` (null is `None`).
-    fn set_string(&mut self, slot: &mut Option<RawStr<'a>>, seen: &mut u8, bit: u8) -> Fast<()> {
+    fn set_string(&mut self, slot: &mut Option<RawStr<'a>>, seen: &mut u16, bit: u8) -> Fast<()> {
         once(seen, bit)?;
         *slot = if self.null()? {
             None

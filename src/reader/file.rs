@@ -63,6 +63,10 @@ pub(super) struct FileContents {
     by_label: HashMap<String, usize>,
     /// The top-level value is an object (not a bare array of events).
     pub(super) top_is_object: bool,
+    /// Top-level keys of [`PRODUCER_KEYS`] with their values, in file order.
+    producer: Vec<(String, String)>,
+    /// Log buckets skipped as lines because they are not JSON.
+    unreadable_logs: Vec<String>,
 }
 
 impl FileContents {
@@ -88,6 +92,8 @@ impl FileContents {
         if self.distributed.is_none() {
             self.distributed = part.distributed;
         }
+        self.producer.extend(part.producer);
+        self.unreadable_logs.extend(part.unreadable_logs);
         self.events += part.events;
         self.malformed += part.malformed;
         if self.first_malformed.is_none() {
@@ -321,12 +327,64 @@ pub(super) fn read_members<R: Read>(
                     .map(Some)
                     .or_else(|e| tolerate(offset, bytes, e))?;
             }
+            key if LOG_BUCKETS.contains(&key) => skip_log_bucket(scan, contents, &key, gzip)?,
+            key if PRODUCER_KEYS.iter().any(|(k, _)| *k == key) => {
+                let (_, bytes) = scan.next_value().map_err(top)?;
+                if let Some(value) = scalar_text(bytes) {
+                    contents.producer.push((key.to_string(), value));
+                }
+            }
             // Unknown keys are skipped as they stream by, never held.
             _ => scan.skip_value().map_err(top)?,
         }
         if !more_members(scan, gzip)? {
             return Ok(Stop::End);
         }
+    }
+}
+
+/// Kineto's log buckets, written after `traceEvents` as arrays of strings
+/// (`"WARNING": ["…"],`), with the quotes inside them unescaped in older releases.
+const LOG_BUCKETS: [&str; 5] = ["VERBOSE", "INFO", "WARNING", "STAGE", "ERROR"];
+
+/// Top-level keys that say who made the trace, and the name each takes in the run's identity:
+/// vLLM's version (vllm-project/vllm#33198), the host (pytorch/kineto#1323) and the profiler
+/// job (pytorch/kineto#1207).
+pub(super) const PRODUCER_KEYS: [(&str, &str); 5] = [
+    ("vllm_version", "vllm"),
+    ("host_name", "host"),
+    ("PT_PROFILER_JOB_NAME", "job"),
+    ("PT_PROFILER_VERSION", "job_version"),
+    ("PT_PROFILER_ATTEMPT_INDEX", "job_attempt"),
+];
+
+/// A JSON string or number as text (`"0.16.0"` → `0.16.0`); `None` for anything else.
+fn scalar_text(bytes: &[u8]) -> Option<String> {
+    match serde_json::from_slice::<serde_json::Value>(bytes).ok()? {
+        serde_json::Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Skips a log bucket: as JSON where it is JSON; else, where the array is whole on its line (as
+/// Kineto writes it), the line, counted so that the analysis says so. A bucket that is neither is
+/// a JSON error like any other, and a file cut inside one is still a cut file.
+fn skip_log_bucket<R: Read>(
+    scan: &mut Scanner<R>,
+    contents: &mut FileContents,
+    key: &str,
+    gzip: bool,
+) -> Result<(), ReadErrorKind> {
+    let top = |e| scan_error(e, gzip, "the top-level object");
+    match scan.line_array().map_err(top)? {
+        Some((_, bytes)) => {
+            if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_err() {
+                contents.unreadable_logs.push(key.to_string());
+            }
+            Ok(())
+        }
+        None => scan.skip_value().map_err(top),
     }
 }
 
@@ -745,6 +803,15 @@ pub(super) fn assemble(
         )));
     }
     refuse_unusable(&contents)?;
+    let producer: std::collections::BTreeMap<String, String> = contents
+        .producer
+        .drain(..)
+        .filter_map(|(key, value)| {
+            let name = PRODUCER_KEYS.iter().find(|(k, _)| *k == key)?.1;
+            Some((name.to_string(), value))
+        })
+        .collect();
+    let logs = std::mem::take(&mut contents.unreadable_logs);
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -825,6 +892,10 @@ pub(super) fn assemble(
     if merged {
         traces[0].stats.malformed_events = contents.malformed;
     }
+    for t in &mut traces {
+        t.producer = producer.clone();
+    }
+    traces[0].stats.unreadable_log_buckets = logs;
     Ok(traces)
 }
 
@@ -850,8 +921,10 @@ fn finish_trace(
         cpu_ops: sink.cpu_ops,
         launches: sink.launches,
         annotations: sink.annotations,
+        collective_keys: sink.collective_keys,
         launch_dims: sink.launch_dims,
         stats: sink.stats,
+        producer: Default::default(),
     }
 }
 

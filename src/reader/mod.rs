@@ -11,6 +11,8 @@ mod memory;
 pub(crate) mod model;
 mod numbers;
 mod parallel;
+#[cfg(test)]
+mod producers_2026;
 mod rank;
 pub(crate) mod scan;
 

@@ -316,6 +316,18 @@ impl GpuActivity {
     }
 }
 
+/// Who a collective kernel is across ranks, where the trace says (PyTorch ≥ 2.12: `Process Group
+/// Name` and `Seq` on NCCL/RCCL kernels, pytorch/kineto#1296 and #1300): the same group and
+/// sequence number on every rank is the same call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollectiveKey {
+    /// The kernel's start and stream, to find it again ([`RankTrace::collective_key`]).
+    pub ts: i64,
+    pub stream: u64,
+    pub group: NameId,
+    pub seq: u64,
+}
+
 /// One `cpu_op` event (an ATen or custom operator on the host).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CpuOp {
@@ -447,6 +459,9 @@ pub struct ReadStats {
     pub unattributed_events: u64,
     /// Uncompressed bytes of JSON read: the file's size, split evenly between the ranks of a merged file.
     pub json_bytes: u64,
+    /// Top-level log buckets (`WARNING`, `ERROR`) skipped as lines because they are not JSON
+    /// (quotes left unescaped, pytorch/kineto#1459).
+    pub unreadable_log_buckets: Vec<String>,
 }
 
 impl ReadStats {
@@ -462,6 +477,8 @@ impl ReadStats {
         self.malformed_events += other.malformed_events;
         self.unattributed_events += other.unattributed_events;
         self.json_bytes += other.json_bytes;
+        self.unreadable_log_buckets
+            .extend(other.unreadable_log_buckets);
     }
 }
 
@@ -485,11 +502,28 @@ pub struct RankTrace {
     /// Distinct grid/block pairs; entry 0 is "not recorded".
     pub launch_dims: Vec<LaunchDims>,
     pub stats: ReadStats,
+    /// Collective kernels that carry a process group and a sequence number, sorted by start.
+    pub collective_keys: Vec<CollectiveKey>,
+    /// Who made the trace, from its top-level keys (`vllm_version`, `host_name`,
+    /// `PT_PROFILER_*`), by the name each takes in the run's identity (`vllm`, `host`, `job`...).
+    pub producer: BTreeMap<String, String>,
 }
 
 impl RankTrace {
     pub fn name(&self, id: NameId) -> &str {
         self.names.get(id)
+    }
+
+    /// The process group (by name) and sequence number of a collective kernel, where the trace
+    /// recorded them.
+    pub fn collective_key(&self, activity: &GpuActivity) -> Option<(&str, u64)> {
+        let keys = &self.collective_keys;
+        let from = keys.partition_point(|k| k.ts < activity.ts);
+        keys[from..]
+            .iter()
+            .take_while(|k| k.ts == activity.ts)
+            .find(|k| k.stream == activity.stream())
+            .map(|k| (self.name(k.group), k.seq))
     }
 
     /// Grid and block of an activity, where the trace recorded them.

@@ -5,7 +5,7 @@
 //! Producers also write numbers as strings (`"stream": "0x0"`, `"bytes": "60"`) and ids past `i64`.
 
 /// Strips the quotes of a JSON string literal, if any.
-fn unquote(raw: &str) -> &str {
+pub(super) fn unquote(raw: &str) -> &str {
     // Fast path: a bare number, the common case by far.
     if raw
         .as_bytes()

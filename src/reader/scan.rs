@@ -241,6 +241,41 @@ impl<R: Read> Scanner<R> {
         }
     }
 
+    /// Frames an array written whole on one line, from the `[` at the cursor to the `]` that ends
+    /// the line's content (before an optional `,`), without reading the strings in it: Kineto
+    /// writes its log buckets (`"WARNING": ["…", "…"],`) that way with quotes inside the strings
+    /// left unescaped (pytorch/kineto#1459), which no JSON framer can read. Returns the array's
+    /// offset and bytes and consumes them; `None`, consuming nothing, when the value at the cursor
+    /// is not such a line (another value, an array over several lines, a line the stream cuts,
+    /// a line longer than `--max-string`).
+    pub(crate) fn line_array(&mut self) -> Result<Option<(u64, &[u8])>, ScanError> {
+        if self.peek()? != Some(b'[') {
+            return Ok(None);
+        }
+        let limit = usize::try_from(self.limits.max_string).unwrap_or(usize::MAX);
+        let newline = loop {
+            if let Some(i) = memchr::memchr(b'\n', self.buffered()) {
+                break i;
+            }
+            if self.end - self.start > limit || !self.fill()? {
+                return Ok(None);
+            }
+        };
+        let line = &self.buf[self.start..self.start + newline];
+        let content = line.trim_ascii_end();
+        let content = content
+            .strip_suffix(b",")
+            .unwrap_or(content)
+            .trim_ascii_end();
+        if content.len() < 2 || !content.ends_with(b"]") {
+            return Ok(None);
+        }
+        let (offset, len) = (self.offset(), content.len());
+        let value = &self.buf[self.start..self.start + len];
+        self.start += len;
+        Ok(Some((offset, value)))
+    }
+
     /// Consumes one complete JSON value and returns its bytes, valid until the next call.
     /// Also returns the value's stream offset.
     pub(crate) fn next_value(&mut self) -> Result<(u64, &[u8]), ScanError> {
