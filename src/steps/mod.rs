@@ -262,8 +262,9 @@ impl Detection {
         }
         if self.spec_iterations > 0 {
             parts.push(format!(
-                "the decode steps are {} speculative iterations (a target verify and {} draft \
-                 forwards in all{})",
+                "the decode steps are {} speculative iterations ({} target verifies with {} \
+                 draft forwards{})",
+                self.spec_iterations,
                 self.spec_iterations,
                 self.spec_drafts,
                 match self.spec_orphans {

@@ -110,6 +110,9 @@ fn step_time(out: &mut Map<String, Value>, steps: &Steps<'_>, warmup: usize) {
     stall_pct(out, steps.ranks, warmup);
 }
 
+/// A per-step figure of a step.
+type Sample = dyn Fn(&StepSummary) -> Option<f64>;
+
 /// `spec_draft_pct`, `spec_draft_ms` and `spec_verify_ms`: the draft and verify parts of the
 /// kept speculative iterations (absent without any).
 fn speculative(out: &mut Map<String, Value>, steps: &Steps<'_>) {
@@ -120,7 +123,7 @@ fn speculative(out: &mut Map<String, Value>, steps: &Steps<'_>) {
     };
     let draft = |s: &StepSummary| s.spec.map(|p| p.draft as f64 / 1e6);
     let verify = |s: &StepSummary| s.spec.map(|p| p.verify as f64 / 1e6);
-    let parts: [(MetricId, &str, &dyn Fn(&StepSummary) -> Option<f64>); 3] = [
+    let parts: [(MetricId, &str, &Sample); 3] = [
         (MetricId::SpecDraftPct, "%", &pct),
         (MetricId::SpecDraftMs, "ms", &draft),
         (MetricId::SpecVerifyMs, "ms", &verify),
