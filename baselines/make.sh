@@ -33,3 +33,7 @@ make_one vllm-eager vllm/dsr1-fp4-mi355x-vllm-eager-tp4-conc64 vllm --precision 
   --meta mode=eager
 make_one vllm-piecewise vllm/dsr1-fp4-mi355x-vllm-piecewise-tp4-conc64 vllm --precision fp4 --tp 4 --ep 1 \
   --meta mode=piecewise
+# Speculative decoding (SGLang MTP) on the MI355X model, in its own directory: its decode step is a
+# whole speculative iteration (draft forwards and the verify), not comparable with plain decode.
+make_one mi355x-dsr1-fp4-tp4-mtp mtp/dsr1-fp4-mi355x-sglang-tp4-mtp-conc64 sglang --precision fp4 --tp 4 \
+  --ep 1 --meta spec=mtp

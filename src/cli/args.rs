@@ -424,11 +424,13 @@ pub(crate) struct CompareArgs {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Scenarios: mi355x-dsr1-fp4-tp4, b200-dsr1-fp4-tp4-ep4, h200-dsr1-fp8-tp8,
-  mi325x-dsr1-fp8-tp8 (SGLang-style, step annotations), vllm-eager, vllm-piecewise (eager serving
-  loops without annotations or whole-forward graphs).
+  mi325x-dsr1-fp8-tp8 (SGLang-style, step annotations), mi355x-dsr1-fp4-tp4-mtp (SGLang with MTP
+  speculative decoding: draft forwards, TARGET_VERIFY and DRAFT_EXTEND_V2 steps), vllm-eager,
+  vllm-piecewise (eager serving loops without annotations or whole-forward graphs).
 Injections (--inject): allreduce=F, moe=F, attention=F, protocol=F, straggler=F or straggler=R:F,
   single-stream, stall=N:F, slow=N:F (1 < F <= 2), host-gap=MS, relabel=mixed|idle:FRACTION[:F],
-  batch=N, rename, unknown-moe, rename-moe.
+  batch=N, rename, unknown-moe, rename-moe, draft=F (the draft model's kernels, speculative
+  scenarios only).
 Examples:
   tracegate synth --scenario mi355x-dsr1-fp4-tp4 --out runs/clean
   tracegate synth --scenario mi355x-dsr1-fp4-tp4 --out runs/slow --inject allreduce=1.5
@@ -436,7 +438,7 @@ Examples:
 )]
 pub(crate) struct SynthArgs {
     /// Scenario: mi355x-dsr1-fp4-tp4, b200-dsr1-fp4-tp4-ep4, h200-dsr1-fp8-tp8, mi325x-dsr1-fp8-tp8,
-    /// vllm-eager, vllm-piecewise.
+    /// mi355x-dsr1-fp4-tp4-mtp, vllm-eager, vllm-piecewise.
     #[arg(long)]
     pub scenario: String,
     /// Directory to write the traces and truth.json into (created if missing).

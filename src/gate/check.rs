@@ -635,7 +635,10 @@ fn flattered_by(id: MetricId) -> Flattered {
         | MetricId::MixedStepMs
         | MetricId::OtherPct
         | MetricId::PrefillStepMs
-        | MetricId::RankSkewMs => Flattered::Never,
+        | MetricId::RankSkewMs
+        | MetricId::SpecDraftMs
+        | MetricId::SpecDraftPct
+        | MetricId::SpecVerifyMs => Flattered::Never,
     }
 }
 

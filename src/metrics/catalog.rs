@@ -160,6 +160,41 @@ const fn entry(id: MetricId) -> MetricDef {
             },
             ..BASE
         },
+        MetricId::SpecDraftPct => MetricDef {
+            unit: Unit::Pct,
+            tolerance: StartTolerance::Fixed("2pp"),
+            meaning: "speculative decoding (EAGLE/MTP): the draft model's kernel time / the kernel \
+                      time of the draft and verify forwards of an iteration: median per rank, max \
+                      over ranks; absent without speculative iterations",
+            compute: Compute::PerStep {
+                sample: |s, _| s.spec_draft_pct(),
+                across: Across::Max,
+            },
+            ..BASE
+        },
+        MetricId::SpecDraftMs => MetricDef {
+            tolerance: StartTolerance::Fixed("5%"),
+            gated: false,
+            meaning: "speculative decoding: the draft forwards' own time in an iteration (the union \
+                      of their spans; with spec_verify_ms it makes decode_step_ms): median per rank, \
+                      slowest rank; report-only",
+            compute: Compute::PerStep {
+                sample: |s, _| s.spec.map(|p| p.draft_ns as f64 / 1e6),
+                across: Across::Max,
+            },
+            ..BASE
+        },
+        MetricId::SpecVerifyMs => MetricDef {
+            tolerance: StartTolerance::Fixed("5%"),
+            gated: false,
+            meaning: "speculative decoding: the target model's verify forward in an iteration (its \
+                      wall): median per rank, slowest rank; report-only",
+            compute: Compute::PerStep {
+                sample: |s, _| s.spec.map(|p| p.verify_ns as f64 / 1e6),
+                across: Across::Max,
+            },
+            ..BASE
+        },
         MetricId::CommPct => MetricDef {
             unit: Unit::Pct,
             tolerance: StartTolerance::Fixed("1.5pp"),

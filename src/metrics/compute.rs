@@ -1,7 +1,7 @@
 //! Per-step figures: the raw nanosecond quantities every metric of a step is computed from.
 
 use crate::reader::model::RankTrace;
-use crate::steps::{category_of, is_allreduce, Step};
+use crate::steps::{category_of, is_allreduce, SpecSplit, Step};
 use crate::taxonomy::{Category, Class};
 
 use super::intervals::{intersection_len, total_len, union_in_place, Interval};
@@ -29,6 +29,8 @@ pub struct StepFigures {
     pub moe_gemm_calls: u32,
     /// Sum of the durations of `other` kernels (no rule knows them, or a rule put them there).
     pub other_ns: i64,
+    /// A speculative iteration's draft and verify parts.
+    pub spec: Option<SpecSplit>,
 }
 
 /// Reusable buffers, so that a million steps do not allocate a million times.
@@ -52,6 +54,7 @@ pub(crate) fn step_figures(
     scratch.compute.clear();
     let mut f = StepFigures {
         wall_ns: step.wall(),
+        spec: step.spec,
         ..StepFigures::default()
     };
     for &i in &step.activities {
@@ -110,6 +113,14 @@ impl StepFigures {
     /// `other` kernel time / kernel time × 100; `None` when the step has no kernel time.
     pub fn other_pct(&self) -> Option<f64> {
         (self.kernel_ns > 0).then(|| self.other_ns as f64 / self.kernel_ns as f64 * 100.0)
+    }
+
+    /// Draft kernel time / the draft and verify forwards' kernel time × 100; `None` for a step
+    /// that is no speculative iteration or has no kernel time.
+    pub fn spec_draft_pct(&self) -> Option<f64> {
+        let s = self.spec?;
+        let total = s.draft_kernel_ns + s.verify_kernel_ns;
+        (total > 0).then(|| s.draft_kernel_ns as f64 / total as f64 * 100.0)
     }
 
     /// |∪comm ∩ ∪compute| / |∪comm| × 100; `None` for a step without comm time.

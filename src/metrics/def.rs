@@ -136,12 +136,15 @@ pub enum MetricId {
     PrefillGpuUtilPct,
     PrefillStepMs,
     RankSkewMs,
+    SpecDraftMs,
+    SpecDraftPct,
+    SpecVerifyMs,
     UnassignedPct,
 }
 
 impl MetricId {
     /// Every metric, in the order reports list them and `extract` computes them.
-    pub const ALL: [MetricId; 23] = [
+    pub const ALL: [MetricId; 26] = [
         MetricId::DecodeStepMs,
         MetricId::DecodeStepP90Ms,
         MetricId::DecodeIterMs,
@@ -152,6 +155,9 @@ impl MetricId {
         MetricId::DecodeTokensPerS,
         MetricId::GpuUtilPct,
         MetricId::DecodePhaseUtilPct,
+        MetricId::SpecDraftPct,
+        MetricId::SpecDraftMs,
+        MetricId::SpecVerifyMs,
         MetricId::CommPct,
         MetricId::AllreduceUs,
         MetricId::AllreduceTransferUs,
@@ -192,6 +198,9 @@ impl MetricId {
             MetricId::PrefillGpuUtilPct => "prefill_gpu_util_pct",
             MetricId::PrefillStepMs => "prefill_step_ms",
             MetricId::RankSkewMs => "rank_skew_ms",
+            MetricId::SpecDraftMs => "spec_draft_ms",
+            MetricId::SpecDraftPct => "spec_draft_pct",
+            MetricId::SpecVerifyMs => "spec_verify_ms",
             MetricId::UnassignedPct => "unassigned_pct",
         }
     }

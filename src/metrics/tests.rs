@@ -36,6 +36,7 @@ fn whole(trace: &RankTrace) -> Step {
         start,
         end,
         batch_size: None,
+        spec: None,
     }
 }
 

@@ -10,24 +10,86 @@ pub(super) struct StepAnnotation {
     pub(super) end: i64,
     pub(super) kind: Option<StepKind>,
     pub(super) batch_size: Option<u32>,
+    /// Its part in a speculative-decoding iteration, if the name says.
+    pub(super) spec: Option<SpecRole>,
+}
+
+/// The part a forward plays in a speculative-decoding (EAGLE/MTP) iteration: SGLang's loop runs
+/// the draft model's decode steps, the target model's verify, then the draft model's extend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SpecRole {
+    /// The target model's `TARGET_VERIFY` forward.
+    Verify,
+    /// A draft-model forward before the verify (`draft step[DECODE ...]`).
+    Draft,
+    /// The draft model's extend after the verify (`DRAFT_EXTEND`, `DRAFT_EXTEND_V2`).
+    DraftExtend,
+}
+
+/// What an annotation's name says: the step kind (`None`: not a forward of the loop), the batch
+/// size, and the part the forward plays in a speculative iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Label {
+    pub(super) kind: Option<StepKind>,
+    pub(super) batch_size: Option<u32>,
+    pub(super) spec: Option<SpecRole>,
+}
+
+impl Label {
+    fn plain(kind: Option<StepKind>, batch_size: Option<u32>) -> Label {
+        Label {
+            kind,
+            batch_size,
+            spec: None,
+        }
+    }
 }
 
 /// Parses `step[DECODE bs=64]`, `step[EXTEND bs=15 toks=15360]`: the mode and the batch size.
-/// `None` when the name is not a step annotation; `Some((None, _))` for a mode that is not a step.
-pub(super) fn parse_step_annotation(name: &str) -> Option<(Option<StepKind>, Option<u32>)> {
+/// `None` when the name is not a step annotation; a `kind` of `None` for a mode that is not a step.
+///
+/// The names are SGLang's `build_step_span_name` (sgl-project/sglang,
+/// `python/sglang/srt/utils/profile_utils.py`): `step[{forward_mode.name} bs={batch_size}]`,
+/// `step[EXTEND bs=N toks=T]`, written by `ModelRunner.forward` around every forward of the target
+/// and of the draft model runner alike. Speculative decoding (`eagle_worker.py` and
+/// `eagle_worker_v2.py`, `forward_batch_generation`) runs per decode iteration the draft model's
+/// decode steps (`draft`), the target's verify (`verify`: `TARGET_VERIFY`), then the draft model's
+/// extend over the accepted tokens (`forward_draft_extend_after_decode`: `DRAFT_EXTEND`;
+/// `_draft_extend_for_decode` in v2: `DRAFT_EXTEND_V2`). A draft step writes its own mode
+/// (`DECODE`), so later SGLang prefixes the draft runner's spans with `draft ` (`draft
+/// step[DECODE bs=32]`); a plain `step[DECODE ...]` in a trace that holds verify steps is a draft
+/// step too (the target never decodes outside a verify when speculating). `DRAFT_EXTEND` is part of
+/// the decode iteration, not a prefill: the draft model's prefill after a target prefill is an
+/// `EXTEND` (prefixed `draft ` or not).
+pub(super) fn parse_step_annotation(name: &str) -> Option<Label> {
+    let (draft, name) = match name.strip_prefix("draft ") {
+        Some(rest) => (true, rest),
+        None => (false, name),
+    };
     let body = name.strip_prefix("step[")?;
     let body = body.strip_suffix(']').unwrap_or(body);
     let mut words = body.split_whitespace();
-    let kind = match words.next() {
-        Some("DECODE") => Some(StepKind::Decode),
-        Some("EXTEND") | Some("DRAFT_EXTEND") => Some(StepKind::Prefill),
-        Some("MIXED") => Some(StepKind::Mixed),
-        _ => None,
+    let (kind, spec) = match (words.next(), draft) {
+        (Some("DECODE"), false) => (Some(StepKind::Decode), None),
+        (Some("DECODE") | Some("TARGET_VERIFY"), true) => {
+            (Some(StepKind::Decode), Some(SpecRole::Draft))
+        }
+        (Some("TARGET_VERIFY"), false) => (Some(StepKind::Decode), Some(SpecRole::Verify)),
+        (Some("DRAFT_EXTEND") | Some("DRAFT_EXTEND_V2"), _) => {
+            (Some(StepKind::Decode), Some(SpecRole::DraftExtend))
+        }
+        (Some("EXTEND"), _) => (Some(StepKind::Prefill), None),
+        (Some("MIXED"), _) => (Some(StepKind::Mixed), None),
+        _ => (None, None),
     };
     let batch_size = words
         .filter_map(|w| w.strip_prefix("bs="))
         .find_map(|v| v.parse::<u32>().ok());
-    Some((kind, batch_size))
+    Some(Label {
+        kind,
+        batch_size,
+        spec,
+    })
 }
 
 /// Parses vLLM's step annotation: `execute_context_1(888_788544)_generation_0(0)`, the default
@@ -36,7 +98,7 @@ pub(super) fn parse_step_annotation(name: &str) -> Option<(Option<StepKind>, Opt
 /// requests in prefill (context) and in decode (generation). Both: mixed; context alone:
 /// prefill; generation alone: decode. `None` when the name is not such an annotation; a forward
 /// of neither is not a step (`Some((None, _))`).
-pub(super) fn parse_execute_annotation(name: &str) -> Option<(Option<StepKind>, Option<u32>)> {
+pub(super) fn parse_execute_annotation(name: &str) -> Option<Label> {
     let rest = name.strip_prefix("execute_")?;
     let rest = match rest.strip_prefix("context_") {
         Some(stock) => stock,
@@ -61,7 +123,10 @@ pub(super) fn parse_execute_annotation(name: &str) -> Option<(Option<StepKind>, 
         (false, false) => None,
     };
     let requests = context.saturating_add(generation);
-    Some((kind, u32::try_from(requests).ok().filter(|&n| n > 0)))
+    Some(Label::plain(
+        kind,
+        u32::try_from(requests).ok().filter(|&n| n > 0),
+    ))
 }
 
 /// Step annotations of one host thread, sorted by start, with the running maximum end so that a
@@ -126,9 +191,12 @@ impl AnnotationIndex {
 mod tests {
     use super::*;
 
+    fn p(name: &str) -> Option<(Option<StepKind>, Option<u32>)> {
+        parse_execute_annotation(name).map(|l| (l.kind, l.batch_size))
+    }
+
     #[test]
     fn execute_annotations_tell_the_kind_by_their_request_counts() {
-        let p = parse_execute_annotation;
         assert_eq!(
             p("execute_8192_context_9(sq8155sk8430sqsq7475785sqsk7671310)_generation_37(sq37sk34489sqsq37sqsk34489)"),
             Some((Some(StepKind::Mixed), Some(46)))
@@ -163,5 +231,9 @@ mod tests {
         assert_eq!(p("execute_context_x_generation_1"), None);
         assert_eq!(p("execute_1_context_x_generation_1"), None);
         assert_eq!(p("step[DECODE bs=1]"), None);
+        assert!(
+            parse_execute_annotation("execute_context_1(1)_generation_0(0)")
+                .is_some_and(|l| l.spec.is_none())
+        );
     }
 }

@@ -15,6 +15,7 @@ mod annotations;
 pub(crate) mod iterations;
 pub(crate) mod label;
 pub(crate) mod segment;
+mod spec;
 
 use std::collections::HashMap;
 
@@ -26,7 +27,8 @@ use crate::reader::model::{AnnotationSide, GpuActivity, GpuKind, RankId, RankTra
 use crate::taxonomy::{Category, Class, Collective};
 
 use annotations::{
-    parse_execute_annotation, parse_step_annotation, AnnotationIndex, StepAnnotation,
+    parse_execute_annotation, parse_step_annotation, AnnotationIndex, Label, SpecRole,
+    StepAnnotation,
 };
 pub(crate) use iterations::Iteration;
 use iterations::{Mark, MarkKind};
@@ -70,13 +72,36 @@ pub struct Step {
     pub end: i64,
     /// `bs=N` of a step annotation.
     pub batch_size: Option<u32>,
+    /// A speculative-decoding iteration (the target's verify and the draft model's forwards
+    /// around it, one decode step): its draft and verify parts.
+    pub spec: Option<SpecSplit>,
 }
 
 impl Step {
-    /// Last end minus first start, ns.
+    /// The forward's time, ns: last end minus first start; for a speculative iteration, the union
+    /// of its forwards' spans (the draft and verify forwards' own time, the gaps between them left
+    /// out).
     pub fn wall(&self) -> i64 {
-        self.end - self.start
+        self.spec.map_or(self.end - self.start, |s| s.forward_ns)
     }
+}
+
+/// The parts of one speculative-decoding iteration (EAGLE/MTP): the draft model's forwards (its
+/// decode steps before the verify, its extend after) and the target model's verify.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpecSplit {
+    /// Draft-model forwards in the iteration.
+    pub drafts: u32,
+    /// Kernel time (sum of durations) of the draft forwards, ns.
+    pub draft_kernel_ns: i64,
+    /// Kernel time of the verify, ns.
+    pub verify_kernel_ns: i64,
+    /// The draft forwards' own time: the union of their spans, ns.
+    pub draft_ns: i64,
+    /// The verify's wall, ns.
+    pub verify_ns: i64,
+    /// The union of every forward's span, ns: [`Step::wall`] of the iteration.
+    pub forward_ns: i64,
 }
 
 /// Why a decode step is not part of the steady state.
@@ -137,8 +162,8 @@ pub struct Detection {
     pub activities: u64,
     /// CPU `step[...]` annotations.
     pub step_annotations: u64,
-    /// Of which not forward passes (`IDLE`, `TARGET_VERIFY`, unknown modes): their kernels are
-    /// other-label time in the step mix, in no per-step figure.
+    /// Of which not forward passes (`IDLE`, unknown modes): their kernels are other-label time in
+    /// the step mix, in no per-step figure.
     pub non_step_annotations: u64,
     /// Graph launches whose kernels are not a whole forward (no attention kernel or no GEMM),
     /// handed to gap segmentation.
@@ -161,6 +186,17 @@ pub struct Detection {
     /// Graph captures the trace records (`cudaStreamBeginCapture`, `hipStreamBeginCapture`).
     #[serde(skip_serializing_if = "is_zero")]
     pub graph_captures: u64,
+    /// Speculative-decoding iterations (a target verify and its draft forwards), each one decode
+    /// step (counted in `decode` too).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub spec_iterations: u64,
+    /// Draft-model forwards grouped into those iterations.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub spec_drafts: u64,
+    /// Draft forwards of no whole iteration (before the first verify of the profile window,
+    /// after the last): other-label time.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub spec_orphans: u64,
     /// How each trace's free activities were cut (traces that had any).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub segmentation: Vec<Segmentation>,
@@ -183,6 +219,9 @@ impl Detection {
         self.prefill.merge(&other.prefill);
         self.mixed.merge(&other.mixed);
         self.graph_captures += other.graph_captures;
+        self.spec_iterations += other.spec_iterations;
+        self.spec_drafts += other.spec_drafts;
+        self.spec_orphans += other.spec_orphans;
         self.segmentation.extend(other.segmentation.iter().cloned());
         self.labelled_by.merge(&other.labelled_by);
     }
@@ -220,6 +259,19 @@ impl Detection {
         }
         if parts.is_empty() {
             parts.push("no step".to_string());
+        }
+        if self.spec_iterations > 0 {
+            parts.push(format!(
+                "the decode steps are {} speculative iterations ({} target verifies with {} \
+                 draft forwards{})",
+                self.spec_iterations,
+                self.spec_iterations,
+                self.spec_drafts,
+                match self.spec_orphans {
+                    0 => String::new(),
+                    n => format!("; {n} outside any whole iteration"),
+                }
+            ));
         }
         let mut line = parts.join(", ");
         match self.describe_segmentation() {
@@ -318,7 +370,8 @@ pub struct RankSteps {
 }
 
 /// Kernel time (sum of durations, ns) by what holds it: decode, prefill and mixed steps, steps of
-/// another label (`step[IDLE]`, `step[TARGET_VERIFY ...]`, modes no rule knows) and no step.
+/// another label (`step[IDLE]`, modes no rule knows, draft forwards of no whole speculative
+/// iteration) and no step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct StepMix {
     pub decode: i64,
@@ -697,11 +750,14 @@ struct TraceSteps {
     steps: Vec<Step>,
     found: Detection,
     unassigned_ns: i64,
-    /// Kernel time of steps of another label (`IDLE`, `TARGET_VERIFY`, unknown modes).
+    /// Kernel time of steps of another label (`IDLE`, unknown modes, draft forwards of no whole
+    /// speculative iteration).
     other_label_ns: i64,
     /// Where those steps lie (first start, last end of their activities), ns.
     other_labels: Vec<(i64, i64)>,
     labels: Vec<StepLabel>,
+    /// The part each of `steps` plays in a speculative iteration (same order).
+    roles: Vec<Option<SpecRole>>,
 }
 
 /// Who claims the activities of one launch.
@@ -728,6 +784,29 @@ fn make_step(
     activities: Vec<u32>,
     batch_size: Option<u32>,
 ) -> Option<Step> {
+    make_step_in(
+        trace,
+        trace.stage,
+        trace_index,
+        kind,
+        source,
+        activities,
+        batch_size,
+    )
+}
+
+/// [`make_step`] with the stage that forces its kind (`None` in a trace of speculative
+/// iterations: SGLang files verify steps, and the draft forwards around them, under either stage,
+/// sgl-project/sglang#34942, so the annotation tells, not the file).
+fn make_step_in(
+    trace: &RankTrace,
+    stage: Option<Stage>,
+    trace_index: usize,
+    kind: StepKind,
+    source: StepSource,
+    activities: Vec<u32>,
+    batch_size: Option<u32>,
+) -> Option<Step> {
     let mut start = i64::MAX;
     let mut end = i64::MIN;
     for &i in &activities {
@@ -739,13 +818,14 @@ fn make_step(
         return None;
     }
     Some(Step {
-        kind: forced_kind(trace.stage, kind),
+        kind: forced_kind(stage, kind),
         source,
         trace: trace_index,
         activities,
         start,
         end,
         batch_size,
+        spec: None,
     })
 }
 
@@ -770,6 +850,11 @@ fn trace_steps(
         annotations.iter().filter(|(_, a)| a.kind.is_none()).count() as u64;
     let claims = claim(trace, &annotations);
     found.graph_launches = claims.graph.len() as u64;
+    // A trace of speculative iterations: every decode forward but the verify is the draft model's.
+    let speculative = annotations
+        .iter()
+        .any(|(_, a)| a.spec == Some(SpecRole::Verify));
+    let stage = if speculative { None } else { trace.stage };
 
     let mut out = TraceSteps {
         found,
@@ -778,14 +863,18 @@ fn trace_steps(
     let mut pool = claims.free;
     for ((_, ann), acts) in annotations.iter().zip(claims.annotation) {
         match ann.kind {
-            Some(kind) => out.push(make_step(
-                trace,
-                trace_index,
-                kind,
-                StepSource::Annotation,
-                acts,
-                ann.batch_size,
-            )),
+            Some(kind) => out.push_as(
+                make_step_in(
+                    trace,
+                    stage,
+                    trace_index,
+                    kind,
+                    StepSource::Annotation,
+                    acts,
+                    ann.batch_size,
+                ),
+                ann.spec,
+            ),
             None if acts.is_empty() => {}
             None => {
                 out.other_label_ns += kernel_time(trace, &acts);
@@ -802,8 +891,9 @@ fn trace_steps(
             pool.extend(acts);
             continue;
         }
-        out.push(make_step(
+        out.push(make_step_in(
             trace,
+            stage,
             trace_index,
             StepKind::Decode,
             StepSource::GraphLaunch,
@@ -812,6 +902,9 @@ fn trace_steps(
         ));
     }
     segment_steps(trace, trace_index, classes, pool, step_gap, &mut out);
+    if speculative {
+        spec::group(trace, &mut out);
+    }
     for step in &out.steps {
         match step.kind {
             StepKind::Decode => out.found.decode.add(step.source),
@@ -824,12 +917,19 @@ fn trace_steps(
 
 impl TraceSteps {
     fn push(&mut self, step: Option<Step>) {
-        self.steps.extend(step);
+        self.push_as(step, None);
+    }
+
+    fn push_as(&mut self, step: Option<Step>, role: Option<SpecRole>) {
+        if let Some(step) = step {
+            self.steps.push(step);
+            self.roles.push(role);
+        }
     }
 }
 
-/// A parser of annotation names: the step kind and batch size, `None` for another name.
-type ParseAnnotation = fn(&str) -> Option<(Option<StepKind>, Option<u32>)>;
+/// A parser of annotation names: what the name says, `None` for another name.
+type ParseAnnotation = fn(&str) -> Option<Label>;
 
 /// The `step[...]` annotations of a trace's host threads, with their thread; in a trace without
 /// any, the `execute_N_context_C(...)_generation_G(...)` annotations of TraceLens-instrumented
@@ -841,14 +941,15 @@ fn step_annotations(trace: &RankTrace) -> Vec<(u64, StepAnnotation)> {
             .iter()
             .filter(|a| a.side == AnnotationSide::Cpu)
             .filter_map(|a| {
-                let (kind, batch_size) = parse(trace.name(a.name))?;
+                let label = parse(trace.name(a.name))?;
                 Some((
                     a.track,
                     StepAnnotation {
                         ts: a.ts,
                         end: a.ts.saturating_add(a.dur.max(0)),
-                        kind,
-                        batch_size,
+                        kind: label.kind,
+                        batch_size: label.batch_size,
+                        spec: label.spec,
                     },
                 ))
             })

@@ -325,29 +325,50 @@ fn odd_input_does_not_panic() {
 }
 
 #[test]
-fn annotation_names_parse_mode_and_batch_size() {
+fn annotation_names_parse_mode_batch_size_and_speculative_part() {
+    use super::annotations::SpecRole::{Draft, DraftExtend, Verify};
+    let p = |name: &str| parse_step_annotation(name).map(|l| (l.kind, l.batch_size, l.spec));
     assert_eq!(
-        parse_step_annotation("step[DECODE bs=64]"),
-        Some((Some(StepKind::Decode), Some(64)))
+        p("step[DECODE bs=64]"),
+        Some((Some(StepKind::Decode), Some(64), None))
     );
     assert_eq!(
-        parse_step_annotation("step[EXTEND bs=15 toks=15360]"),
-        Some((Some(StepKind::Prefill), Some(15)))
+        p("step[EXTEND bs=15 toks=15360]"),
+        Some((Some(StepKind::Prefill), Some(15), None))
     );
     assert_eq!(
-        parse_step_annotation("step[MIXED bs=3]"),
-        Some((Some(StepKind::Mixed), Some(3)))
+        p("step[MIXED bs=3]"),
+        Some((Some(StepKind::Mixed), Some(3), None))
+    );
+    // Speculative decoding (SGLang's EAGLE/MTP loop): the verify is a decode forward, the draft
+    // extend after it too (no prefill), and `draft `-prefixed spans are the draft model's.
+    assert_eq!(
+        p("step[TARGET_VERIFY bs=2]"),
+        Some((Some(StepKind::Decode), Some(2), Some(Verify)))
     );
     assert_eq!(
-        parse_step_annotation("step[DRAFT_EXTEND]"),
-        Some((Some(StepKind::Prefill), None))
+        p("step[DRAFT_EXTEND]"),
+        Some((Some(StepKind::Decode), None, Some(DraftExtend)))
     );
     assert_eq!(
-        parse_step_annotation("step[TARGET_VERIFY bs=2]"),
-        Some((None, Some(2)))
+        p("step[DRAFT_EXTEND_V2 bs=8]"),
+        Some((Some(StepKind::Decode), Some(8), Some(DraftExtend)))
     );
-    assert_eq!(parse_step_annotation("step[IDLE]"), Some((None, None)));
-    assert_eq!(parse_step_annotation("forward"), None);
+    assert_eq!(
+        p("draft step[DECODE bs=32]"),
+        Some((Some(StepKind::Decode), Some(32), Some(Draft)))
+    );
+    assert_eq!(
+        p("draft step[TARGET_VERIFY bs=8]"),
+        Some((Some(StepKind::Decode), Some(8), Some(Draft)))
+    );
+    assert_eq!(
+        p("draft step[EXTEND bs=4 toks=100]"),
+        Some((Some(StepKind::Prefill), Some(4), None))
+    );
+    assert_eq!(p("step[IDLE]"), Some((None, None, None)));
+    assert_eq!(p("forward"), None);
+    assert_eq!(p("draft forward"), None);
 }
 
 /// A host sync call (`hipStreamSynchronize`) at `ts`, `dur` long.
@@ -536,4 +557,102 @@ fn step_gap_durations_parse_with_a_unit() {
     for bad in ["5", "ms", "-1ms", "2 hours", "0us", "1e9s"] {
         assert!(parse_duration(bad).is_err(), "{bad}");
     }
+}
+
+/// `n` speculative iterations 10 ms apart, as SGLang's EAGLE/MTP loop runs them: the draft
+/// model's decode steps (one graph, 0.5 ms; `draft step[DECODE ...]` when `named`), the target's
+/// `step[TARGET_VERIFY ...]` (a graph, 5 ms, 0.1 ms later), the draft extend
+/// (`step[DRAFT_EXTEND_V2 ...]`, eager, 0.4 ms, 0.1 ms later), then 3.9 ms of host time; and the
+/// next iteration's draft forward, cut by the end of the window.
+fn spec_loop(b: &mut TraceBuilder, n: i64, named: bool) {
+    let draft = |b: &mut TraceBuilder, t: i64| {
+        if named {
+            b.annotation("draft step[DECODE bs=8]", t, 50 * US, TID);
+        }
+        let c = b.launch(t + 10 * US, true);
+        b.forward(c, t + 100 * US, 500 * US);
+    };
+    for k in 0..n {
+        let t = k * 10 * MS;
+        draft(b, t);
+        b.annotation("step[TARGET_VERIFY bs=8]", t + 650 * US, 40 * US, TID);
+        let c = b.launch(t + 660 * US, true);
+        b.forward(c, t + 700 * US, 5 * MS);
+        b.annotation("step[DRAFT_EXTEND_V2 bs=8]", t + 5750 * US, 40 * US, TID);
+        let c = b.launch(t + 5760 * US, false);
+        b.forward(c, t + 5800 * US, 400 * US);
+    }
+    draft(b, n * 10 * MS);
+}
+
+#[test]
+fn a_target_verify_and_its_draft_forwards_are_one_decode_iteration() {
+    for (named, stage) in [
+        (false, None),
+        (true, None),
+        (false, Some(Stage::Extend)),
+        (false, Some(Stage::Decode)),
+    ] {
+        let mut b = TraceBuilder::new(0);
+        if let Some(stage) = stage {
+            b = b.stage(stage);
+        }
+        spec_loop(&mut b, 6, named);
+        let (run, classes) = run_of(vec![b.build()]);
+        let r = &find_steps(&run, &classes, 0)[0];
+        let what = format!("named {named}, stage {stage:?}");
+        // Read by its annotation, whatever file SGLang put it in (sgl-project/sglang#34942).
+        assert!(r.prefill.is_empty(), "{what}");
+        assert_eq!(r.decode.len(), 6, "{what}");
+        for (k, d) in r.decode.iter().enumerate() {
+            let t = k as i64 * 10 * MS;
+            assert_eq!(d.activities.len(), 6, "{what}");
+            assert_eq!((d.start, d.end), (t + 100 * US, t + 6200 * US), "{what}");
+            assert_eq!(d.batch_size, Some(8));
+            // The forward: the draft and verify forwards' own time, not the gaps between them.
+            assert_eq!(d.wall(), 5900 * US, "{what}");
+            let s = d.spec.unwrap();
+            assert_eq!(s.drafts, 2);
+            assert_eq!((s.draft_ns, s.verify_ns), (900 * US, 5 * MS));
+            assert_eq!((s.draft_kernel_ns, s.verify_kernel_ns), (900 * US, 5 * MS));
+        }
+        assert_eq!(r.found.spec_iterations, 6);
+        assert_eq!(r.found.spec_drafts, 12);
+        // The next iteration's draft, cut by the window: other-label time, in no iteration.
+        assert_eq!(r.found.spec_orphans, 1);
+        assert_eq!(r.mix.other_label, 500 * US);
+        assert_eq!(r.unassigned_ns, 0);
+        // One iteration from a first draft to the next; the host gap is after the draft extend.
+        assert_eq!(r.iterations.len(), 5, "{what}");
+        for it in &r.iterations {
+            assert_eq!((it.iter_ns(), it.gap_ns()), (10 * MS, 3900 * US));
+        }
+        assert!(r.found.how().contains("6 speculative iterations"));
+    }
+}
+
+#[test]
+fn draft_forwards_split_at_the_host_gap_whichever_side_is_longer() {
+    // Without names (every draft graph-launched), the split follows the gaps: an extend 2 ms after
+    // its verify still ends that iteration when the host's gap is longer.
+    let mut b = TraceBuilder::new(0);
+    for k in 0..4 {
+        let t = k * 20 * MS;
+        let c = b.launch(t, true);
+        b.forward(c, t + 100 * US, 500 * US);
+        b.annotation("step[TARGET_VERIFY bs=4]", t + 650 * US, 40 * US, TID);
+        let c = b.launch(t + 660 * US, true);
+        b.forward(c, t + 700 * US, 5 * MS);
+        let c = b.launch(t + 7 * MS, true);
+        b.forward(c, t + 7700 * US, 400 * US);
+    }
+    let (run, classes) = run_of(vec![b.build()]);
+    let r = &find_steps(&run, &classes, 0)[0];
+    assert_eq!(r.decode.len(), 4);
+    for (k, d) in r.decode.iter().enumerate() {
+        let t = k as i64 * 20 * MS;
+        assert_eq!((d.start, d.end), (t + 100 * US, t + 8100 * US));
+        assert_eq!(d.spec.unwrap().drafts, 2);
+    }
+    assert_eq!(r.found.spec_orphans, 0);
 }

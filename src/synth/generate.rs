@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::rng::Rng;
 use super::scenario::{Dep, Op, Scenario, Spec, Vendor};
-use super::truth::{self, Activity, NameInfo, StepKind, StepSummary};
+use super::truth::{self, Activity, NameInfo, SpecParts, StepKind, StepSummary};
 use super::write::{json_str, Append, Out, Us};
 use super::{InjectionKind, SynthError, SynthOptions};
 
@@ -62,10 +62,62 @@ pub(crate) struct Plan {
     host_gap_ns: u64,
     /// The batch the decode annotations say (`batch=N`; 64 otherwise).
     pub batch: u32,
+    /// Speculative decoding: where the parts of an iteration start among `decode_ops`.
+    mtp: Option<MtpOps>,
     single_stream: bool,
     pub stamp: String,
     ts0: u64,
     base_time_ns: u64,
+}
+
+/// The parts of a speculative iteration among the decode ops: the draft forwards from 0, the
+/// verify from `verify_at`, the draft extend from `extend_at`; and the fixed idle gaps before the
+/// verify and before the extend, ns.
+#[derive(Debug, Clone, Copy)]
+struct MtpOps {
+    verify_at: usize,
+    extend_at: usize,
+    draft_gap: u64,
+    extend_gap: u64,
+    /// `draft=F`: the factor on the draft model's kernels.
+    draft_factor: f64,
+}
+
+impl MtpOps {
+    /// The factor on op `i` of the iteration (a draft forward's, or 1 for the verify's).
+    fn factor(&self, i: usize) -> f64 {
+        if i < self.verify_at || i >= self.extend_at {
+            self.draft_factor
+        } else {
+            1.0
+        }
+    }
+}
+
+/// The ops of a decode iteration with speculative decoding: the draft model's forwards (one MoE
+/// layer and the head each), the target's forward (the verify), one more draft forward (the
+/// extend).
+fn spec_ops(sc: &Scenario, target: &[Op], draft_factor: f64) -> (Vec<Op>, Option<MtpOps>) {
+    let Some(m) = sc.mtp else {
+        return (target.to_vec(), None);
+    };
+    let draft: Vec<Op> = sc.moe_layer.iter().chain(&sc.epilogue).copied().collect();
+    let mut ops = Vec::new();
+    for _ in 0..m.draft_forwards {
+        ops.extend_from_slice(&draft);
+    }
+    let verify_at = ops.len();
+    ops.extend_from_slice(target);
+    let extend_at = ops.len();
+    ops.extend_from_slice(&draft);
+    let parts = MtpOps {
+        verify_at,
+        extend_at,
+        draft_gap: m.draft_gap_ns,
+        extend_gap: m.extend_gap_ns,
+        draft_factor,
+    };
+    (ops, Some(parts))
 }
 
 fn build_ops(sc: &Scenario) -> Vec<Op> {
@@ -193,7 +245,8 @@ impl Plan {
         let name_json = written.iter().map(|n| json_str(n)).collect();
         let kernel_args_tail = (0..specs.len()).map(nvidia_kernel_args_tail).collect();
 
-        let decode_ops = build_ops(&sc);
+        let target_ops = build_ops(&sc);
+        let (decode_ops, mtp) = spec_ops(&sc, &target_ops, factor(InjectionKind::Draft));
         let mut prefill_ops = vec![
             Op {
                 spec: memcpy,
@@ -206,7 +259,7 @@ impl Plan {
                 w: 1.0,
             },
         ];
-        prefill_ops.extend(decode_ops.iter().map(|o| Op {
+        prefill_ops.extend(target_ops.iter().map(|o| Op {
             spec: o.spec,
             dep: Dep::Seq,
             w: 1.0,
@@ -256,6 +309,7 @@ impl Plan {
                 .iter()
                 .rfind(|i| i.kind == InjectionKind::Batch)
                 .map_or(64, |i| i.factor as u32),
+            mtp,
             seed: opts.seed,
             pyfn: opts.python_functions_per_step,
             straggler,
@@ -445,6 +499,21 @@ fn schedule_sync(
             });
         }
     }
+}
+
+/// The length of the union of `[start, end)` spans.
+fn union_len(spans: &[(u64, u64)]) -> u64 {
+    let mut v = spans.to_vec();
+    v.sort_unstable();
+    let (mut total, mut reach) = (0, 0);
+    for (s, e) in v {
+        let s = s.max(reach);
+        if e > s {
+            total += e - s;
+            reach = e;
+        }
+    }
+    total
 }
 
 fn wall_of(p: &[Placed]) -> u64 {
@@ -1067,6 +1136,9 @@ impl Gen<'_> {
 
     /// One decode step of this rank, placed by [`DecodeSim::step`], starting at `t`.
     fn decode_step(&mut self, step: u32, placed: &[Placed], t: u64) -> Result<(), SynthError> {
+        if let Some(m) = self.plan.mtp {
+            return self.spec_step(placed, m);
+        }
         self.host.corr += 1;
         let corr = self.host.corr;
         let launch_ts = t - 40 * US;
@@ -1086,6 +1158,65 @@ impl Gen<'_> {
         }
         self.flow(corr, launch_ts, t, self.stream)?;
         let summary = self.summary(kind, placed);
+        self.steps.push(summary);
+        Ok(())
+    }
+
+    /// One speculative iteration of this rank, as SGLang's EAGLE loop (`eagle_worker_v2.py`)
+    /// runs it with CUDA graphs: the draft graph (replayed outside `ModelRunner.forward`, so no
+    /// step annotation), the verify (`step[TARGET_VERIFY bs=N]` around its graph launch), the draft
+    /// extend (`step[DRAFT_EXTEND_V2 bs=N]`, launched eagerly). Truth files it as one decode step
+    /// whose wall is the union of the three forwards' spans.
+    fn spec_step(&mut self, placed: &[Placed], m: MtpOps) -> Result<(), SynthError> {
+        let (draft, rest) = placed.split_at(m.verify_at);
+        let (verify, extend) = rest.split_at(m.extend_at - m.verify_at);
+        let batch = self.plan.batch;
+        for (part, label) in [
+            (draft, None),
+            (verify, Some(format!("step[TARGET_VERIFY bs={batch}]"))),
+        ] {
+            let t = part.iter().map(|k| k.ts).min().unwrap_or(0);
+            self.host.corr += 1;
+            let corr = self.host.corr;
+            let launch_ts = t - 40 * US;
+            let launch_dur = 25 * US + self.rng.range(0, 3000);
+            self.graph_launch(corr, launch_ts, launch_dur)?;
+            if let Some(label) = label {
+                self.annotation(
+                    &label,
+                    launch_ts - 30 * US,
+                    launch_dur + 40 * US,
+                    Some((t, wall_of(part))),
+                )?;
+                self.python(launch_ts - 150 * US, launch_ts + launch_dur + 5 * US, false)?;
+            }
+            for k in part {
+                self.kernel(k, corr, None)?;
+            }
+            self.flow(corr, launch_ts, t, self.stream)?;
+        }
+        let t = extend.iter().map(|k| k.ts).min().unwrap_or(0);
+        let (cpu0, cpu1) = self.eager(extend, batch, 0)?;
+        self.annotation(
+            &format!("step[DRAFT_EXTEND_V2 bs={batch}]"),
+            cpu0 - 20 * US,
+            cpu1 - cpu0 + 40 * US,
+            Some((t, wall_of(extend))),
+        )?;
+        let span = |p: &[Placed]| {
+            let s = p.iter().map(|k| k.ts).min().unwrap_or(0);
+            (s, s + wall_of(p))
+        };
+        let kernel = |p: &[Placed]| p.iter().map(|k| k.dur).sum::<u64>();
+        let (d, v, e) = (span(draft), span(verify), span(extend));
+        let mut summary = self.summary(StepKind::Decode, placed);
+        summary.wall = union_len(&[d, v, e]);
+        summary.spec = Some(SpecParts {
+            draft_kernel: kernel(draft) + kernel(extend),
+            verify_kernel: kernel(verify),
+            draft: union_len(&[d, e]),
+            verify: v.1 - v.0,
+        });
         self.steps.push(summary);
         Ok(())
     }
@@ -1178,10 +1309,12 @@ impl<'a> DecodeSim<'a> {
         let shared = &mut self.shared;
         let mut transfer: Vec<Option<u64>> = ops
             .iter()
-            .map(|o| {
+            .enumerate()
+            .map(|(i, o)| {
                 let s = &p.specs[o.spec];
+                let f = p.mtp.map_or(1.0, |m| m.factor(i));
                 s.is_comm().then(|| {
-                    ((s.dur_ns as f64 * p.inj[o.spec] * shared.jitter(0.04)).round() as u64)
+                    ((s.dur_ns as f64 * p.inj[o.spec] * f * shared.jitter(0.04)).round() as u64)
                         .max(500)
                 })
             })
@@ -1210,7 +1343,8 @@ impl<'a> DecodeSim<'a> {
                 .map(|(i, o)| match transfer[i] {
                     Some(t) => (t as f64 * END_JITTER * rng.unit()).round() as u64,
                     None => {
-                        let d = self.nom[r][i] * p.injection(o.spec, rank) * rng.jitter(0.03);
+                        let f = p.mtp.map_or(1.0, |m| m.factor(i));
+                        let d = self.nom[r][i] * p.injection(o.spec, rank) * f * rng.jitter(0.03);
                         (d.round() as u64).max(500)
                     }
                 })
@@ -1226,6 +1360,11 @@ impl<'a> DecodeSim<'a> {
                     }
                 })
                 .collect();
+            // A speculative iteration: the host's time between its draft, verify and extend.
+            if let Some(m) = p.mtp {
+                gaps[m.verify_at] += m.draft_gap;
+                gaps[m.extend_at] += m.extend_gap;
+            }
             if let Some((i, _, ns, true)) = cold {
                 if rank != 0 {
                     gaps[i] += ns;

@@ -123,6 +123,8 @@ pub enum InjectionKind {
     Relabel,
     /// `batch=N`: the decode steps' annotations say `bs=N` (64 otherwise).
     Batch,
+    /// `draft=F`: the draft model's kernels (speculative scenarios) × factor; the verify unchanged.
+    Draft,
 }
 
 /// What `relabel=KIND:...` relabels decode steps as.
@@ -144,7 +146,7 @@ impl Relabel {
 }
 
 impl InjectionKind {
-    pub const ALL: [InjectionKind; 14] = [
+    pub const ALL: [InjectionKind; 15] = [
         InjectionKind::Allreduce,
         InjectionKind::Moe,
         InjectionKind::Attention,
@@ -159,6 +161,7 @@ impl InjectionKind {
         InjectionKind::Slow,
         InjectionKind::Relabel,
         InjectionKind::Batch,
+        InjectionKind::Draft,
     ];
 
     /// Kinds that take no factor (only `=1`, or none at all).
@@ -188,6 +191,7 @@ impl InjectionKind {
             InjectionKind::Slow => "slow",
             InjectionKind::Relabel => "relabel",
             InjectionKind::Batch => "batch",
+            InjectionKind::Draft => "draft",
         }
     }
 }
@@ -229,7 +233,8 @@ impl FromStr for Injection {
     /// `KIND=FACTOR`: `allreduce=1.5`, `moe=1.2`, `attention=2`, `straggler=1.3` (the last rank)
     /// or `straggler=2:1.3` (rank 2), `protocol=1.4`, `single-stream=1` (or just `single-stream`),
     /// `rename`, `unknown-moe`, `rename-moe`, `stall=N:F` (N decode steps at F× their wall),
-    /// `host-gap=MS`, `slow=N:F` (1 < F ≤ 2), `relabel=mixed|idle:FRACTION[:F]`, `batch=N`.
+    /// `host-gap=MS`, `slow=N:F` (1 < F ≤ 2), `relabel=mixed|idle:FRACTION[:F]`, `batch=N`,
+    /// `draft=F`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = |reason: String| SynthError::InvalidInjection {
             spec: s.to_string(),
@@ -254,6 +259,7 @@ impl FromStr for Injection {
             "slow" => InjectionKind::Slow,
             "relabel" => InjectionKind::Relabel,
             "batch" => InjectionKind::Batch,
+            "draft" => InjectionKind::Draft,
             _ => {
                 let valid: Vec<&str> = InjectionKind::ALL.iter().map(|k| k.as_str()).collect();
                 return Err(bad(format!(
@@ -496,6 +502,26 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
     if labelled && !plan.sc.annotations {
         return Err(SynthError::InvalidOption(format!(
             "relabel and batch change the step annotations, and scenario {} writes none",
+            plan.sc.name
+        )));
+    }
+    let relabelled = opts
+        .injections
+        .iter()
+        .any(|i| i.kind == InjectionKind::Relabel);
+    let draft = opts
+        .injections
+        .iter()
+        .any(|i| i.kind == InjectionKind::Draft);
+    if draft && plan.sc.mtp.is_none() {
+        return Err(SynthError::InvalidOption(format!(
+            "draft slows the draft model of speculative decoding, and scenario {} has none",
+            plan.sc.name
+        )));
+    }
+    if relabelled && plan.sc.mtp.is_some() {
+        return Err(SynthError::InvalidOption(format!(
+            "relabel rewrites plain decode steps, and scenario {} writes speculative iterations",
             plan.sc.name
         )));
     }

@@ -136,6 +136,24 @@ pub(crate) struct Scenario {
     pub protocol: (usize, &'static str),
     /// Decode runs in an eager serving loop instead of graph launches.
     pub eager: Option<EagerLoop>,
+    /// Speculative decoding: every decode iteration is draft forwards, a verify and a draft extend.
+    pub mtp: Option<Mtp>,
+}
+
+/// Speculative decoding as SGLang runs EAGLE/MTP (`eagle_worker_v2.py`): per decode iteration the
+/// draft model's decode steps (one CUDA graph replayed outside any step annotation), the target's
+/// verify (`step[TARGET_VERIFY bs=N]` around its graph launch) and the draft model's extend over
+/// the accepted tokens (`step[DRAFT_EXTEND_V2 bs=N]`, launched eagerly: no draft-extend graph for
+/// the AITER attention backend). The draft model (DeepSeek's MTP module) is one MoE decoder layer
+/// and the shared head: the scenario's `moe_layer` and `epilogue` ops.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mtp {
+    /// Draft-model forwards the draft graph replays before each verify.
+    pub draft_forwards: u32,
+    /// GPU-idle time between the draft graph and the verify (the host builds the draft tree), ns.
+    pub draft_gap_ns: u64,
+    /// GPU-idle time between the verify and the draft extend (sampling, accept), ns.
+    pub extend_gap_ns: u64,
 }
 
 /// An eager serving loop: per-rank `rank-<r>.json.gz`, no annotations, no whole-forward graphs.
@@ -155,6 +173,7 @@ pub(crate) const NAMES: &[&str] = &[
     "b200-dsr1-fp4-tp4-ep4",
     "h200-dsr1-fp8-tp8",
     "mi325x-dsr1-fp8-tp8",
+    "mi355x-dsr1-fp4-tp4-mtp",
     "vllm-eager",
     "vllm-piecewise",
 ];
@@ -176,6 +195,10 @@ const TABLES: &[(&str, &str)] = &[
     (
         "mi325x-dsr1-fp8-tp8",
         include_str!("scenarios/mi325x-dsr1-fp8-tp8.toml"),
+    ),
+    (
+        "mi355x-dsr1-fp4-tp4-mtp",
+        include_str!("scenarios/mi355x-dsr1-fp4-tp4-mtp.toml"),
     ),
 ];
 
@@ -250,8 +273,17 @@ mod file {
         pub tune: Vec<Tune>,
         pub prefill: Prefill,
         pub burst: Option<Burst>,
+        pub mtp: Option<Mtp>,
         pub ops: Ops,
         pub spec: Vec<Spec>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct Mtp {
+        pub draft_forwards: u32,
+        pub draft_gap_us: f64,
+        pub extend_gap_us: f64,
     }
 
     #[derive(Deserialize)]
@@ -446,6 +478,11 @@ pub(crate) fn from_toml(text: &str) -> Result<Scenario, String> {
         stall: t.stall.as_ref().map(|s| (s.step, ms(s.ms))),
         protocol: (spec(&t.protocol.spec)?, leak(t.protocol.other.clone())),
         eager: None,
+        mtp: t.mtp.as_ref().map(|m| Mtp {
+            draft_forwards: m.draft_forwards,
+            draft_gap_ns: us(m.draft_gap_us),
+            extend_gap_ns: us(m.extend_gap_us),
+        }),
         name: leak(t.name),
         device: leak(t.device),
         specs: t

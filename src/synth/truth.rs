@@ -53,12 +53,30 @@ pub(crate) enum StepKind {
     OtherLabel,
 }
 
+/// The parts of a speculative-decoding iteration (one decode step): the draft model's forwards and
+/// the target's verify, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SpecParts {
+    /// Kernel time (sum of durations) of the draft forwards and of the verify.
+    pub draft_kernel: u64,
+    pub verify_kernel: u64,
+    /// The draft forwards' own time (the union of their spans) and the verify's wall.
+    pub draft: u64,
+    pub verify: u64,
+}
+
 /// The reductions of one step that the metrics need (so that huge runs need not keep activities).
 #[derive(Debug, Clone)]
 pub(crate) struct StepSummary {
     pub kind: StepKind,
     pub start: u64,
+    /// The last end of its activities.
+    pub end: u64,
+    /// The forward's time: `end - start`; for a speculative iteration, the union of its forwards'
+    /// spans (the gaps between draft and verify left out).
     pub wall: u64,
+    /// A speculative iteration's parts.
+    pub spec: Option<SpecParts>,
     pub busy: u64,
     pub kernel: u64,
     pub comm: u64,
@@ -160,7 +178,9 @@ pub(crate) fn summarize(kind: StepKind, acts: &[Activity], names: &[NameInfo]) -
     StepSummary {
         kind,
         start,
+        end,
         wall: end - start,
+        spec: None,
         busy: length(&union(all)),
         kernel,
         comm,
@@ -414,7 +434,9 @@ mod tests {
         let mk = |start: u64, wall: u64| StepSummary {
             kind: StepKind::Decode,
             start,
+            end: start + wall,
             wall,
+            spec: None,
             busy: wall,
             kernel: wall,
             comm: 0,

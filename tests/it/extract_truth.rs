@@ -198,6 +198,15 @@ truth_tests! {
     vllm_piecewise_host_gap: "vllm-piecewise", Some("host-gap=3");
 }
 
+// Speculative decoding (SGLang MTP, issue 38): each decode iteration is the draft forwards, the
+// target verify and the draft extend, gated whole.
+truth_tests! {
+    mi355x_mtp_plain: "mi355x-dsr1-fp4-tp4-mtp", None;
+    mi355x_mtp_draft: "mi355x-dsr1-fp4-tp4-mtp", Some("draft=1.5");
+    mi355x_mtp_moe: "mi355x-dsr1-fp4-tp4-mtp", Some("moe=1.3");
+    mi355x_mtp_host_gap: "mi355x-dsr1-fp4-tp4-mtp", Some("host-gap=2");
+}
+
 #[test]
 fn vllm_eager_on_2_4_and_8_ranks_and_several_seeds() {
     for ranks in ["2", "4", "8"] {

@@ -34,6 +34,7 @@ mod renamed;
 mod render;
 mod report;
 mod same_figures;
+mod speculative;
 mod sweep;
 mod threads;
 mod unbounded;

@@ -11,11 +11,12 @@ use std::sync::OnceLock;
 use crate::common::{run_ok, shared_traces, synth_cmd, tracegate};
 use serde_json::Value;
 
-const SCENARIOS: [&str; 4] = [
+const SCENARIOS: [&str; 5] = [
     "mi355x-dsr1-fp4-tp4",
     "b200-dsr1-fp4-tp4-ep4",
     "h200-dsr1-fp8-tp8",
     "mi325x-dsr1-fp8-tp8",
+    "mi355x-dsr1-fp4-tp4-mtp",
 ];
 
 /// One generated run per scenario, shared by every test of this binary.
@@ -190,6 +191,13 @@ fn mi325x_report_matches_truth() {
     assert_report_matches_truth("mi325x-dsr1-fp8-tp8");
 }
 
+/// Speculative decoding: the breakdown and walls are those of whole iterations (draft forwards,
+/// verify, draft extend).
+#[test]
+fn mi355x_mtp_report_matches_truth() {
+    assert_report_matches_truth("mi355x-dsr1-fp4-tp4-mtp");
+}
+
 /// Every scenario's report is pinned, in markdown; mi355x in the terminal table and JSON too.
 #[test]
 fn report_snapshots_of_every_scenario() {
@@ -198,6 +206,7 @@ fn report_snapshots_of_every_scenario() {
         ("b200-dsr1-fp4-tp4-ep4", "report_b200_markdown"),
         ("h200-dsr1-fp8-tp8", "report_h200_markdown"),
         ("mi325x-dsr1-fp8-tp8", "report_mi325x_markdown"),
+        ("mi355x-dsr1-fp4-tp4-mtp", "report_mi355x_mtp_markdown"),
     ] {
         let text = run_tracegate(&["report", "--format", "markdown"], &[synth_run(scenario)]);
         insta::assert_snapshot!(name, text);

@@ -3,8 +3,8 @@
 //! `unassigned_pct`, from the steps' placed intervals.
 //!
 //! An iteration runs from a decode step after warm-up to the next step of the rank when that is
-//! a decode step; the generator places nothing on the GPU between two steps, so the gap is all
-//! idle.
+//! a decode step (a speculative iteration: from its first draft forward to the next one's); the
+//! generator places nothing on the GPU between two steps, so the gap is all idle.
 
 use serde_json::{Map, Value};
 
@@ -39,7 +39,9 @@ fn rank_iterations(steps: &[StepSummary], kept: &[usize], warmup: usize) -> Vec<
             continue;
         }
         let iter = (b.start - a.start) as f64;
-        let gap = (b.start - (a.start + a.wall)) as f64;
+        // After the forward's last end (a speculative iteration's draft extend), not after its
+        // wall: the gaps between draft and verify are inside the iteration's forward.
+        let gap = (b.start - a.end) as f64;
         out.push(Iter {
             iter,
             gap,

@@ -67,6 +67,7 @@ pub(super) fn metrics(
     let mut out = Map::new();
     step_time(&mut out, steps, warmup);
     shares(&mut out, steps, names);
+    speculative(&mut out, steps);
     allreduce(&mut out, steps);
     moe(&mut out, steps, names);
     waits(&mut out, steps.ranks, matched);
@@ -107,6 +108,30 @@ fn step_time(out: &mut Map<String, Value>, steps: &Steps<'_>, warmup: usize) {
         steps.samples(&wall_ms, StepKind::Decode),
     );
     stall_pct(out, steps.ranks, warmup);
+}
+
+/// A per-step figure of a step.
+type Sample = dyn Fn(&StepSummary) -> Option<f64>;
+
+/// `spec_draft_pct`, `spec_draft_ms` and `spec_verify_ms`: the draft and verify parts of the
+/// kept speculative iterations (absent without any).
+fn speculative(out: &mut Map<String, Value>, steps: &Steps<'_>) {
+    let pct = |s: &StepSummary| {
+        let p = s.spec?;
+        let total = p.draft_kernel + p.verify_kernel;
+        (total > 0).then(|| p.draft_kernel as f64 / total as f64 * 100.0)
+    };
+    let draft = |s: &StepSummary| s.spec.map(|p| p.draft as f64 / 1e6);
+    let verify = |s: &StepSummary| s.spec.map(|p| p.verify as f64 / 1e6);
+    let parts: [(MetricId, &str, &Sample); 3] = [
+        (MetricId::SpecDraftPct, "%", &pct),
+        (MetricId::SpecDraftMs, "ms", &draft),
+        (MetricId::SpecVerifyMs, "ms", &verify),
+    ];
+    for (id, unit, f) in parts {
+        let samples = steps.samples(f, StepKind::Decode);
+        sampled(out, id, unit, "lower", Combine::Max, false, samples);
+    }
 }
 
 /// Shares of the decode step: `gpu_util_pct`, `comm_pct` (where any step communicates) and
