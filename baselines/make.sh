@@ -37,3 +37,8 @@ make_one vllm-piecewise vllm/dsr1-fp4-mi355x-vllm-piecewise-tp4-conc64 vllm --pr
 # whole speculative iteration (draft forwards and the verify), not comparable with plain decode.
 make_one mi355x-dsr1-fp4-tp4-mtp mtp/dsr1-fp4-mi355x-sglang-tp4-mtp-conc64 sglang --precision fp4 --tp 4 \
   --ep 1 --meta spec=mtp
+# Stock vLLM v0.16+ (worker file names, the default execute_context_… annotation, vllm_version at
+# the top level, the frontend's trace beside the workers'), full graphs: the version is recorded
+# from the trace, `mode=stock` tells it from the eager loops.
+make_one vllm-stock vllm/dsr1-fp4-mi355x-vllm-stock-tp4-conc64 vllm --precision fp4 --tp 4 --ep 1 \
+  --meta mode=stock

@@ -271,8 +271,8 @@ mod tests {
         let e = discover(&dir, &mi355x_tp4(Some("vllm"), &[]))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("2 baselines match"), "{e}");
-        for mode in ["eager", "piecewise"] {
+        assert!(e.contains("3 baselines match"), "{e}");
+        for mode in ["eager", "piecewise", "stock"] {
             let b = discover(&dir, &mi355x_tp4(Some("vllm"), &[("mode", mode)])).unwrap();
             assert!(
                 b.path

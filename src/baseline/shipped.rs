@@ -1,7 +1,7 @@
 //! The baselines shipped in `baselines/`, compiled in so that `tracegate demo` needs no files.
 
 /// (synth scenario, file name, TOML text) of every shipped baseline.
-pub(crate) const SHIPPED: [(&str, &str, &str); 7] = [
+pub(crate) const SHIPPED: [(&str, &str, &str); 8] = [
     (
         "mi355x-dsr1-fp4-tp4",
         "dsr1-fp4-mi355x-sglang-tp4-conc64.toml",
@@ -36,6 +36,11 @@ pub(crate) const SHIPPED: [(&str, &str, &str); 7] = [
         "mi355x-dsr1-fp4-tp4-mtp",
         "dsr1-fp4-mi355x-sglang-tp4-mtp-conc64.toml",
         include_str!("../../baselines/mtp/dsr1-fp4-mi355x-sglang-tp4-mtp-conc64.toml"),
+    ),
+    (
+        "vllm-stock",
+        "dsr1-fp4-mi355x-vllm-stock-tp4-conc64.toml",
+        include_str!("../../baselines/vllm/dsr1-fp4-mi355x-vllm-stock-tp4-conc64.toml"),
     ),
 ];
 

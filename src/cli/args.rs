@@ -426,7 +426,9 @@ pub(crate) struct CompareArgs {
     after_help = "Scenarios: mi355x-dsr1-fp4-tp4, b200-dsr1-fp4-tp4-ep4, h200-dsr1-fp8-tp8,
   mi325x-dsr1-fp8-tp8 (SGLang-style, step annotations), mi355x-dsr1-fp4-tp4-mtp (SGLang with MTP
   speculative decoding: draft forwards, TARGET_VERIFY and DRAFT_EXTEND_V2 steps), vllm-eager,
-  vllm-piecewise (eager serving loops without annotations or whole-forward graphs).
+  vllm-piecewise (eager serving loops without annotations or whole-forward graphs), vllm-stock
+  (stock vLLM v0.16+: worker file names, execute_context_… annotations, vllm_version, and the
+  frontend's async_llm trace beside the workers').
 Injections (--inject): allreduce=F, moe=F, attention=F, protocol=F, straggler=F or straggler=R:F,
   single-stream, stall=N:F, slow=N:F (1 < F <= 2), host-gap=MS, relabel=mixed|idle:FRACTION[:F],
   batch=N, rename, unknown-moe, rename-moe, draft=F (the draft model's kernels, speculative
@@ -438,7 +440,7 @@ Examples:
 )]
 pub(crate) struct SynthArgs {
     /// Scenario: mi355x-dsr1-fp4-tp4, b200-dsr1-fp4-tp4-ep4, h200-dsr1-fp8-tp8, mi325x-dsr1-fp8-tp8,
-    /// mi355x-dsr1-fp4-tp4-mtp, vllm-eager, vllm-piecewise.
+    /// mi355x-dsr1-fp4-tp4-mtp, vllm-eager, vllm-piecewise, vllm-stock.
     #[arg(long)]
     pub scenario: String,
     /// Directory to write the traces and truth.json into (created if missing).

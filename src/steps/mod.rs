@@ -165,6 +165,10 @@ pub struct Detection {
     /// Of which not forward passes (`IDLE`, unknown modes): their kernels are other-label time in
     /// the step mix, in no per-step figure.
     pub non_step_annotations: u64,
+    /// Of which vLLM's `execute_context_C(…)_generation_G(…)` (or the detailed
+    /// `execute_N_context_…`), read where the trace has no `step[...]` annotation.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub execute_annotations: u64,
     /// Graph launches whose kernels are not a whole forward (no attention kernel or no GEMM),
     /// handed to gap segmentation.
     pub graph_launches_partial: u64,
@@ -210,6 +214,7 @@ impl Detection {
         self.activities += other.activities;
         self.step_annotations += other.step_annotations;
         self.non_step_annotations += other.non_step_annotations;
+        self.execute_annotations += other.execute_annotations;
         self.graph_launches += other.graph_launches;
         self.graph_launches_partial += other.graph_launches_partial;
         self.gap_activities += other.gap_activities;
@@ -230,8 +235,13 @@ impl Detection {
     /// how segmentation cut (when any activity was left to it).
     pub fn how(&self) -> String {
         let (d, p) = (&self.decode, &self.prefill);
+        let annotations = if self.execute_annotations > 0 {
+            "vLLM's execute_context_…_generation_… annotations"
+        } else {
+            "step annotations"
+        };
         let methods = [
-            ("step annotations", d.annotation, p.annotation),
+            (annotations, d.annotation, p.annotation),
             ("graph launches", d.graph_launch, p.graph_launch),
             ("segmentation", d.gap, p.gap),
         ];
@@ -246,7 +256,7 @@ impl Detection {
                 "{} mixed (prefill and decode) from {}",
                 m.total(),
                 [
-                    ("step annotations", m.annotation),
+                    (annotations, m.annotation),
                     ("graph launches", m.graph_launch),
                     ("segmentation", m.gap)
                 ]
@@ -844,8 +854,11 @@ fn trace_steps(
             .count() as u64,
         ..Detection::default()
     };
-    let annotations = step_annotations(trace);
+    let (annotations, execute) = step_annotations(trace);
     found.step_annotations = annotations.len() as u64;
+    if execute {
+        found.execute_annotations = found.step_annotations;
+    }
     found.non_step_annotations =
         annotations.iter().filter(|(_, a)| a.kind.is_none()).count() as u64;
     let claims = claim(trace, &annotations);
@@ -934,7 +947,7 @@ type ParseAnnotation = fn(&str) -> Option<Label>;
 /// The `step[...]` annotations of a trace's host threads, with their thread; in a trace without
 /// any, the `execute_N_context_C(...)_generation_G(...)` annotations of TraceLens-instrumented
 /// serving loops (vLLM's among them), whose request counts tell the kind of the forward.
-fn step_annotations(trace: &RankTrace) -> Vec<(u64, StepAnnotation)> {
+fn step_annotations(trace: &RankTrace) -> (Vec<(u64, StepAnnotation)>, bool) {
     let of = |parse: ParseAnnotation| -> Vec<_> {
         trace
             .annotations
@@ -957,9 +970,11 @@ fn step_annotations(trace: &RankTrace) -> Vec<(u64, StepAnnotation)> {
     };
     let steps = of(parse_step_annotation);
     if steps.is_empty() {
-        of(parse_execute_annotation)
+        let execute = of(parse_execute_annotation);
+        let any = !execute.is_empty();
+        (execute, any)
     } else {
-        steps
+        (steps, false)
     }
 }
 
@@ -970,7 +985,7 @@ pub(crate) fn annotated_decode_batch(run: &Run) -> Option<f64> {
     let mut batches: Vec<f64> = run
         .traces
         .iter()
-        .flat_map(|t| step_annotations(t).into_iter())
+        .flat_map(|t| step_annotations(t).0.into_iter())
         .filter(|(_, a)| a.kind == Some(StepKind::Decode))
         .filter_map(|(_, a)| a.batch_size.map(f64::from))
         .collect();

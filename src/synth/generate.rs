@@ -66,7 +66,7 @@ pub(crate) struct Plan {
     mtp: Option<MtpOps>,
     single_stream: bool,
     pub stamp: String,
-    ts0: u64,
+    pub(crate) ts0: u64,
     base_time_ns: u64,
 }
 
@@ -327,6 +327,14 @@ impl Plan {
     /// The name SGLang gives rank `rank`'s gzip file (`write::encoded_path` drops the `.gz` of
     /// a plain one).
     pub(crate) fn file_name(&self, rank: u32) -> String {
+        if self.sc.vllm_stock.is_some() {
+            // vllm-project/vllm#33198: `{prefix}_dp{d}_pp{p}_tp{t}_dcp{c}_ep{e}_rank{r}.{ns}`.
+            let ns = self.stamp.replace('.', "");
+            return format!(
+                "node-a_{pid}_dp0_pp0_tp{rank}_dcp0_ep{rank}_rank{rank}.{ns}.pt.trace.json.gz",
+                pid = 4100 + rank
+            );
+        }
         if self.sc.eager.is_some() {
             return format!("rank-{rank}.json.gz");
         }
@@ -942,8 +950,12 @@ impl Gen<'_> {
         };
         let mut r = Rng::derive(p.seed, self.rank, 7);
         let trace_id = format!("{:016X}{:016X}", r.next_u64(), r.next_u64());
+        let vllm =
+            p.sc.vllm_stock
+                .map(|v| format!("\n  \"vllm_version\": \"{v}\","))
+                .unwrap_or_default();
         let head = format!(
-            "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {}\n  ],\n  {versions},\n  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}, \"pg_count\": 1, \"pg_config\": [{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", \"pg_size\": {}, \"ranks\": [{}]}}]}},\n  \"record_shapes\": 1,\n  \"with_stack\": 1,\n  \"trace_id\": \"{trace_id}\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {},\n  \"traceEvents\": [",
+            "{{\n  \"schemaVersion\": 1,{vllm}\n  \"deviceProperties\": [\n    {}\n  ],\n  {versions},\n  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}, \"pg_count\": 1, \"pg_config\": [{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", \"pg_size\": {}, \"ranks\": [{}]}}]}},\n  \"record_shapes\": 1,\n  \"with_stack\": 1,\n  \"trace_id\": \"{trace_id}\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {},\n  \"traceEvents\": [",
             dev_props.join(",\n    "),
             self.rank,
             p.ranks,
@@ -1061,7 +1073,15 @@ impl Gen<'_> {
         let mut placed = Vec::with_capacity(pre.len());
         schedule(pre, &p.specs, &durs, &gaps, false, start, &mut placed);
         let (cpu0, cpu1) = self.eager(&placed, pt.toks, 16)?;
-        let name = format!("step[EXTEND bs=64 toks={}]", pt.toks);
+        let name = match self.plan.sc.vllm_stock {
+            // vLLM's default annotation: requests in prefill (with their tokens) and in decode.
+            Some(_) => format!(
+                "execute_context_64({}_{})_generation_0(0)",
+                pt.toks,
+                pt.toks * 2
+            ),
+            None => format!("step[EXTEND bs=64 toks={}]", pt.toks),
+        };
         let wall = wall_of(&placed);
         self.annotation(
             &name,
@@ -1125,6 +1145,29 @@ impl Gen<'_> {
     /// The annotation of decode step `step` (counting warm-up) and the kind truth files it as.
     fn decode_label(&self, step: u32) -> (String, StepKind) {
         let batch = self.plan.batch;
+        if self.plan.sc.vllm_stock.is_some() {
+            // vLLM's default annotation (vllm-project/vllm#22496): requests in prefill and in
+            // decode, each with its `_`-separated token counts.
+            let ctx = 2_000 + u64::from(step);
+            return match self.plan.relabelled.iter().find(|(s, _)| *s == step) {
+                Some((_, super::Relabel::Mixed)) => (
+                    format!(
+                        "execute_context_1(512_{ctx})_generation_{}({}_{ctx})",
+                        batch - 1,
+                        batch - 1
+                    ),
+                    StepKind::Mixed,
+                ),
+                Some((_, super::Relabel::Idle)) => (
+                    "execute_context_0(0)_generation_0(0)".to_string(),
+                    StepKind::OtherLabel,
+                ),
+                None => (
+                    format!("execute_context_0(0)_generation_{batch}({batch}_{ctx})"),
+                    StepKind::Decode,
+                ),
+            };
+        }
         match self.plan.relabelled.iter().find(|(s, _)| *s == step) {
             Some((_, super::Relabel::Mixed)) => {
                 (format!("step[MIXED bs={batch}]"), StepKind::Mixed)
@@ -1223,7 +1266,12 @@ impl Gen<'_> {
 
     fn finish(mut self) -> Result<RankOut, SynthError> {
         let tail = format!(
-            "\n  ],\n  \"traceName\": \"/tmp/sglang_profile/{}\"\n}}\n",
+            "\n  ],\n  \"traceName\": \"/tmp/{}/{}\"\n}}\n",
+            if self.plan.sc.vllm_stock.is_some() {
+                "vllm_profile"
+            } else {
+                "sglang_profile"
+            },
             self.plan.file_name(self.rank)
         );
         self.out.raw(&tail)?;

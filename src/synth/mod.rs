@@ -421,6 +421,8 @@ pub struct SynthSummary {
     pub decode_steps_per_rank: u32,
     /// One trace per rank, in rank order (one merged file for [`Layout::Merged`]).
     pub files: Vec<PathBuf>,
+    /// A serving frontend's CPU-only trace beside the ranks' (`vllm-stock`), which no rank holds.
+    pub frontend: Option<PathBuf>,
     pub truth_path: PathBuf,
     pub bytes_uncompressed: u64,
     pub bytes_compressed: u64,
@@ -525,6 +527,12 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
             plan.sc.name
         )));
     }
+    if opts.layout == Layout::Merged && plan.sc.vllm_stock.is_some() {
+        return Err(SynthError::InvalidOption(format!(
+            "--layout merged is SGLang's merger; scenario {} writes one file per vLLM worker",
+            plan.sc.name
+        )));
+    }
     // A merged file is made from the rank files, written first beside it and removed after.
     let rank_dir = match opts.layout {
         Layout::PerRank => out.to_path_buf(),
@@ -563,6 +571,16 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
             .len();
         files = vec![path];
     }
+    let frontend = match plan.sc.vllm_stock {
+        Some(version) => Some(write::vllm_frontend(
+            out,
+            &plan.stamp,
+            version,
+            plan.ts0,
+            opts.gzip_level,
+        )?),
+        None => None,
+    };
     let mut t = Map::new();
     t.insert("scenario".into(), json!(plan.sc.name));
     t.insert("device".into(), json!(plan.sc.device));
@@ -598,6 +616,9 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
         })
         .collect();
     t.insert("files".into(), json!(file_names));
+    if let Some(f) = frontend.as_ref().and_then(|f| f.file_name()) {
+        t.insert("frontend_file".into(), json!(f.to_string_lossy()));
+    }
     // Only a jittered run says so: a run without jitter keeps its truth byte for byte.
     if let Some(j) = &plan.run_jitter {
         t.insert("run_jitter".into(), j.to_json());
@@ -616,6 +637,7 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
         ranks: plan.ranks,
         decode_steps_per_rank: plan.n_decode,
         files,
+        frontend,
         truth_path,
         bytes_uncompressed,
         bytes_compressed,

@@ -138,6 +138,10 @@ pub(crate) struct Scenario {
     pub eager: Option<EagerLoop>,
     /// Speculative decoding: every decode iteration is draft forwards, a verify and a draft extend.
     pub mtp: Option<Mtp>,
+    /// The vLLM release whose stock profiler wrote the run (`vllm-stock`): vLLM's worker file
+    /// names, its `execute_context_…_generation_…` step annotations, `vllm_version` at the top
+    /// level, and the frontend's CPU-only `async_llm` trace beside the workers'. `None`: SGLang.
+    pub vllm_stock: Option<&'static str>,
 }
 
 /// Speculative decoding as SGLang runs EAGLE/MTP (`eagle_worker_v2.py`): per decode iteration the
@@ -176,6 +180,7 @@ pub(crate) const NAMES: &[&str] = &[
     "mi355x-dsr1-fp4-tp4-mtp",
     "vllm-eager",
     "vllm-piecewise",
+    "vllm-stock",
 ];
 
 /// The TOML of each platform, by scenario name.
@@ -209,6 +214,7 @@ pub(crate) fn by_name(name: &str) -> Option<Result<Scenario, String>> {
     match name {
         "vllm-eager" => by_name("mi355x-dsr1-fp4-tp4").map(|sc| sc.map(|sc| vllm(sc, false))),
         "vllm-piecewise" => by_name("mi355x-dsr1-fp4-tp4").map(|sc| sc.map(|sc| vllm(sc, true))),
+        "vllm-stock" => by_name("mi355x-dsr1-fp4-tp4").map(|sc| sc.map(vllm_stock)),
         _ => {
             let i = TABLES.iter().position(|(table, _)| *table == name)?;
             Some(parsed()[i].clone())
@@ -478,6 +484,7 @@ pub(crate) fn from_toml(text: &str) -> Result<Scenario, String> {
         stall: t.stall.as_ref().map(|s| (s.step, ms(s.ms))),
         protocol: (spec(&t.protocol.spec)?, leak(t.protocol.other.clone())),
         eager: None,
+        vllm_stock: None,
         mtp: t.mtp.as_ref().map(|m| Mtp {
             draft_forwards: m.draft_forwards,
             draft_gap_ns: us(m.draft_gap_us),
@@ -521,6 +528,16 @@ fn vllm(mut sc: Scenario, piecewise: bool) -> Scenario {
         gap_max_ns: ms(4.0),
         piecewise,
     });
+    sc
+}
+
+/// Stock vLLM (v0.16 and later) serving the MI355X model with full CUDA graphs for decode:
+/// `--profiler-config '{"profiler": "torch", ...}'` with the default step annotation
+/// (vllm-project/vllm#22496), worker files named by their parallel ranks
+/// (vllm-project/vllm#33198) and the frontend's trace beside them (no `ignore_frontend`).
+fn vllm_stock(mut sc: Scenario) -> Scenario {
+    sc.name = "vllm-stock";
+    sc.vllm_stock = Some("0.16.1");
     sc
 }
 

@@ -306,3 +306,49 @@ pub(crate) fn merge_rank_files(
     out.ev.clear();
     out.finish()
 }
+
+/// vLLM's frontend trace (`{host}_{pid}.async_llm.{ns}.pt.trace.json.gz`), written beside the
+/// workers' unless `ignore_frontend=true`: the API server's CPU ops and annotations, no GPU
+/// activity, no `distributedInfo`, no rank in its name. Returns its path.
+pub(crate) fn vllm_frontend(
+    dir: &Path,
+    stamp: &str,
+    version: &str,
+    ts0_ns: u64,
+    gzip_level: Option<u32>,
+) -> Result<PathBuf, SynthError> {
+    let ns = stamp.replace('.', "");
+    let name = format!("node-a_4000.async_llm.{ns}.pt.trace.json.gz");
+    let path = encoded_path(dir, &name, gzip_level);
+    let mut out = Out::create(&path, gzip_level)?;
+    out.raw(&format!(
+        "{{\n  \"schemaVersion\": 1,\n  \"vllm_version\": {},\n  \"deviceProperties\": [],\n  \"traceEvents\": [",
+        json_str(version)
+    ))?;
+    for i in 0..40u64 {
+        let t = ts0_ns + i * 25_000_000;
+        let events = [
+            ("user_annotation", "AsyncLLM.generate", t, 20_000_000),
+            ("cpu_op", "aten::empty", t + 1_000, 4_000),
+            ("cpu_op", "aten::copy_", t + 9_000, 30_000),
+        ];
+        for (cat, op, ts, dur) in events {
+            out.ev
+                .text(r#"{"ph": "X", "cat": ""#)
+                .text(cat)
+                .text(r#"", "name": ""#)
+                .text(op)
+                .text(r#"", "pid": 4000, "tid": 4000, "ts": "#)
+                .us(ts)
+                .text(r#", "dur": "#)
+                .us(dur)
+                .text("}");
+            out.emit()?;
+        }
+    }
+    out.raw(&format!(
+        "\n  ],\n  \"traceName\": \"/tmp/vllm_profile/{name}\"\n}}\n"
+    ))?;
+    out.finish()?;
+    Ok(path)
+}

@@ -207,6 +207,15 @@ truth_tests! {
     mi355x_mtp_host_gap: "mi355x-dsr1-fp4-tp4-mtp", Some("host-gap=2");
 }
 
+// Stock vLLM v0.16+ (issue 38): the default execute_context_… annotation gives the steps, the
+// frontend's trace beside the workers is skipped.
+truth_tests! {
+    vllm_stock_plain: "vllm-stock", None;
+    vllm_stock_relabel: "vllm-stock", Some("relabel=mixed:0.25");
+    vllm_stock_batch: "vllm-stock", Some("batch=32");
+    vllm_stock_moe: "vllm-stock", Some("moe=1.2");
+}
+
 #[test]
 fn vllm_eager_on_2_4_and_8_ranks_and_several_seeds() {
     for ranks in ["2", "4", "8"] {

@@ -93,3 +93,73 @@ fn a_frontend_trace_alone_and_a_cpu_only_rank_are_refused() {
         "{stderr}"
     );
 }
+
+/// Stock vLLM v0.16+ as it writes a profile directory (synth `vllm-stock`): worker files named
+/// by their parallel ranks, the default `execute_context_…` step annotation, `vllm_version` at
+/// the top level, and the frontend's trace beside the workers'.
+#[test]
+fn a_stock_vllm_directory_baselines_and_gates_with_its_version_on_the_image_line() {
+    let clean = common::synth_run(&["--scenario", "vllm-stock", "--seed", "3"]);
+    let names: Vec<String> = std::fs::read_dir(&clean)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.contains("_dp0_pp0_tp3_dcp0_ep3_rank3."))
+            && names.iter().any(|n| n.contains(".async_llm.")),
+        "{names:?}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let baseline = tmp.path().join("vllm.toml");
+    let new = tracegate()
+        .args(["baseline", "new"])
+        .arg(&clean)
+        .arg("--baseline")
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    assert_exit(&new, 0);
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    assert!(text.contains("vllm = \"0.16.1\""), "{text}");
+
+    let check = |run: &Path| {
+        tracegate()
+            .arg("check")
+            .arg(run)
+            .arg("--baseline")
+            .arg(&baseline)
+            .args(["--format", "markdown"])
+            .output()
+            .unwrap()
+    };
+    let out = check(&clean);
+    assert_exit(&out, 0);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("vllm `0.16.1`"), "{md}");
+    assert!(
+        md.contains("async\\_llm") && md.contains("names no rank"),
+        "the frontend file is said to be skipped: {md}"
+    );
+
+    let slow = common::synth_run(&[
+        "--scenario",
+        "vllm-stock",
+        "--seed",
+        "3",
+        "--inject",
+        "host-gap=2",
+    ]);
+    let out = check(&slow);
+    assert_exit(&out, 1);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("decode\\_host\\_gap\\_ms"));
+
+    let report = tracegate().arg("report").arg(&clean).output().unwrap();
+    assert_exit(&report, 0);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("from vLLM's execute_context_…_generation_… annotations"),
+        "{text}"
+    );
+}

@@ -431,7 +431,7 @@ fn discovery_never_judges_a_vllm_run_against_an_sglang_baseline() {
     let vllm = root.join("vllm");
     let out = discover(&vllm, &["framework=vllm"]);
     common::assert_exit(&out, 2);
-    assert!(text(&out.stderr).contains("2 baselines match"));
+    assert!(text(&out.stderr).contains("3 baselines match"));
     let out = discover(&vllm, &["framework=vllm", "mode=eager"]);
     let json: serde_json::Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out.stderr)));
