@@ -230,6 +230,7 @@ pub fn run_of(traces: Vec<(RankTrace, Vec<Class>)>) -> (Run, Vec<Vec<Class>>) {
         Run {
             traces,
             missing: None,
+            dp_group: None,
             skipped: Vec::new(),
         },
         classes,

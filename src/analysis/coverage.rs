@@ -92,6 +92,7 @@ mod tests {
         let run = Run {
             traces: vec![trace],
             missing: None,
+            dp_group: None,
             skipped: Vec::new(),
         };
         let c = coverage(&run);

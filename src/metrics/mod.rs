@@ -367,6 +367,12 @@ pub fn extract(
             "{m}: waits, rank skew and stragglers are measured among the ranks present only"
         ));
     }
+    if let Some(group) = &run.dp_group {
+        warnings.push(format!(
+            "judged as one data-parallel replica, {group}: the files hold that group whole, \
+             and the other groups' are not given"
+        ));
+    }
     warnings.extend(rank_warnings(run, &rank_steps));
     warnings.extend(waits.iter().flat_map(|w| w.warnings.iter().cloned()));
 

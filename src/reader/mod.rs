@@ -165,10 +165,17 @@ pub(crate) fn read_run_with(
             });
         }
     }
-    let missing = missing_ranks(&traces)?;
+    let mut missing = missing_ranks(&traces)?;
+    let dp_group = missing
+        .as_ref()
+        .and_then(|m| one_dp_group(&traces, m.expected));
+    if dp_group.is_some() {
+        missing = None;
+    }
     Ok(Run {
         traces,
         missing,
+        dp_group,
         skipped,
     })
 }
@@ -276,6 +283,34 @@ fn missing_ranks(traces: &[RankTrace]) -> Result<Option<MissingRanks>, ReadError
         listed: listed.join(", "),
         why,
     }))
+}
+
+/// Whether the traces are one whole data-parallel group of a `world`-rank run: every rank names
+/// its DP and TP index (vLLM's file names, SGLang's labels), all the same DP index, and TP
+/// indices 0 to n−1 with n dividing `world`. Such a run is judged as that group, as a DP replica
+/// serves on its own; a group with a TP rank missing is still a partial run.
+fn one_dp_group(traces: &[RankTrace], world: u64) -> Option<String> {
+    let mut positions = traces
+        .iter()
+        .map(|t| {
+            let name = t.file.file_name()?.to_string_lossy().into_owned();
+            rank::dp_tp_position(&name, &t.rank.label)
+        })
+        .collect::<Option<Vec<(u32, u32)>>>()?;
+    positions.sort_unstable();
+    positions.dedup();
+    let dp = positions.first()?.0;
+    let n = positions.len() as u64;
+    let whole = positions
+        .iter()
+        .enumerate()
+        .all(|(i, &(d, t))| d == dp && u64::from(t) == i as u64);
+    (whole && n < world && world % n == 0).then(|| {
+        format!(
+            "DP group {dp} of {}: TP {n} of world_size {world}",
+            world / n
+        )
+    })
 }
 
 /// Reads one file with `threads` threads: one alone reads it in a single pass; more inflate on

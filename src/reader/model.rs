@@ -540,6 +540,10 @@ pub struct Run {
     pub traces: Vec<RankTrace>,
     /// The ranks the run says it has but the files given do not hold; `None` when whole.
     pub missing: Option<MissingRanks>,
+    /// The data-parallel group the files hold when they hold one whole group of a larger
+    /// world (`DP group 1 of 2: TP 2 of world_size 4`): judged as that group, not as a run
+    /// missing the other groups' ranks.
+    pub dp_group: Option<String>,
     /// Files left out: CPU-only traces that name no rank (a serving frontend's, vLLM's
     /// `async_llm` trace), read beside the workers' traces.
     pub skipped: Vec<PathBuf>,

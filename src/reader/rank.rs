@@ -48,6 +48,36 @@ pub(super) fn rank_digits_from_file_name(file_name: &str) -> Option<String> {
     None
 }
 
+/// The data-parallel and tensor-parallel index a rank states, where it states both: vLLM's worker
+/// file names (`…_dp1_pp0_tp3_dcp0_ep3_rank7.….pt.trace.json.gz`, vllm-project/vllm#33198) or
+/// SGLang's process labels (`TP03-DP01-PP00-EP03`).
+pub(super) fn dp_tp_position(file_name: &str, label: &str) -> Option<(u32, u32)> {
+    let number_after = |text: &str, marker: &str| -> Option<u32> {
+        let at = text.find(marker)? + marker.len();
+        let digits: String = text[at..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    let from_label = || Some((number_after(label, "DP")?, number_after(label, "TP")?));
+    let from_name = || {
+        let lower = file_name.to_ascii_lowercase();
+        // Both markers, the dp one first, as vLLM writes them.
+        let dp = lower.find("_dp")?;
+        let tp = lower[dp..].find("_tp")? + dp;
+        Some((
+            number_after(&lower[dp..], "_dp")?,
+            number_after(&lower[tp..], "_tp")?,
+        ))
+    };
+    if label.starts_with("TP") {
+        from_label()
+    } else {
+        from_name()
+    }
+}
+
 /// The stage of an SGLang stage-split file: `-DECODE` / `-decode`, `-EXTEND` / `-prefill`.
 pub(super) fn stage_from_file_name(file_name: &str) -> Option<Stage> {
     if file_name.contains("-DECODE") || file_name.contains("-decode") {
@@ -77,6 +107,17 @@ mod tests {
         assert_eq!(process_label("\"Spans\""), None);
         assert_eq!(label_tp_index("TP07"), Some(7));
         assert_eq!(label_tp_index("TP00-DP01"), None);
+    }
+
+    #[test]
+    fn vllm_names_and_sglang_labels_give_dp_and_tp() {
+        let vllm = "node-a_4101_dp1_pp0_tp1_dcp0_ep3_rank3.17670000034335423.pt.trace.json.gz";
+        assert_eq!(rank_from_file_name(vllm), Some(3));
+        assert_eq!(dp_tp_position(vllm, "rank3"), Some((1, 1)));
+        assert_eq!(dp_tp_position("x", "TP03-DP01-PP00-EP03"), Some((1, 3)));
+        assert_eq!(dp_tp_position("x", "TP03"), None);
+        assert_eq!(dp_tp_position("x-TP-3.trace.json.gz", "rank3"), None);
+        assert_eq!(dp_tp_position("worker_tp1_dp0.json", "rank1"), None);
     }
 
     #[test]

@@ -229,3 +229,73 @@ fn the_real_sglang_decode_trace_said_to_be_one_of_four_is_refused_when_gating() 
     assert_exit(&inspect, 0);
     assert!(stdout(&inspect).contains("1 of 4 ranks"));
 }
+
+/// The worker files of ranks `ranks` of a stock vLLM TP4 run, renamed as vLLM names the workers of
+/// a DP2 × TP2 deployment (`_dp{r / 2}_pp0_tp{r % 2}_…_rank{r}`), in `dir`.
+fn vllm_workers_as_dp2_tp2(dir: &Path, ranks: &[u32]) -> PathBuf {
+    let full = common::synth_run(&["--scenario", "vllm-stock", "--seed", "3"]);
+    let out = dir.join(format!("dp-{ranks:?}").replace([' ', ',', '[', ']'], ""));
+    std::fs::create_dir_all(&out).unwrap();
+    for e in std::fs::read_dir(&full).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let Some(r) = ranks.iter().find(|r| name.contains(&format!("_rank{r}."))) else {
+            continue;
+        };
+        let (dp, tp) = (r / 2, r % 2);
+        let renamed = name.replace(
+            &format!("_dp0_pp0_tp{r}_dcp0_ep{r}_rank{r}."),
+            &format!("_dp{dp}_pp0_tp{tp}_dcp0_ep{r}_rank{r}."),
+        );
+        std::fs::copy(&p, out.join(renamed)).unwrap();
+    }
+    out
+}
+
+#[test]
+fn one_whole_data_parallel_group_is_judged_as_that_group_and_one_rank_of_it_is_partial() {
+    let tmp = tempfile::tempdir().unwrap();
+    let group = vllm_workers_as_dp2_tp2(tmp.path(), &[2, 3]);
+    let out = common::extract_json_output(&group);
+    assert_exit(&out, 0);
+    let x: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        x["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains(
+                "judged as one data-parallel replica, DP group 1 of 2: TP 2 of world_size 4"
+            )),
+        "{}",
+        x["warnings"]
+    );
+    let baseline = tmp.path().join("dp.toml");
+    let new = tracegate()
+        .args(["baseline", "new"])
+        .arg(&group)
+        .arg("--baseline")
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    assert_exit(&new, 0);
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    assert!(
+        text.contains("tp = 2") && !text.contains("partial_ranks"),
+        "{text}"
+    );
+    let check = run_cmd(
+        &["check", "--baseline", baseline.to_str().unwrap()],
+        &[&group],
+    );
+    assert_exit(&check, 0);
+
+    // One TP rank of the group is still a part of it.
+    let half = vllm_workers_as_dp2_tp2(tmp.path(), &[3]);
+    let check = run_cmd(
+        &["check", "--baseline", baseline.to_str().unwrap()],
+        &[&half],
+    );
+    assert_exit(&check, 2);
+    assert!(stderr(&check).contains("missing"), "{}", stderr(&check));
+}
