@@ -166,7 +166,6 @@ pub enum MetricId {
 impl MetricId {
     /// Every metric, in the order reports list them and `extract` computes them.
     pub const ALL: [MetricId; 24] = [
-        MetricId::IterationMs,
         MetricId::DecodeStepMs,
         MetricId::DecodeStepP90Ms,
         MetricId::DecodeIterMs,
@@ -175,6 +174,8 @@ impl MetricId {
         MetricId::DecodeStallPct,
         MetricId::DecodeStallMsPerStep,
         MetricId::DecodeTokensPerS,
+        // A ProfilerStep loop's: first of a loop's figures, absent from a serving run's.
+        MetricId::IterationMs,
         MetricId::GpuUtilPct,
         MetricId::DecodePhaseUtilPct,
         MetricId::CommPct,

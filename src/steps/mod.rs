@@ -67,7 +67,7 @@ impl RunKind {
     pub fn describe(self) -> &'static str {
         match self {
             RunKind::Serving => "a serving run (forward passes: decode, prefill or mixed steps)",
-            RunKind::Loop => "a ProfilerStep loop (iterations, iteration_ms)",
+            RunKind::Loop => "a ProfilerStep loop (training or batch iterations)",
         }
     }
 }

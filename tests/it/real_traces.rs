@@ -162,7 +162,8 @@ fn extract_gives_figures_for_decode_traces_and_exit_2_for_the_rest() {
         assert!(json["metrics"].get("decode_step_ms").is_none(), "{rel}");
     }
     // DLRM, one ProfilerStep per rank: no step of any kind, and not a loop.
-    for rel in ["param/dlrm_kineto"] {
+    {
+        let rel = "param/dlrm_kineto";
         let (code, stdout, stderr) = extract_status(&dir.join(rel));
         assert_eq!(code, Some(2), "{rel}: {stdout}");
         // Said once, in one short line, with what it saw and what to try.
@@ -412,7 +413,10 @@ fn report_says_how_steps_were_found_on_every_real_trace_with_forward_passes() {
                         .map(|m| f[k][m].as_u64().unwrap())
                         .sum::<u64>()
                 };
-                n("decode") + n("prefill") + f["labelled_by"]["undecided"].as_u64().unwrap_or(0)
+                n("decode")
+                    + n("prefill")
+                    + f["labelled_by"]["undecided"].as_u64().unwrap_or(0)
+                    + f["loop_iterations"].as_u64().unwrap_or(0)
             })
             .sum();
         let md = tracegate()
@@ -433,7 +437,8 @@ fn report_says_how_steps_were_found_on_every_real_trace_with_forward_passes() {
                     "from step annotations",
                     "from graph launches",
                     "from segmentation",
-                    "undecided"
+                    "undecided",
+                    "ProfilerStep iterations (a loop"
                 ]
                 .iter()
                 .any(|m| line.contains(m)),
