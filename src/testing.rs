@@ -163,6 +163,15 @@ impl TraceBuilder {
         self.push(GpuKind::Memcpy, id, ts, dur, stream, None)
     }
 
+    /// A kernel launch on host thread `tid`; returns its correlation.
+    pub fn launch_on(&mut self, ts: i64, tid: u64) -> u64 {
+        let correlation = self.launch(ts, false);
+        if let Some(l) = self.trace.launches.last_mut() {
+            l.tid = tid;
+        }
+        correlation
+    }
+
     /// A runtime launch on host thread `TID`; returns its correlation.
     pub fn launch(&mut self, ts: i64, graph: bool) -> u64 {
         let correlation = self.next_correlation;

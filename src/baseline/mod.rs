@@ -43,6 +43,10 @@ pub struct Meta {
     /// (`--partial-ranks`): `check` judges only a run of the same ranks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial_ranks: Option<String>,
+    /// `"loop"`: the figures are of a ProfilerStep loop's iterations (`iteration_ms`), written by
+    /// tracegate; absent: of a serving run. `check` judges only a run of the same kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_kind: Option<crate::metrics::RunKind>,
     pub ep: Option<u32>,
     pub concurrency: Option<u32>,
     /// MoE layers of the model, for `moe_us_per_layer` (else counted from router launches).
@@ -61,6 +65,11 @@ pub struct Meta {
 }
 
 impl Meta {
+    /// The kind of run the figures are of (a baseline without `run_kind` is of a serving run).
+    pub fn kind(&self) -> crate::metrics::RunKind {
+        self.run_kind.unwrap_or_default()
+    }
+
     /// The value of `key` as text: a `[meta]` field, else an `extra` pair.
     pub fn get(&self, key: &str) -> Option<String> {
         let text = |v: &Option<String>| v.clone();
@@ -75,6 +84,13 @@ impl Meta {
             "previous_image" => text(&self.previous_image),
             "tp" => num(self.tp),
             "partial_ranks" => text(&self.partial_ranks),
+            "run_kind" => Some(
+                match self.kind() {
+                    crate::metrics::RunKind::Serving => "serving",
+                    crate::metrics::RunKind::Loop => "loop",
+                }
+                .to_string(),
+            ),
             "ep" => num(self.ep),
             "concurrency" => num(self.concurrency),
             "moe_layers" => num(self.moe_layers),

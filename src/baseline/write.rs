@@ -350,6 +350,15 @@ fn update_document(
             section(doc, "meta")?.remove("partial_ranks");
         }
     }
+    // The kind of run, where it is not a serving run (the kind every older baseline is of).
+    match x.run.kind {
+        crate::metrics::RunKind::Loop => {
+            section(doc, "meta")?.insert("run_kind", value("loop"));
+        }
+        crate::metrics::RunKind::Serving => {
+            section(doc, "meta")?.remove("run_kind");
+        }
+    }
     let changes = write_metrics(doc, x, add_new)?;
     write_step_mix(doc, x);
     write_breakdown(doc, x);

@@ -440,7 +440,9 @@ Examples:
 )]
 pub(crate) struct SynthArgs {
     /// Scenario: mi355x-dsr1-fp4-tp4, b200-dsr1-fp4-tp4-ep4, h200-dsr1-fp8-tp8, mi325x-dsr1-fp8-tp8,
-    /// mi355x-dsr1-fp4-tp4-mtp, vllm-eager, vllm-piecewise, vllm-stock.
+    /// mi355x-dsr1-fp4-tp4-mtp, vllm-eager, vllm-piecewise, vllm-stock; or training-loop, a
+    /// ProfilerStep training loop (no serving step: --decode-steps is its iterations, host-gap and
+    /// allreduce its injections).
     #[arg(long)]
     pub scenario: String,
     /// Directory to write the traces and truth.json into (created if missing).

@@ -487,7 +487,22 @@ fn mismatches(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> Vec<String> 
         }
     }
     problems.extend(other_rank_set(x, b));
+    problems.extend(other_run_kind(x, b));
     problems
+}
+
+/// A serving run judged against a loop's baseline (or the other way round) shares few metrics
+/// with it, and would pass on those alone: refused.
+fn other_run_kind(x: &Extraction, b: &Baseline) -> Option<String> {
+    let (run, base) = (x.run.kind, b.meta.kind());
+    (run != base).then(|| {
+        format!(
+            "the run is {} but the baseline's figures are of {} (run_kind): another kind of run, \
+             so the check cannot judge it",
+            run.describe(),
+            base.describe()
+        )
+    })
 }
 
 /// A partial run (`--partial-ranks`) is judged only against a baseline of the same ranks, and a
@@ -625,6 +640,7 @@ fn flattered_by(id: MetricId) -> Flattered {
         MetricId::AllreduceRankRatio
         | MetricId::DecodeHostGapMs
         | MetricId::DecodeIterMs
+        | MetricId::IterationMs
         | MetricId::DecodeSlowMsPerIter
         | MetricId::DecodeTokensPerS
         | MetricId::UnassignedPct

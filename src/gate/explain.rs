@@ -585,7 +585,9 @@ pub(crate) fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> 
         .collect();
     let kernel_deltas = with_shares(rows, total, material);
 
-    let decode_step_change_ms = metric_change(metrics, MetricId::DecodeStepMs);
+    // A ProfilerStep loop has no decode step: its iteration is what moved.
+    let decode_step_change_ms = metric_change(metrics, MetricId::DecodeStepMs)
+        .or_else(|| metric_change(metrics, MetricId::IterationMs));
     let unclassified = unclassified(x, b, metrics);
     let transfer_grew = beyond_tolerance(metrics, MetricId::AllreduceTransferUs);
     let straggler = if transfer_grew {

@@ -24,6 +24,7 @@ const BASE: MetricDef = MetricDef {
     gated: true,
     headline: false,
     with_p90: false,
+    runs: Runs::Serving,
     meaning: "",
     compute: Compute::PerStep {
         sample: |s, _| Some(s.wall_ms()),
@@ -53,6 +54,15 @@ const fn entry(id: MetricId) -> MetricDef {
             headline: true,
             with_p90: true,
             meaning: "wall of a decode step: median per rank, slowest rank",
+            ..BASE
+        },
+        MetricId::IterationMs => MetricDef {
+            tolerance: StartTolerance::Fixed("3%"),
+            with_p90: true,
+            runs: Runs::Loop,
+            meaning: "iteration of a ProfilerStep loop: from the first GPU activity launched in \
+                      one ProfilerStep#N to the next one's: median per rank, slowest rank",
+            compute: Compute::Run(run::iteration_ms),
             ..BASE
         },
         MetricId::DecodeStepP90Ms => MetricDef {
@@ -126,6 +136,7 @@ const fn entry(id: MetricId) -> MetricDef {
             ..BASE
         },
         MetricId::UnassignedPct => MetricDef {
+            runs: Runs::Both,
             unit: Unit::Pct,
             statistic: Statistic::Mean,
             samples: Samples::Count,
@@ -148,12 +159,14 @@ const fn entry(id: MetricId) -> MetricDef {
             ..BASE
         },
         MetricId::GpuUtilPct => MetricDef {
+            runs: Runs::Both,
             unit: Unit::Pct,
             direction: Direction::Higher,
             tolerance: StartTolerance::Fixed("1pp"),
             headline: true,
-            meaning: "busy time / wall of a decode step, inside the forward (decode_phase_util_pct \
-                      counts the gaps between forwards too): median per rank, least busy rank",
+            meaning: "busy time / wall of a decode step (a loop's iteration: its kernels' span), \
+                      inside the forward (decode_phase_util_pct counts the gaps between forwards \
+                      too): median per rank, least busy rank",
             compute: Compute::PerStep {
                 sample: |s, _| s.gpu_util_pct(),
                 across: Across::Min,
@@ -196,10 +209,12 @@ const fn entry(id: MetricId) -> MetricDef {
             ..BASE
         },
         MetricId::CommPct => MetricDef {
+            runs: Runs::Both,
             unit: Unit::Pct,
             tolerance: StartTolerance::Fixed("1.5pp"),
             headline: true,
-            meaning: "comm kernel time / kernel time of a decode step: median per rank, max over ranks",
+            meaning: "comm kernel time / kernel time of a decode step (a loop's iteration): median \
+                      per rank, max over ranks",
             compute: Compute::PerStep {
                 sample: |s, c| c.decode_comm.then(|| s.comm_pct()).flatten(),
                 across: Across::Max,
@@ -207,12 +222,14 @@ const fn entry(id: MetricId) -> MetricDef {
             ..BASE
         },
         MetricId::AllreduceUs => MetricDef {
+            runs: Runs::Both,
             unit: Unit::Us,
             statistic: Statistic::Mean,
             samples: Samples::PerCall,
             tolerance: StartTolerance::Fixed("10%"),
             headline: true,
-            meaning: "mean allreduce-class call of the kept decode steps, all ranks pooled",
+            meaning: "mean allreduce-class call of the kept decode steps (a loop's iterations), all \
+                      ranks pooled",
             compute: Compute::Run(run::allreduce_us),
             ..BASE
         },
@@ -226,6 +243,7 @@ const fn entry(id: MetricId) -> MetricDef {
             ..BASE
         },
         MetricId::AllreduceRankRatio => MetricDef {
+            runs: Runs::Both,
             unit: Unit::Ratio,
             statistic: Statistic::Mean,
             samples: Samples::PerRank,
@@ -254,9 +272,11 @@ const fn entry(id: MetricId) -> MetricDef {
             ..BASE
         },
         MetricId::OverlapPct => MetricDef {
+            runs: Runs::Both,
             unit: Unit::Pct,
             direction: Direction::Higher,
-            meaning: "share of comm time overlapped by compute in a decode step: median per rank, min over ranks",
+            meaning: "share of comm time overlapped by compute in a decode step (a loop's \
+                      iteration): median per rank, min over ranks",
             compute: Compute::PerStep {
                 sample: |s, _| s.overlap_pct(),
                 across: Across::Min,
@@ -264,9 +284,11 @@ const fn entry(id: MetricId) -> MetricDef {
             ..BASE
         },
         MetricId::OtherPct => MetricDef {
+            runs: Runs::Both,
             unit: Unit::Pct,
             tolerance: StartTolerance::Fixed("2pp"),
-            meaning: "kernel time in category other (no rule knows the kernel) / kernel time of a decode step: median per rank, max over ranks",
+            meaning: "kernel time in category other (no rule knows the kernel) / kernel time of a \
+                      decode step (a loop's iteration): median per rank, max over ranks",
             compute: Compute::PerStep {
                 sample: |s, _| s.other_pct(),
                 across: Across::Max,

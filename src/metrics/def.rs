@@ -7,6 +7,7 @@ use super::compute::StepFigures;
 use super::figures::{Context, RunFigures};
 use super::{Direction, Metric, MetricMap};
 use crate::stats::Statistic;
+use crate::steps::RunKind;
 use crate::units::Unit;
 
 /// Which steps a metric is measured on.
@@ -17,6 +18,26 @@ pub enum Phase {
     Prefill,
     /// Forward passes that mix prefill and decode tokens (chunked prefill).
     Mixed,
+}
+
+/// The kinds of run a metric is measured on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// Serving runs only (the decode, prefill and mixed figures).
+    Serving,
+    /// ProfilerStep loops only (`iteration_ms`).
+    Loop,
+    /// Both: on a loop, a per-step figure of its iterations in place of its decode steps.
+    Both,
+}
+
+impl Runs {
+    pub fn include(self, kind: RunKind) -> bool {
+        matches!(
+            (self, kind),
+            (Runs::Both, _) | (Runs::Serving, RunKind::Serving) | (Runs::Loop, RunKind::Loop)
+        )
+    }
 }
 
 /// How the per-rank values of a per-step metric make the run's value.
@@ -84,6 +105,8 @@ pub struct MetricDef {
     pub headline: bool,
     /// Per-step metrics: also report `p90`, the max over ranks of the per-rank 90th percentile.
     pub with_p90: bool,
+    /// The kinds of run it is measured on.
+    pub runs: Runs,
     /// One line for people: what the value is.
     pub meaning: &'static str,
     pub compute: Compute,
@@ -128,6 +151,7 @@ pub enum MetricId {
     DecodeStepP90Ms,
     DecodeTokensPerS,
     GpuUtilPct,
+    IterationMs,
     MixedStepMs,
     MoeUsPerLayer,
     OtherPct,
@@ -144,7 +168,7 @@ pub enum MetricId {
 
 impl MetricId {
     /// Every metric, in the order reports list them and `extract` computes them.
-    pub const ALL: [MetricId; 26] = [
+    pub const ALL: [MetricId; 27] = [
         MetricId::DecodeStepMs,
         MetricId::DecodeStepP90Ms,
         MetricId::DecodeIterMs,
@@ -153,6 +177,8 @@ impl MetricId {
         MetricId::DecodeStallPct,
         MetricId::DecodeStallMsPerStep,
         MetricId::DecodeTokensPerS,
+        // A ProfilerStep loop's: first of a loop's figures, absent from a serving run's.
+        MetricId::IterationMs,
         MetricId::GpuUtilPct,
         MetricId::DecodePhaseUtilPct,
         MetricId::SpecDraftPct,
@@ -190,6 +216,7 @@ impl MetricId {
             MetricId::DecodeStepP90Ms => "decode_step_p90_ms",
             MetricId::DecodeTokensPerS => "decode_tokens_per_s",
             MetricId::GpuUtilPct => "gpu_util_pct",
+            MetricId::IterationMs => "iteration_ms",
             MetricId::MixedStepMs => "mixed_step_ms",
             MetricId::MoeUsPerLayer => "moe_us_per_layer",
             MetricId::OtherPct => "other_pct",

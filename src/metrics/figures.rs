@@ -59,6 +59,8 @@ pub struct Context {
 /// Every rank's figures, with the context the per-step figures need.
 pub struct RunFigures<'a> {
     pub(crate) ranks: &'a [RankFigures<'a>],
+    /// Which metrics the run has: a loop's figures are of its iterations.
+    pub kind: crate::steps::RunKind,
     pub context: Context,
     /// The collectives matched across ranks (`super::waits`).
     pub waits: Option<&'a super::waits::Waits>,
@@ -72,16 +74,18 @@ pub(crate) fn rank_figures<'a>(
     let mut scratch = Scratch::default();
     let mut allreduce_ns = Vec::new();
     let mut routing_calls: FxHashMap<&'a str, Vec<u32>> = FxHashMap::default();
+    // A loop's iterations stand where a serving run's kept decode steps do.
+    let main = rs.main_steps();
     let mut totals = RankTotals {
-        steps: rs.decode.len(),
+        steps: main.len(),
         ..RankTotals::default()
     };
-    let n_steps = rs.decode.len();
+    let n_steps = main.len();
     let mut decode = Vec::with_capacity(n_steps);
     // Keyed by (trace, name id) while counting: hashing an integer, not a 100-byte kernel name,
     // per activity.
     let mut by_id: FxHashMap<(usize, NameId, Category), (i64, u64)> = FxHashMap::default();
-    for (k, step) in rs.decode.iter().enumerate() {
+    for (k, step) in main.iter().enumerate() {
         let (trace, cls) = (&run.traces[step.trace], classes[step.trace].as_slice());
         decode.push(step_figures(
             trace,
@@ -152,7 +156,7 @@ pub(crate) fn rank_figures<'a>(
 /// the order of `rs.decode`, for the busy time of the forward.
 fn iteration_figures(rs: &RankSteps, decode: &[StepFigures]) -> Vec<IterFigures> {
     let busy: FxHashMap<(usize, i64), i64> = rs
-        .decode
+        .main_steps()
         .iter()
         .zip(decode)
         .map(|(s, f)| ((s.trace, s.start), f.busy_ns))

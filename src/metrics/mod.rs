@@ -27,6 +27,7 @@ use crate::steps::{self, Detection, RankSteps, DEFAULT_WARMUP_STEPS};
 use crate::taxonomy::Class;
 use crate::units::Unit;
 
+pub(crate) use crate::steps::RunKind;
 use breakdown::{Breakdown, RankTotals};
 pub use catalog::{MetricDef, MetricId, METRICS};
 use figures::{rank_figures, RankFigures};
@@ -69,6 +70,14 @@ pub enum MetricsError {
     /// One line: what was found, and what to try.
     #[error("no decode step (nor prefill or mixed) in any rank: {found}; {next}")]
     NoDecodeStep { found: String, next: String },
+    /// xDiT's `execute_diffusion_…` annotations: the run's steps are stages of different shape.
+    #[error(
+        "a diffusion pipeline ({calls} `{name}` annotation{s}, xDiT's), not a decode loop: its \
+         steps are stages of different shape (text encoder, denoising steps, VAE), so it has no \
+         decode step to gate; `tracegate report` analyses it",
+        s = if *calls == 1 { "" } else { "s" }
+    )]
+    Diffusion { calls: u64, name: String },
     #[error(
         "no steady decode step in any rank: {found} decode steps found, {warmup} dropped as warm-up \
          (warm-up steps: {warmup_steps}), {outliers} dropped as outliers"
@@ -162,6 +171,9 @@ pub struct RunInfo {
     /// Device name of the first trace that reports one.
     pub device: Option<String>,
     pub warmup_steps: usize,
+    /// `loop` for a ProfilerStep loop; absent for a serving run.
+    #[serde(skip_serializing_if = "RunKind::is_serving")]
+    pub kind: RunKind,
     /// Which ranks of how many a partial run holds ("0 of 4", "0,1 of 4"); absent when whole.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partial_ranks: Option<String>,
@@ -346,8 +358,14 @@ pub fn extract(
     }
     let context = context(&figures, moe_layers.as_ref());
     let waits = waits::match_collectives(run, classes, &rank_steps);
+    let kind = if rank_steps.iter().any(|r| !r.loop_steps.is_empty()) {
+        RunKind::Loop
+    } else {
+        RunKind::Serving
+    };
     let metrics = run::all_metrics(
         &RunFigures {
+            kind,
             ranks: &figures,
             context,
             waits: waits.as_ref(),
@@ -389,7 +407,12 @@ pub fn extract(
             ranks: rank_steps.iter().map(|r| r.rank.index).collect(),
             traces: run.traces.len(),
             device: run_device(run),
-            warmup_steps: opts.warmup_steps,
+            warmup_steps: if kind == RunKind::Loop {
+                0
+            } else {
+                opts.warmup_steps
+            },
+            kind,
             partial_ranks: run.missing.as_ref().map(|m| {
                 let present: Vec<String> =
                     run.rank_indices().iter().map(|r| r.to_string()).collect();
@@ -499,12 +522,21 @@ fn rank_warnings(run: &Run, rank_steps: &[RankSteps]) -> Vec<String> {
 /// warm-up and outlier removal, saying what was found instead. A run of prefill or mixed steps
 /// alone is a run: it has the metrics of those.
 fn check_decode_steps(ranks: &[RankSteps], warmup_steps: usize) -> Result<(), MetricsError> {
-    if ranks.iter().any(|r| !r.decode.is_empty()) {
-        return Ok(());
-    }
     let mut found = Detection::default();
     for r in ranks {
         found.merge(&r.found);
+    }
+    if found.diffusion_calls > 0 {
+        return Err(MetricsError::Diffusion {
+            calls: found.diffusion_calls,
+            name: found.diffusion_name.clone().unwrap_or_default(),
+        });
+    }
+    if ranks
+        .iter()
+        .any(|r| !r.decode.is_empty() || !r.loop_steps.is_empty())
+    {
+        return Ok(());
     }
     let decode_found = found.decode.total() as usize;
     if decode_found > 0 {
@@ -522,7 +554,15 @@ fn check_decode_steps(ranks: &[RankSteps], warmup_steps: usize) -> Result<(), Me
         return Ok(());
     }
     Err(MetricsError::NoDecodeStep {
-        found: describe(&found, ranks.len()),
+        found: describe(
+            &found,
+            ranks.len(),
+            ranks
+                .iter()
+                .map(|r| r.found.profiler_steps)
+                .max()
+                .unwrap_or(0),
+        ),
         next: next_step(&found),
     })
 }
@@ -554,6 +594,8 @@ fn next_step(found: &Detection) -> String {
     if found.graph_captures > 0 {
         "this trace records a CUDA-graph capture: profile the replay (the serving loop) instead"
             .into()
+    } else if found.profiler_steps > 0 {
+        "`tracegate report` shows how the trace was cut".into()
     } else {
         "`tracegate report` shows how the trace was cut; --step-gap DURATION sets the cut".into()
     }
@@ -577,27 +619,58 @@ fn check_same_step_counts(ranks: &[RankSteps]) -> Result<(), MetricsError> {
     Err(MetricsError::StepCountMismatch { counts })
 }
 
-/// "1,204 GPU activities in 1 rank, 0 step annotations, 0 graph launches, 7 segments of which 0
-/// forwards": short, the details are `report`'s.
-fn describe(found: &Detection, ranks: usize) -> String {
+/// "1,204 GPU activities in 1 rank, 7 segments cut from the rest, 0 forwards, 2 ProfilerSteps
+/// (fewer than 3 is not a loop), annotations: `ProfilerStep#N`, `Optimizer.step#SGD.step`":
+/// short (step annotations and graph launches only where there are any), the details are
+/// `report`'s.
+fn describe(found: &Detection, ranks: usize, profiler_steps_per_rank: u64) -> String {
     let forwards = found
         .gap_segments
         .saturating_sub(found.gap_segments_rejected);
     let undecided = found.labelled_by.undecided;
     let mut line = format!(
-        "{} in {}, {}, {}, {} cut from the rest, {}",
+        "{} in {}",
         count(found.activities, "GPU activity"),
         count(ranks as u64, "rank"),
-        count(found.step_annotations, "step annotation"),
-        count(found.graph_launches, "graph launch"),
+    );
+    // Step annotations and graph launches where there are any: the annotations seen say the rest.
+    for (n, what) in [
+        (found.step_annotations, "step annotation"),
+        (found.graph_launches, "graph launch"),
+    ] {
+        if n > 0 {
+            line.push_str(&format!(", {}", count(n, what)));
+        }
+    }
+    line.push_str(&format!(
+        ", {} cut from the rest, {}",
         count(found.gap_segments, "segment"),
         count(forwards, "forward"),
-    );
+    ));
     if undecided > 0 {
         line.push_str(&format!(
             " ({} neither prefill nor decode by any evidence)",
             thousands(undecided)
         ));
+    }
+    if profiler_steps_per_rank > 0 {
+        line.push_str(&format!(
+            ", {}{} (fewer than {} is not a loop)",
+            count(profiler_steps_per_rank, "ProfilerStep"),
+            if ranks > 1 { " per rank" } else { "" },
+            steps::LOOP_MIN_ITERATIONS
+        ));
+    }
+    if !found.annotations_seen.is_empty() {
+        let names: Vec<String> = found
+            .annotations_seen
+            .iter()
+            .take(3)
+            .map(|(name, _)| format!("`{}`", shortened(name)))
+            .collect();
+        line.push_str(&format!(", annotations: {}", names.join(", ")));
+    } else {
+        line.push_str(", no CPU annotation");
     }
     if found.graph_captures > 0 {
         line.push_str(&format!(
@@ -620,6 +693,17 @@ fn count(n: u64, what: &str) -> String {
         format!("{what}s")
     };
     format!("{} {plural}", thousands(n))
+}
+
+/// An annotation name cut to 32 characters, with an ellipsis where it was cut.
+fn shortened(name: &str) -> String {
+    const MAX: usize = 32;
+    if name.chars().count() <= MAX {
+        return name.to_string();
+    }
+    let mut cut: String = name.chars().take(MAX - 1).collect();
+    cut.push('…');
+    cut
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -13,7 +13,7 @@ use crate::steps::Stalls;
 /// Computes every metric of the registry, in its order; metrics without inputs are absent.
 pub(crate) fn all_metrics(figures: &RunFigures<'_>, defs: &[MetricDef]) -> MetricMap {
     let mut metrics = MetricMap::new();
-    for def in defs {
+    for def in defs.iter().filter(|d| d.runs.include(figures.kind)) {
         let metric = match def.compute {
             Compute::PerStep { sample, across } => per_step_metric(figures, def, sample, across),
             Compute::Run(f) => f(def, figures, &metrics),
@@ -300,6 +300,16 @@ pub(crate) fn decode_iter_ms(
     ranked_metric(figures, def, Across::Max, |f| {
         f.iterations.iter().map(|i| i.iter_ms).collect()
     })
+}
+
+/// `iteration_ms`: per rank the median of its ProfilerStep loop's iterations (one iteration's
+/// first GPU activity to the next one's), the slowest rank's; samples one per iteration.
+pub(crate) fn iteration_ms(
+    def: &MetricDef,
+    figures: &RunFigures<'_>,
+    metrics: &MetricMap,
+) -> Option<Metric> {
+    decode_iter_ms(def, figures, metrics)
 }
 
 /// `decode_host_gap_ms`: per rank the median GPU-idle time between consecutive decode forwards,

@@ -575,7 +575,7 @@ fn no_step_at_all_says_what_was_found_in_one_short_line_with_a_next_step() {
     assert_eq!(
         err.to_string(),
         "no decode step (nor prefill or mixed) in any rank: 1,204 GPU activities in 1 rank, \
-         0 step annotations, 0 graph launches, 1 segment cut from the rest, 0 forwards; \
+         1 segment cut from the rest, 0 forwards, no CPU annotation; \
          `tracegate report` shows how the trace was cut; --step-gap DURATION sets the cut"
     );
 }
@@ -708,4 +708,58 @@ fn other_pct_is_the_share_of_other_kernel_time_on_the_worst_rank() {
     assert_close(m.per_rank[&1], 25.0 / 225.0 * 100.0);
     assert!(m.samples.len() == 4 && m.samples.iter().all(|&v| (v - 20.0).abs() < 1e-9));
     assert_eq!(m.decided_by, Some(0));
+}
+
+#[test]
+fn a_profiler_step_loop_gives_iteration_ms_and_no_decode_metric() {
+    let mut b = TraceBuilder::new(0);
+    for k in 0..5 {
+        let t = k * 20 * MS + if k == 3 { 2 * MS } else { 0 };
+        b.annotation(&format!("ProfilerStep#{k}"), t, MS, crate::testing::TID);
+        let c = b.launch(t + 10 * US, false);
+        let g = b.kernel("nvjet_tst", Category::DenseGemm, t + 100 * US, 8 * MS, 0);
+        b.link(g, c);
+    }
+    let (run, classes) = run_of(vec![b.build()]);
+    let x = extract(&run, &classes, &ExtractOptions::default()).unwrap();
+    assert_eq!(x.run.kind, RunKind::Loop);
+    // Iterations 20, 20, 22, 18 ms: median 20.
+    let it = &x.metrics[&MetricId::IterationMs];
+    assert_close(it.value, 20.0);
+    assert_eq!(it.samples.len(), 4);
+    assert_close(x.metrics[&MetricId::GpuUtilPct].value, 100.0);
+    for id in [
+        MetricId::DecodeStepMs,
+        MetricId::DecodeIterMs,
+        MetricId::DecodeStallPct,
+        MetricId::PrefillStepMs,
+    ] {
+        assert!(!x.metrics.contains_key(&id), "{id}");
+    }
+    assert!(x.metrics.contains_key(&MetricId::UnassignedPct));
+}
+
+#[test]
+fn a_diffusion_pipeline_is_refused_saying_so() {
+    let mut b = TraceBuilder::new(0);
+    for k in 0..4 {
+        let c = b.launch(k * 100 * MS, true);
+        b.forward(c, k * 100 * MS + MS, 5 * MS);
+    }
+    b.annotation(
+        "execute_diffusion_1_256x256",
+        0,
+        400 * MS,
+        crate::testing::TID,
+    );
+    let (run, classes) = run_of(vec![b.build()]);
+    let err = extract(&run, &classes, &ExtractOptions::default()).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(
+            "a diffusion pipeline (1 `execute_diffusion_1_256x256` annotation, xDiT's), not a \
+             decode loop"
+        ),
+        "{text}"
+    );
 }

@@ -353,6 +353,15 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
             w.baseline.display(),
         );
     }
+    if !w.force && baseline.meta.kind() != x.run.kind {
+        return refused!(
+            "{}: the baseline's figures are of {} (run_kind) but the run is {}; refusing to \
+             overwrite (use --force)",
+            w.baseline.display(),
+            baseline.meta.kind().describe(),
+            x.run.kind.describe()
+        );
+    }
     // Held from reading the old text to writing the new: a concurrent update waits, then reads
     // what this one wrote.
     let lock = (!w.dry_run)

@@ -418,14 +418,18 @@ fn image_bump(result: &CheckResult) -> Option<(String, String)> {
 
 /// The decode step's change as the headline says it: `decode step +4.2% (20.127 → 20.979 ms)`;
 /// the decode iteration's (`decode iteration +9.8% (...)`, what a token costs) when it regressed
-/// and the forward did not: time between forwards.
+/// and the forward did not: time between forwards; a ProfilerStep loop's iteration
+/// (`iteration +10.0% (...)`).
 fn decode_step_words(result: &CheckResult) -> Option<String> {
     let find = |id: MetricId| result.metrics.iter().find(|m| m.name == id);
     let regressed = |id: MetricId| find(id).is_some_and(|m| m.verdict == Verdict::Regressed);
     let (m, what) = if regressed(MetricId::DecodeIterMs) && !regressed(MetricId::DecodeStepMs) {
         (find(MetricId::DecodeIterMs)?, "decode iteration")
+    } else if let Some(m) = find(MetricId::DecodeStepMs) {
+        (m, "decode step")
     } else {
-        (find(MetricId::DecodeStepMs)?, "decode step")
+        // A ProfilerStep loop's headline figure.
+        (find(MetricId::IterationMs)?, "iteration")
     };
     let (base, cur) = (m.baseline?, m.current?);
     let change = match m.change_pct {
@@ -785,7 +789,12 @@ pub(crate) fn why_words(result: &CheckResult) -> Words {
             decode_step_change_ms,
             kernel_time_change_ms,
         } => w.text(format!(
-            "The decode step moved by {} while kernel time moved by only {} per step: the step changed through concurrency or idle time, not slower kernels.",
+            "The {} moved by {} while kernel time moved by only {} per step: the step changed through concurrency or idle time, not slower kernels.",
+            if result.metrics.iter().any(|m| m.name == MetricId::IterationMs) {
+                "iteration"
+            } else {
+                "decode step"
+            },
             ms_change(*decode_step_change_ms),
             ms_change(*kernel_time_change_ms)
         )),

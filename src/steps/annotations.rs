@@ -129,6 +129,38 @@ pub(super) fn parse_execute_annotation(name: &str) -> Option<Label> {
     ))
 }
 
+/// PyTorch profiler's iteration annotation, `ProfilerStep#N` (written by `torch.profiler.profile`
+/// on each `step()`): the iteration number, `None` for another name.
+pub(super) fn parse_profiler_step(name: &str) -> Option<u64> {
+    name.strip_prefix("ProfilerStep#")?.parse().ok()
+}
+
+/// xDiT's annotation of one diffusion pipeline call, `execute_diffusion_1_256x256`: its steps
+/// are stages of different shape (text encoder, denoising steps, VAE decode), not forwards of a
+/// decode loop.
+pub(super) fn is_diffusion_annotation(name: &str) -> bool {
+    name.starts_with("execute_diffusion_")
+}
+
+/// An annotation name with every run of digits folded to `N` (`ProfilerStep#12` →
+/// `ProfilerStep#N`), so that the names a trace repeats with a counter count as one.
+pub(super) fn folded_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut in_digits = false;
+    for c in name.chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                out.push('N');
+            }
+            in_digits = true;
+        } else {
+            out.push(c);
+            in_digits = false;
+        }
+    }
+    out
+}
+
 /// Step annotations of one host thread, sorted by start, with the running maximum end so that a
 /// lookup can stop as soon as no earlier annotation can still contain the time.
 struct ThreadAnnotations {
@@ -235,5 +267,19 @@ mod tests {
             parse_execute_annotation("execute_context_1(1)_generation_0(0)")
                 .is_some_and(|l| l.spec.is_none())
         );
+    }
+
+    #[test]
+    fn profiler_steps_and_diffusion_calls_are_told_by_their_names() {
+        assert_eq!(parse_profiler_step("ProfilerStep#1009"), Some(1009));
+        assert_eq!(parse_profiler_step("ProfilerStep#"), None);
+        assert_eq!(parse_profiler_step("ProfilerStep"), None);
+        assert!(is_diffusion_annotation("execute_diffusion_1_256x256"));
+        assert!(!is_diffusion_annotation(
+            "execute_context_1(8)_generation_0(0)"
+        ));
+        assert_eq!(folded_name("ProfilerStep#12"), "ProfilerStep#N");
+        assert_eq!(folded_name("nccl:all_reduce"), "nccl:all_reduce");
+        assert_eq!(folded_name("a12b3"), "aNbN");
     }
 }

@@ -27,8 +27,8 @@ use crate::reader::model::{AnnotationSide, GpuActivity, GpuKind, RankId, RankTra
 use crate::taxonomy::{Category, Class, Collective};
 
 use annotations::{
-    parse_execute_annotation, parse_step_annotation, AnnotationIndex, Label, SpecRole,
-    StepAnnotation,
+    folded_name, is_diffusion_annotation, parse_execute_annotation, parse_profiler_step,
+    parse_step_annotation, AnnotationIndex, Label, SpecRole, StepAnnotation,
 };
 pub(crate) use iterations::Iteration;
 use iterations::{Mark, MarkKind};
@@ -46,6 +46,31 @@ pub enum StepKind {
     Prefill,
     /// Prefill and decode tokens in one forward pass (vLLM's chunked prefill, SGLang's `MIXED`).
     Mixed,
+}
+
+/// What kind of run the figures are of: a serving loop's forward passes (decode, prefill and
+/// mixed steps), or a ProfilerStep loop's iterations (a training or batch loop with at least 3
+/// `ProfilerStep#N` and no serving step).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    #[default]
+    Serving,
+    Loop,
+}
+
+impl RunKind {
+    pub fn is_serving(&self) -> bool {
+        *self == RunKind::Serving
+    }
+
+    /// How a report names it: "a serving run (decode steps)", "a ProfilerStep loop".
+    pub fn describe(self) -> &'static str {
+        match self {
+            RunKind::Serving => "a serving run (forward passes: decode, prefill or mixed steps)",
+            RunKind::Loop => "a ProfilerStep loop (training or batch iterations)",
+        }
+    }
 }
 
 /// How a step was found.
@@ -207,6 +232,45 @@ pub struct Detection {
     /// What decided the kind of each forward pass segmentation found.
     #[serde(skip_serializing_if = "EvidenceCounts::is_empty")]
     pub labelled_by: EvidenceCounts,
+    /// CPU `ProfilerStep#N` annotations (PyTorch profiler's iterations).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub profiler_steps: u64,
+    /// Iterations of a ProfilerStep loop (a run without serving steps whose every rank holds
+    /// at least [`LOOP_MIN_ITERATIONS`] of them): the steps the figures are of.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub loop_iterations: u64,
+    /// xDiT's `execute_diffusion_…` CPU annotations: a diffusion pipeline, whose traces get no
+    /// step.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub diffusion_calls: u64,
+    /// The first diffusion annotation's name.
+    #[serde(skip)]
+    pub diffusion_name: Option<String>,
+    /// The CPU annotation names seen, digits folded (`ProfilerStep#N`), with how many: the
+    /// most frequent first, at most [`ANNOTATIONS_KEPT`], for saying what a trace holds when
+    /// no step was found.
+    #[serde(skip)]
+    pub annotations_seen: Vec<(String, u64)>,
+}
+
+/// ProfilerStep iterations a rank needs for the run to be a loop: fewer give one or two
+/// samples of `iteration_ms`, which is no loop.
+pub(crate) const LOOP_MIN_ITERATIONS: u64 = 3;
+
+/// Annotation names kept in [`Detection::annotations_seen`].
+const ANNOTATIONS_KEPT: usize = 6;
+
+/// Adds `more` to the counts of `names` and keeps the [`ANNOTATIONS_KEPT`] most frequent (ties
+/// by name).
+fn merge_names(names: &mut Vec<(String, u64)>, more: &[(String, u64)]) {
+    for (name, n) in more {
+        match names.iter_mut().find(|(m, _)| m == name) {
+            Some((_, count)) => *count += n,
+            None => names.push((name.clone(), *n)),
+        }
+    }
+    names.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    names.truncate(ANNOTATIONS_KEPT);
 }
 
 impl Detection {
@@ -229,6 +293,13 @@ impl Detection {
         self.spec_orphans += other.spec_orphans;
         self.segmentation.extend(other.segmentation.iter().cloned());
         self.labelled_by.merge(&other.labelled_by);
+        self.profiler_steps += other.profiler_steps;
+        self.loop_iterations += other.loop_iterations;
+        self.diffusion_calls += other.diffusion_calls;
+        if self.diffusion_name.is_none() {
+            self.diffusion_name.clone_from(&other.diffusion_name);
+        }
+        merge_names(&mut self.annotations_seen, &other.annotations_seen);
     }
 
     /// How the steps were found, in one line: per method the decode and prefill steps it gave, then
@@ -265,6 +336,12 @@ impl Detection {
                 .map(|(what, _)| *what)
                 .collect::<Vec<_>>()
                 .join(" and ")
+            ));
+        }
+        if self.loop_iterations > 0 {
+            parts.push(format!(
+                "{} ProfilerStep iterations (a loop, no serving step)",
+                self.loop_iterations
             ));
         }
         if parts.is_empty() {
@@ -371,12 +448,29 @@ pub struct RankSteps {
     pub unassigned_ns: i64,
     /// Kernel time per kind of step (every decode step, warm-up and outliers included), ns.
     pub mix: StepMix,
-    /// Decode iterations: from a decode forward after warm-up to the next one, in start order.
+    /// Decode iterations: from a decode forward after warm-up to the next one, in start order;
+    /// in a ProfilerStep loop, from one iteration's first GPU activity to the next one's.
     pub iterations: Vec<Iteration>,
+    /// The iterations of a ProfilerStep loop (empty unless the run is one, see
+    /// [`Detection::loop_iterations`]), in start order: each is the GPU activities launched,
+    /// from any host thread, inside one `ProfilerStep#N` annotation. Their `kind` is `Decode`
+    /// and means nothing: a loop has no decode, prefill or mixed step.
+    pub loop_steps: Vec<Step>,
     pub found: Detection,
     /// Forward passes found by segmentation, each with its kind (or undecided) and the evidence
     /// that decided it, in start order.
     pub labels: Vec<StepLabel>,
+}
+
+impl RankSteps {
+    /// The steps the per-step figures are of: a loop's iterations, else the kept decode steps.
+    pub fn main_steps(&self) -> &[Step] {
+        if self.loop_steps.is_empty() {
+            &self.decode
+        } else {
+            &self.loop_steps
+        }
+    }
 }
 
 /// Kernel time (sum of durations, ns) by what holds it: decode, prefill and mixed steps, steps of
@@ -389,11 +483,23 @@ pub struct StepMix {
     pub mixed: i64,
     pub other_label: i64,
     pub unassigned: i64,
+    /// Iterations of a ProfilerStep loop.
+    #[serde(skip_serializing_if = "is_zero_ns")]
+    pub loop_iterations: i64,
+}
+
+fn is_zero_ns(n: &i64) -> bool {
+    *n == 0
 }
 
 impl StepMix {
     pub fn total(&self) -> i64 {
-        self.decode + self.prefill + self.mixed + self.other_label + self.unassigned
+        self.decode
+            + self.prefill
+            + self.mixed
+            + self.other_label
+            + self.unassigned
+            + self.loop_iterations
     }
 
     pub fn add(&mut self, other: &StepMix) {
@@ -402,6 +508,7 @@ impl StepMix {
         self.mixed += other.mixed;
         self.other_label += other.other_label;
         self.unassigned += other.unassigned;
+        self.loop_iterations += other.loop_iterations;
     }
 }
 
@@ -486,7 +593,7 @@ pub(crate) fn find_steps_with(
     order.sort_unstable();
 
     let mut per_trace: Vec<Option<TraceSteps>> = per_trace.into_iter().map(Some).collect();
-    order
+    let mut ranks = order
         .iter()
         .map(|rank| {
             let traces = groups.remove(rank).unwrap_or_default();
@@ -498,9 +605,11 @@ pub(crate) fn find_steps_with(
             let mut labels = Vec::new();
             let mut mix = StepMix::default();
             let mut marks = Vec::new();
+            let mut loop_steps = Vec::new();
             for &t in &traces {
                 if let Some(ts) = per_trace[t].take() {
                     found.merge(&ts.found);
+                    loop_steps.extend(ts.profiler);
                     labels.extend(ts.labels);
                     unassigned_ns += ts.unassigned_ns;
                     mix.unassigned += ts.unassigned_ns;
@@ -556,6 +665,7 @@ pub(crate) fn find_steps_with(
             }));
             let rank_traces: Vec<&RankTrace> = traces.iter().map(|&t| &run.traces[t]).collect();
             let iterations = iterations::iterations(&rank_traces, &traces, &mut marks);
+            loop_steps.sort_by(by_start);
             RankSteps {
                 rank: run.traces[traces[0]].rank.clone(),
                 dropped_outliers: dropped.len() - dropped_warmup,
@@ -568,11 +678,89 @@ pub(crate) fn find_steps_with(
                 unassigned_ns,
                 mix,
                 iterations,
+                loop_steps,
                 found,
                 labels,
             }
         })
-        .collect()
+        .collect::<Vec<RankSteps>>();
+    let is_loop = is_profiler_loop(&ranks);
+    for r in &mut ranks {
+        if is_loop {
+            into_loop(r, run);
+        } else {
+            r.loop_steps.clear();
+        }
+    }
+    ranks
+}
+
+/// A run is a ProfilerStep loop when no rank has a serving step that annotations or graph
+/// launches found (segmentation's guesses give way to the profiler's own iterations), no trace
+/// is a diffusion pipeline's, and every rank holds at least [`LOOP_MIN_ITERATIONS`]
+/// ProfilerStep iterations with GPU work.
+fn is_profiler_loop(ranks: &[RankSteps]) -> bool {
+    let sure = |c: &SourceCounts| c.annotation + c.graph_launch > 0;
+    !ranks.is_empty()
+        && ranks.iter().all(|r| {
+            let f = &r.found;
+            f.diffusion_calls == 0
+                && f.step_annotations == 0
+                && !sure(&f.decode)
+                && !sure(&f.prefill)
+                && !sure(&f.mixed)
+                && r.loop_steps.len() as u64 >= LOOP_MIN_ITERATIONS
+        })
+}
+
+/// Makes a rank's steps those of its ProfilerStep loop: its iterations are the steps, the
+/// iterations between them its [`Iteration`]s (no warm-up: a profiler schedule has its own), and
+/// what segmentation found is dropped.
+fn into_loop(r: &mut RankSteps, run: &Run) {
+    let steps = std::mem::take(&mut r.loop_steps);
+    let all: i64 = r
+        .traces
+        .iter()
+        .map(|&t| run.traces[t].gpu.iter().map(|a| a.dur).sum::<i64>())
+        .sum();
+    let in_loop: i64 = steps
+        .iter()
+        .map(|s| kernel_time(&run.traces[s.trace], &s.activities))
+        .sum();
+    r.decode.clear();
+    r.prefill.clear();
+    r.mixed.clear();
+    r.dropped.clear();
+    r.labels.clear();
+    r.dropped_warmup = 0;
+    r.dropped_outliers = 0;
+    r.unassigned_ns = all - in_loop;
+    r.mix = StepMix {
+        loop_iterations: in_loop,
+        unassigned: all - in_loop,
+        ..StepMix::default()
+    };
+    r.found.decode = SourceCounts::default();
+    r.found.prefill = SourceCounts::default();
+    r.found.mixed = SourceCounts::default();
+    r.found.labelled_by = EvidenceCounts::default();
+    r.found.loop_iterations = steps.len() as u64;
+    r.iterations = steps
+        .windows(2)
+        .filter(|w| w[0].trace == w[1].trace)
+        .map(|w| {
+            let (a, b) = (&w[0], &w[1]);
+            Iteration {
+                trace: a.trace,
+                start: a.start,
+                end: a.end,
+                next: b.start,
+                gap_busy_ns: iterations::busy_between(&run.traces[a.trace], a.end, b.start),
+                kept: true,
+            }
+        })
+        .collect();
+    r.loop_steps = steps;
 }
 
 /// Splits decode steps (in start order) into the steady state and the dropped ones: the first
@@ -768,6 +956,8 @@ struct TraceSteps {
     labels: Vec<StepLabel>,
     /// The part each of `steps` plays in a speculative iteration (same order).
     roles: Vec<Option<SpecRole>>,
+    /// The trace's ProfilerStep iterations, in start order: the steps of a loop, if the run is one.
+    profiler: Vec<Step>,
 }
 
 /// Who claims the activities of one launch.
@@ -854,6 +1044,16 @@ fn trace_steps(
             .count() as u64,
         ..Detection::default()
     };
+    seen_annotations(trace, &mut found);
+    if found.diffusion_calls > 0 {
+        // A diffusion pipeline's stages are no forwards of a decode loop: no step, whatever
+        // segmentation would make of them.
+        return TraceSteps {
+            unassigned_ns: trace.gpu.iter().map(|a| a.dur).sum(),
+            found,
+            ..TraceSteps::default()
+        };
+    }
     let (annotations, execute) = step_annotations(trace);
     found.step_annotations = annotations.len() as u64;
     if execute {
@@ -871,6 +1071,7 @@ fn trace_steps(
 
     let mut out = TraceSteps {
         found,
+        profiler: profiler_steps(trace, trace_index),
         ..TraceSteps::default()
     };
     let mut pool = claims.free;
@@ -926,6 +1127,81 @@ fn trace_steps(
         }
     }
     out
+}
+
+/// Counts the trace's CPU annotations by folded name, its ProfilerStep and diffusion annotations.
+fn seen_annotations(trace: &RankTrace, found: &mut Detection) {
+    let mut by_name: HashMap<crate::reader::model::NameId, u64> = HashMap::new();
+    for a in &trace.annotations {
+        if a.side == AnnotationSide::Cpu {
+            *by_name.entry(a.name).or_default() += 1;
+        }
+    }
+    let mut folded: Vec<(String, u64)> = Vec::new();
+    let mut names: Vec<_> = by_name.into_iter().collect();
+    names.sort_unstable();
+    for (id, n) in names {
+        let name = trace.name(id);
+        if is_diffusion_annotation(name) {
+            found.diffusion_calls += n;
+            if found.diffusion_name.is_none() {
+                found.diffusion_name = Some(name.to_string());
+            }
+        }
+        if parse_profiler_step(name).is_some() {
+            found.profiler_steps += n;
+        }
+        folded.push((folded_name(name), n));
+    }
+    merge_names(&mut found.annotations_seen, &folded);
+}
+
+/// The trace's `ProfilerStep#N` iterations, each the GPU activities whose launch, from any host
+/// thread (the backward pass and DDP's allreduce launch from the autograd thread), starts inside
+/// the annotation's `[ts, ts+dur]`; in start order, those without an activity left out.
+fn profiler_steps(trace: &RankTrace, trace_index: usize) -> Vec<Step> {
+    let mut spans: Vec<(i64, i64)> = trace
+        .annotations
+        .iter()
+        .filter(|a| a.side == AnnotationSide::Cpu)
+        .filter(|a| parse_profiler_step(trace.name(a.name)).is_some())
+        .map(|a| (a.ts, a.ts.saturating_add(a.dur.max(0))))
+        .collect();
+    if spans.is_empty() {
+        return Vec::new();
+    }
+    spans.sort_unstable();
+    // The latest-starting span that contains t (spans of one profiler do not overlap).
+    let span_of = |t: i64| -> Option<usize> {
+        let k = spans.partition_point(|&(s, _)| s <= t);
+        let i = k.checked_sub(1)?;
+        (spans[i].1 >= t).then_some(i)
+    };
+    let mut by_correlation: HashMap<u64, Option<usize>> =
+        HashMap::with_capacity(trace.launches.len());
+    for l in &trace.launches {
+        by_correlation
+            .entry(l.correlation)
+            .or_insert_with(|| span_of(l.ts));
+    }
+    let mut acts: Vec<Vec<u32>> = vec![Vec::new(); spans.len()];
+    for (i, a) in trace.gpu.iter().enumerate() {
+        if let Some(&Some(span)) = a.correlation().and_then(|c| by_correlation.get(&c)) {
+            acts[span].push(i as u32);
+        }
+    }
+    acts.into_iter()
+        .filter_map(|a| {
+            make_step(
+                trace,
+                trace_index,
+                StepKind::Decode,
+                StepSource::Annotation,
+                a,
+                None,
+            )
+        })
+        .collect()
 }
 
 impl TraceSteps {

@@ -656,3 +656,93 @@ fn draft_forwards_split_at_the_host_gap_whichever_side_is_longer() {
     }
     assert_eq!(r.found.spec_orphans, 0);
 }
+
+/// `n` ProfilerStep iterations 10 ms apart, each a GEMM launched from the main thread and an
+/// allreduce launched from another (the autograd thread), 4 ms of GPU work; returns each
+/// iteration's kernels.
+fn profiler_loop(b: &mut TraceBuilder, n: i64) -> Vec<Vec<u32>> {
+    (0..n)
+        .map(|k| {
+            let t = k * 10 * MS;
+            b.annotation(&format!("ProfilerStep#{}", k + 7), t, 2 * MS, TID);
+            let c1 = b.launch(t + 100 * US, false);
+            let c2 = b.launch_on(t + MS, TID + 1);
+            let g = b.kernel("nvjet_tst", GEMM, t + 200 * US, 3 * MS, 0);
+            let a = b.allreduce("ncclDevKernel_AllReduce", t + 3200 * US, MS, 1);
+            b.link(g, c1);
+            b.link(a, c2);
+            vec![g, a]
+        })
+        .collect()
+}
+
+#[test]
+fn three_or_more_profiler_steps_without_a_serving_step_are_a_loop_of_their_iterations() {
+    let mut b = TraceBuilder::new(0);
+    let kernels = profiler_loop(&mut b, 4);
+    // A kernel launched outside every ProfilerStep is in no iteration.
+    let stray = b.kernel("nvjet_tst", GEMM, 45 * MS, MS, 0);
+    let c = b.launch(44 * MS, false);
+    b.link(stray, c);
+    let (run, classes) = run_of(vec![b.build()]);
+    let ranks = find_steps(&run, &classes, 2);
+    let r = &ranks[0];
+    assert!(r.decode.is_empty() && r.prefill.is_empty() && r.dropped.is_empty());
+    assert_eq!(r.loop_steps.len(), 4);
+    for (step, acts) in r.loop_steps.iter().zip(&kernels) {
+        // Both threads' launches: the allreduce is launched off the annotation's thread.
+        assert_eq!(&step.activities, acts);
+    }
+    assert_eq!(r.main_steps().len(), 4);
+    // 4 iterations, 3 between them: from one's first kernel to the next one's.
+    let iters: Vec<i64> = r.iterations.iter().map(Iteration::iter_ns).collect();
+    assert_eq!(iters, vec![10 * MS; 3]);
+    assert_eq!(r.iterations[0].idle_ns(), 10 * MS - 4 * MS);
+    assert_eq!(r.found.loop_iterations, 4);
+    assert_eq!(r.found.profiler_steps, 4);
+    assert_eq!(r.unassigned_ns, MS);
+    assert_eq!(r.mix.loop_iterations, 16 * MS);
+    assert_eq!(r.mix.unassigned, MS);
+    assert!(r.found.how().contains("4 ProfilerStep iterations"));
+}
+
+#[test]
+fn two_profiler_steps_or_a_serving_step_are_no_loop() {
+    let mut b = TraceBuilder::new(0);
+    profiler_loop(&mut b, 2);
+    let (run, classes) = run_of(vec![b.build()]);
+    let r = &find_steps(&run, &classes, 2)[0];
+    assert!(r.loop_steps.is_empty());
+    assert_eq!(r.found.profiler_steps, 2);
+    assert_eq!(r.found.loop_iterations, 0);
+    assert_eq!(
+        r.found.annotations_seen,
+        vec![("ProfilerStep#N".to_string(), 2)]
+    );
+
+    // A graph-launched decode step makes it a serving run, whatever ProfilerSteps it holds.
+    let mut b = TraceBuilder::new(0);
+    profiler_loop(&mut b, 4);
+    let c = b.launch(50 * MS, true);
+    b.forward(c, 51 * MS, MS);
+    let (run, classes) = run_of(vec![b.build()]);
+    let r = &find_steps(&run, &classes, 0)[0];
+    assert!(r.loop_steps.is_empty());
+    assert_eq!(r.decode.len(), 1);
+}
+
+#[test]
+fn a_diffusion_pipeline_gets_no_step_at_all() {
+    let mut b = TraceBuilder::new(0);
+    graph_steps(&mut b, &[5, 5, 5, 5]);
+    b.annotation("execute_diffusion_1_256x256", 0, 400 * MS, TID);
+    let (run, classes) = run_of(vec![b.build()]);
+    let r = &find_steps(&run, &classes, 0)[0];
+    assert!(r.decode.is_empty() && r.prefill.is_empty() && r.mixed.is_empty());
+    assert_eq!(r.found.diffusion_calls, 1);
+    assert_eq!(
+        r.found.diffusion_name.as_deref(),
+        Some("execute_diffusion_1_256x256")
+    );
+    assert_eq!(r.unassigned_ns, 4 * 5 * MS);
+}

@@ -7,6 +7,7 @@
 
 mod generate;
 mod jitter;
+mod profiler_loop;
 mod rename;
 mod rng;
 mod scenario;
@@ -460,10 +461,17 @@ impl SynthError {
 
 /// Generates one trace per rank and `truth.json` into `out` (created if missing).
 pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, SynthError> {
+    if opts.scenario == profiler_loop::SCENARIO {
+        return profiler_loop::generate(opts, out);
+    }
     let sc = scenario::by_name(&opts.scenario)
         .ok_or_else(|| SynthError::UnknownScenario {
             name: opts.scenario.clone(),
-            valid: scenario_names().join(", "),
+            valid: format!(
+                "{}, {} (a ProfilerStep training loop)",
+                scenario_names().join(", "),
+                profiler_loop::SCENARIO
+            ),
         })?
         .map_err(SynthError::BuiltInScenario)?;
     if !opts.scale.is_finite() || opts.scale <= 0.0 {

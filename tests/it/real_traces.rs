@@ -144,24 +144,49 @@ fn extract_gives_figures_for_decode_traces_and_exit_2_for_the_rest() {
         );
         assert!(json["metrics"].get("decode_step_ms").is_none(), "{rel}");
     }
-    // Training steps and DLRM: no step of any kind.
+    // Training loops of 5 and 6 ProfilerSteps (one rank of a larger group each): iteration
+    // figures, no decode metric (issue 38).
     for rel in [
         "hta/trace_diff/test/test.json.gz",
+        "hta/trace_diff/control/control.json.gz",
         "hta/df_index_resolver/df_index_resolver.json.gz",
-        "param/dlrm_kineto",
     ] {
         let (code, stdout, stderr) = extract_status(&dir.join(rel));
+        assert_eq!(code, Some(0), "{rel}: {stderr}");
+        let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(json["run"]["kind"], "loop", "{rel}");
+        assert!(
+            json["metrics"]["iteration_ms"]["value"].as_f64().unwrap() > 10.0,
+            "{rel}"
+        );
+        assert!(json["metrics"].get("decode_step_ms").is_none(), "{rel}");
+    }
+    // DLRM, one ProfilerStep per rank: no step of any kind, and not a loop.
+    {
+        let rel = "param/dlrm_kineto";
+        let (code, stdout, stderr) = extract_status(&dir.join(rel));
         assert_eq!(code, Some(2), "{rel}: {stdout}");
-        // Said once, in one short line, with what to try.
+        // Said once, in one short line, with what it saw and what to try.
         assert_eq!(
             stderr.matches("no decode step").count(),
             1,
             "{rel}: {stderr}"
         );
         assert!(stderr.chars().count() < 400, "{rel}: {stderr}");
-        assert!(stderr.contains("--step-gap"), "{rel}: {stderr}");
+        assert!(
+            stderr.contains("1 ProfilerStep per rank (fewer than 3 is not a loop)")
+                && stderr.contains("annotations: `nccl:all_to_all`")
+                && stderr.contains("tracegate report"),
+            "{rel}: {stderr}"
+        );
         assert!(stdout.is_empty(), "{rel}: no table of zeros");
     }
+    // xDiT's FLUX.1 pipeline: a diffusion pipeline, not a decode loop.
+    let (code, stdout, stderr) = extract_status(
+        &dir.join("tracelens/inference/xdit_flux.1_aiter_sage/profile_trace_rank_0.json.gz"),
+    );
+    assert_eq!(code, Some(2), "{stdout}");
+    assert!(stderr.contains("a diffusion pipeline"), "{stderr}");
 }
 
 /// Every run in `../shared/traces`: one file, or a directory holding one multi-rank run.
@@ -388,7 +413,10 @@ fn report_says_how_steps_were_found_on_every_real_trace_with_forward_passes() {
                         .map(|m| f[k][m].as_u64().unwrap())
                         .sum::<u64>()
                 };
-                n("decode") + n("prefill") + f["labelled_by"]["undecided"].as_u64().unwrap_or(0)
+                n("decode")
+                    + n("prefill")
+                    + f["labelled_by"]["undecided"].as_u64().unwrap_or(0)
+                    + f["loop_iterations"].as_u64().unwrap_or(0)
             })
             .sum();
         let md = tracegate()
@@ -407,9 +435,11 @@ fn report_says_how_steps_were_found_on_every_real_trace_with_forward_passes() {
             assert!(
                 [
                     "from step annotations",
+                    "from vLLM's execute_context_…_generation_… annotations",
                     "from graph launches",
                     "from segmentation",
-                    "undecided"
+                    "undecided",
+                    "ProfilerStep iterations (a loop"
                 ]
                 .iter()
                 .any(|m| line.contains(m)),
