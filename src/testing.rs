@@ -56,6 +56,7 @@ impl TraceBuilder {
                 launches: Vec::new(),
                 annotations: Vec::new(),
                 collective_keys: Vec::new(),
+                collective_names: Vec::new(),
                 launch_dims: Vec::new(),
                 stats: ReadStats::default(),
                 producer: Default::default(),

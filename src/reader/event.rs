@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 
 use super::model::{
     Annotation, AnnotationSide, CollectiveKey, CpuOp, GpuActivity, GpuKind, Launch, LaunchDims,
-    NameTable, ReadStats,
+    NameId, NameTable, ReadStats,
 };
 use super::numbers::{micros_to_ns, parse_dim3, parse_u64, track_id, unquote};
 
@@ -84,6 +84,9 @@ pub(super) struct RawArgs<'a> {
     pub seq: Option<RawText<'a>>,
     /// The process group of a collective (pytorch/kineto#1300).
     pub process_group: Option<RawText<'a>>,
+    /// The collective c10d's `record_param_comms` says a kernel runs (`allreduce`,
+    /// `_allgather_base`), copied onto the kernel by Kineto.
+    pub collective_name: Option<RawText<'a>>,
 }
 
 #[derive(Debug, Default, PartialEq)]
@@ -160,6 +163,7 @@ byte_keyed!(RawArgs, SeqArgs, "RawArgs",
     input_type: RawText<'a> = b"Input type",
     seq: RawText<'a> = b"Seq",
     process_group: RawText<'a> = b"Process Group Name",
+    collective_name: RawText<'a> = b"Collective name",
 );
 
 byte_keyed!(RawEvent, SeqEvent, "RawEvent",
@@ -185,6 +189,8 @@ pub(super) struct EventSink {
     pub launches: Vec<Launch>,
     pub annotations: Vec<Annotation>,
     pub collective_keys: Vec<CollectiveKey>,
+    /// Kernel names with the collective c10d says they run, first seen.
+    pub collective_names: FxHashMap<NameId, NameId>,
     pub stats: ReadStats,
     /// The first kept event the analysis cannot use (a negative or out-of-range time), described
     /// for the error that refuses the file. Names that are not UTF-8 are [`NameTable::not_utf8`].
@@ -373,6 +379,14 @@ impl EventSink {
                         seq,
                     });
                 }
+                if let Some(collective) = raw(args.collective_name).map(unquote) {
+                    if kind == GpuKind::Kernel
+                        && !self.collective_names.contains_key(&activity.name)
+                    {
+                        let collective = self.names.intern(collective);
+                        self.collective_names.insert(activity.name, collective);
+                    }
+                }
                 self.gpu.push(activity);
             }
             Kept::CpuOp => {
@@ -462,6 +476,11 @@ impl EventSink {
                 k.group = name(k.group);
                 k
             }));
+        for (kernel, collective) in other.collective_names {
+            self.collective_names
+                .entry(name(kernel))
+                .or_insert(name(collective));
+        }
         self.stats.absorb(other.stats);
         if self.first_unusable.is_none() {
             self.first_unusable = other.first_unusable;

@@ -128,6 +128,7 @@ impl<'a> Cursor<'a> {
                 b"Input type" => (&mut args.input_type, 7),
                 b"Seq" => (&mut args.seq, 8),
                 b"Process Group Name" => (&mut args.process_group, 9),
+                b"Collective name" => (&mut args.collective_name, 10),
                 _ => return c.skip_value(),
             };
             c.set_raw(slot, &mut seen, bit)

@@ -922,6 +922,11 @@ fn finish_trace(
         launches: sink.launches,
         annotations: sink.annotations,
         collective_keys: sink.collective_keys,
+        collective_names: {
+            let mut names: Vec<(u32, u32)> = sink.collective_names.into_iter().collect();
+            names.sort_unstable();
+            names
+        },
         launch_dims: sink.launch_dims,
         stats: sink.stats,
         producer: Default::default(),

@@ -504,6 +504,9 @@ pub struct RankTrace {
     pub stats: ReadStats,
     /// Collective kernels that carry a process group and a sequence number, sorted by start.
     pub collective_keys: Vec<CollectiveKey>,
+    /// (kernel name, collective name) of kernels that carry c10d's `Collective name`, sorted by
+    /// kernel name: the trace's own word that the kernel is that collective.
+    pub collective_names: Vec<(NameId, NameId)>,
     /// Who made the trace, from its top-level keys (`vllm_version`, `host_name`,
     /// `PT_PROFILER_*`), by the name each takes in the run's identity (`vllm`, `host`, `job`...).
     pub producer: BTreeMap<String, String>,

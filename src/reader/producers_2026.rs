@@ -203,3 +203,23 @@ fn collectives_carry_their_process_group_and_sequence_number() {
     assert_eq!(t.collective_key(&t.gpu[0]), None);
     assert_eq!(t.collective_key(&t.gpu[1]), Some(("0", 4711)));
 }
+
+#[test]
+fn a_kernel_is_a_collective_when_c10d_says_so_not_when_its_name_does() {
+    use crate::taxonomy::{Category, Collective, Taxonomy};
+    // Inductor fused an op called all_reduce into a pointwise kernel: no collective. A custom
+    // kernel whose name says nothing, launched under `record_param_comms`: the collective c10d
+    // names on it (as Kineto copies it from the CPU op, tracelens/b200's `_allgather_base`).
+    let fused = r#"{"ph": "X", "cat": "kernel", "name": "triton_poi_fused_all_reduce_copy_5", "pid": 0, "tid": 7,
+    "ts": 140.000, "dur": 2.000, "args": {"device": 0, "stream": 7, "correlation": 50}}"#;
+    let custom = r#"{"ph": "X", "cat": "kernel", "name": "my_lib::fused_exchange_kernel<8>", "pid": 0, "tid": 7,
+    "ts": 150.000, "dur": 9.000, "args": {"device": 0, "stream": 7, "correlation": 51, "Collective name": "_allgather_base", "dtype": "BFloat16", "Group size": 8}}"#;
+    let traces = read_both(&kineto_file(&[KERNEL, fused, custom], "")).unwrap();
+    let t = &traces[0];
+    let classes = Taxonomy::builtin().classify_trace(t);
+    let class = |i: usize| classes.of(&t.gpu[i]).clone();
+    assert_eq!(class(1).category, Category::Elementwise);
+    assert_eq!(class(2).category, Category::Comm);
+    assert_eq!(class(2).collective, Some(Collective::Allgather));
+    assert_eq!(class(0).category, Category::DenseGemm);
+}

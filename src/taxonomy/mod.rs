@@ -172,6 +172,27 @@ impl Collective {
     pub fn from_key(key: &str) -> Option<Collective> {
         Collective::ALL.into_iter().find(|c| c.key() == key)
     }
+
+    /// The collective c10d names (`allreduce`, `_allgather_base`, `reduce_scatter_tensor`,
+    /// `all_to_all_single`, `send`, `recv`, `broadcast`); `Other` for any other.
+    pub fn from_c10d(name: &str) -> Collective {
+        let n = name.to_ascii_lowercase().replace('_', "");
+        if n.contains("allreduce") {
+            Collective::Allreduce
+        } else if n.contains("allgather") {
+            Collective::Allgather
+        } else if n.contains("reducescatter") {
+            Collective::ReduceScatter
+        } else if n.contains("alltoall") {
+            Collective::AllToAll
+        } else if n.contains("send") || n.contains("recv") {
+            Collective::SendRecv
+        } else if n.contains("broadcast") {
+            Collective::Broadcast
+        } else {
+            Collective::Other
+        }
+    }
 }
 
 impl fmt::Display for Collective {
@@ -735,7 +756,21 @@ impl Taxonomy {
             .iter()
             .filter(|activity| activity.kind() == GpuKind::Kernel)
             .map(|activity| activity.name);
-        self.classify_names(&trace.names, kernel_names)
+        let mut classes = self.classify_names(&trace.names, kernel_names);
+        // c10d's word on the kernel (`Collective name`, from the enclosing `record_param_comms`)
+        // is the trace's, not a guess from the name: such a kernel is that collective.
+        for &(kernel, collective) in &trace.collective_names {
+            if let Some(slot) = classes.classes.get_mut(kernel as usize) {
+                let name = trace.name(collective);
+                *slot = Some(Class {
+                    category: Category::Comm,
+                    collective: Some(Collective::from_c10d(name)),
+                    note: Some(format!("c10d {name}")),
+                    helper: false,
+                });
+            }
+        }
+        classes
     }
 }
 

@@ -60,6 +60,13 @@ const TRACE_CASES: &[(&str, &str, Option<&str>)] = &[
     ("void cub::DeviceRadixSortOnesweepKernel<cub::DeviceRadixSortPolicy<long, int, int>::Policy800, false, long, int, int, int>(int*, int*, int*, int const*, long*, long const*, int*, int const*, int, int, int)", "elementwise", None),
     ("void at_cuda_detail::cub::DeviceRadixSortSingleTileKernel<at_cuda_detail::cub::DeviceRadixSortPolicy<long, at::cuda::cub::detail::OpaqueType<8>, int>::Policy800, false, long, at::cuda::cub::detail::OpaqueType<8>, int>(long const*, long*, at::cuda::cub::detail::OpaqueType<8> const*, at::cuda::cub::detail::OpaqueType<8>*, int, int, int)", "elementwise", None),
     ("triton_poi_fused_0", "elementwise", None),
+    // Inductor's names list their fused ops: an RMSNorm or LayerNorm is norm, an op called
+    // all_reduce inside a fused kernel is no collective.
+    ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_2", "norm", None),
+    ("triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_view_11", "norm", None),
+    ("triton_red_fused_native_layer_norm_3", "norm", None),
+    ("triton_red_fused_add_all_reduce_mean_mul_pow_rsqrt_4", "norm", None),
+    ("triton_poi_fused_all_reduce_copy_5", "elementwise", None),
     ("triton_per_fused__to_copy_addmm_mean_pow_view_7", "elementwise", None),
     ("triton_red_fused_add_addmm_mul_native_layer_norm_split_unsqueeze_view_6", "elementwise", None),
     ("triton_per_fused__to_copy_add_mean_mul_neg_stack_transpose_unbind_unsqueeze_view_15", "elementwise", None),
