@@ -141,42 +141,46 @@ impl LoopPlan {
     }
 }
 
+/// A kernel of `us` microseconds, jittered.
+fn dur(rng: &mut Rng, us: u64) -> u64 {
+    (us as f64 * US as f64 * rng.jitter(KERNEL_JITTER)).round() as u64
+}
+
+/// `ops` one after another on the main stream from `*main`, launched from thread `tid`.
+fn in_turn(
+    ks: &mut Vec<Kernel>,
+    main: &mut u64,
+    rng: &mut Rng,
+    ops: &[(&'static str, u64)],
+    tid: u32,
+) {
+    for &(name, us) in ops {
+        let d = dur(rng, us);
+        ks.push(Kernel {
+            name,
+            ts: *main,
+            dur: d,
+            stream: MAIN_STREAM,
+            tid,
+        });
+        *main += d + LAUNCH_GAP;
+    }
+}
+
 /// Every iteration of one rank, placed: per iteration its kernels (on both streams).
 fn place(plan: &LoopPlan, rank: u32) -> Vec<Vec<Kernel>> {
     let mut rng = Rng::derive(plan.seed, rank, 0x100F);
-    let dur =
-        |rng: &mut Rng, us: u64| (us as f64 * US as f64 * rng.jitter(KERNEL_JITTER)).round() as u64;
     let mut t = T0 + u64::from(rank) * 17 * US;
     let mut out = Vec::with_capacity(plan.iterations as usize);
     for _ in 0..plan.iterations {
         let mut ks = Vec::new();
         let mut main = t;
         for _ in 0..LAYERS {
-            for (name, us) in FORWARD {
-                let d = dur(&mut rng, us);
-                ks.push(Kernel {
-                    name,
-                    ts: main,
-                    dur: d,
-                    stream: MAIN_STREAM,
-                    tid: MAIN_TID,
-                });
-                main += d + LAUNCH_GAP;
-            }
+            in_turn(&mut ks, &mut main, &mut rng, &FORWARD, MAIN_TID);
         }
         let mut comm = 0;
         for _ in 0..LAYERS {
-            for (name, us) in BACKWARD {
-                let d = dur(&mut rng, us);
-                ks.push(Kernel {
-                    name,
-                    ts: main,
-                    dur: d,
-                    stream: MAIN_STREAM,
-                    tid: AUTOGRAD_TID,
-                });
-                main += d + LAUNCH_GAP;
-            }
+            in_turn(&mut ks, &mut main, &mut rng, &BACKWARD, AUTOGRAD_TID);
             // The layer's gradients, allreduced on the side stream while the backward goes on.
             let d = (dur(&mut rng, ALLREDUCE_US) as f64 * plan.allreduce).round() as u64;
             let ts = main.max(comm);
@@ -191,17 +195,7 @@ fn place(plan: &LoopPlan, rank: u32) -> Vec<Vec<Kernel>> {
         }
         // The optimizer waits for the last allreduce.
         main = main.max(comm);
-        for (name, us) in OPTIMIZER {
-            let d = dur(&mut rng, us);
-            ks.push(Kernel {
-                name,
-                ts: main,
-                dur: d,
-                stream: MAIN_STREAM,
-                tid: MAIN_TID,
-            });
-            main += d + LAUNCH_GAP;
-        }
+        in_turn(&mut ks, &mut main, &mut rng, &OPTIMIZER, MAIN_TID);
         let end = ks.iter().map(Kernel::end).max().unwrap_or(main);
         let gap = (DATA_GAP as f64 * rng.jitter(GAP_JITTER)).round() as u64;
         t = end + gap + plan.host_gap_ns;

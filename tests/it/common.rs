@@ -498,3 +498,30 @@ pub fn baseline_with_line(dir: &Path, prefix: &str, line: &str) -> PathBuf {
         }
     })
 }
+
+/// `tracegate COMMAND... RUN --baseline BASELINE EXTRA...`.
+pub fn with_run_and_baseline(
+    command: &[&str],
+    run: &Path,
+    baseline: &Path,
+    extra: &[&str],
+) -> std::process::Output {
+    tracegate()
+        .args(command)
+        .arg(run)
+        .arg("--baseline")
+        .arg(baseline)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// `tracegate baseline new RUN --baseline BASELINE EXTRA...`.
+pub fn baseline_new(run: &Path, baseline: &Path, extra: &[&str]) -> std::process::Output {
+    with_run_and_baseline(&["baseline", "new"], run, baseline, extra)
+}
+
+/// `tracegate check RUN --baseline BASELINE EXTRA...`.
+pub fn check_with(run: &Path, baseline: &Path, extra: &[&str]) -> std::process::Output {
+    with_run_and_baseline(&["check"], run, baseline, extra)
+}

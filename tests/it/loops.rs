@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::common::{self, tracegate};
+use crate::common::{self, baseline_new, check_with, tracegate};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -35,25 +35,6 @@ fn extract(run: &Path) -> serde_json::Value {
     let out = common::extract_json_output(run);
     common::assert_exit(&out, 0);
     serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn baseline_cmd(command: &[&str], run: &Path, baseline: &Path, extra: &[&str]) -> Output {
-    tracegate()
-        .args(command)
-        .arg(run)
-        .arg("--baseline")
-        .arg(baseline)
-        .args(extra)
-        .output()
-        .unwrap()
-}
-
-fn baseline_new(run: &Path, baseline: &Path, extra: &[&str]) -> Output {
-    baseline_cmd(&["baseline", "new"], run, baseline, extra)
-}
-
-fn check(run: &Path, baseline: &Path, extra: &[&str]) -> Output {
-    baseline_cmd(&["check"], run, baseline, extra)
 }
 
 /// `check --format json`'s verdict of one metric.
@@ -121,7 +102,7 @@ fn a_loop_baseline_gates_iteration_ms_and_fails_iterations_10_pct_slower() {
 
     // Another clean run of the loop passes.
     let clean = training_loop("2", "12", &[]);
-    let out = check(clean.path(), &baseline, &["--format", "json"]);
+    let out = check_with(clean.path(), &baseline, &["--format", "json"]);
     common::assert_exit(&out, 0);
     assert_eq!(verdict(&out, "iteration_ms"), "ok");
 
@@ -139,10 +120,10 @@ fn a_loop_baseline_gates_iteration_ms_and_fails_iterations_10_pct_slower() {
         (slower / iteration - 1.1).abs() < 0.005,
         "{slower} / {iteration}"
     );
-    let out = check(slow.path(), &baseline, &["--format", "json"]);
+    let out = check_with(slow.path(), &baseline, &["--format", "json"]);
     common::assert_exit(&out, 1);
     assert_eq!(verdict(&out, "iteration_ms"), "regressed");
-    let out = check(slow.path(), &baseline, &[]);
+    let out = check_with(slow.path(), &baseline, &[]);
     common::assert_exit(&out, 1);
     let md = text(&out.stdout);
     assert!(
@@ -181,7 +162,7 @@ fn a_serving_run_and_a_loop_are_never_judged_against_each_others_baseline() {
             "the run is a ProfilerStep loop",
         ),
     ] {
-        let out = check(
+        let out = check_with(
             run,
             baseline,
             &["--allow-other-hardware", "--format", "json"],
@@ -243,7 +224,7 @@ fn the_xdit_flux_trace_is_a_diffusion_pipeline_not_a_decode_loop() {
     // A baseline of any run: the check refuses the diffusion run before judging a metric.
     let other = dir.join("tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
     common::assert_exit(&baseline_new(&other, &baseline, &[]), 0);
-    says(&check(&run, &baseline, &[]), "check");
+    says(&check_with(&run, &baseline, &[]), "check");
     // `report` analyses it, with no decode or prefill step.
     let out = tracegate()
         .arg("report")
@@ -307,7 +288,7 @@ fn df_index_resolver_one_rank_of_two_baselines_and_gates_iteration_ms_with_parti
             && b.contains("partial_ranks = \"1 of 2\""),
         "{b}"
     );
-    let out = check(&run, &baseline, &["--partial-ranks", "--format", "json"]);
+    let out = check_with(&run, &baseline, &["--partial-ranks", "--format", "json"]);
     common::assert_exit(&out, 0);
     assert_eq!(verdict(&out, "iteration_ms"), "ok");
 }

@@ -271,13 +271,7 @@ fn one_whole_data_parallel_group_is_judged_as_that_group_and_one_rank_of_it_is_p
         x["warnings"]
     );
     let baseline = tmp.path().join("dp.toml");
-    let new = tracegate()
-        .args(["baseline", "new"])
-        .arg(&group)
-        .arg("--baseline")
-        .arg(&baseline)
-        .output()
-        .unwrap();
+    let new = common::baseline_new(&group, &baseline, &[]);
     assert_exit(&new, 0);
     let text = std::fs::read_to_string(&baseline).unwrap();
     assert!(

@@ -113,27 +113,12 @@ fn a_stock_vllm_directory_baselines_and_gates_with_its_version_on_the_image_line
     );
     let tmp = tempfile::tempdir().unwrap();
     let baseline = tmp.path().join("vllm.toml");
-    let new = tracegate()
-        .args(["baseline", "new"])
-        .arg(&clean)
-        .arg("--baseline")
-        .arg(&baseline)
-        .output()
-        .unwrap();
+    let new = common::baseline_new(&clean, &baseline, &[]);
     assert_exit(&new, 0);
     let text = std::fs::read_to_string(&baseline).unwrap();
     assert!(text.contains("vllm = \"0.16.1\""), "{text}");
 
-    let check = |run: &Path| {
-        tracegate()
-            .arg("check")
-            .arg(run)
-            .arg("--baseline")
-            .arg(&baseline)
-            .args(["--format", "markdown"])
-            .output()
-            .unwrap()
-    };
+    let check = |run: &Path| common::check_with(run, &baseline, &["--format", "markdown"]);
     let out = check(&clean);
     assert_exit(&out, 0);
     let md = String::from_utf8_lossy(&out.stdout);

@@ -4,9 +4,8 @@
 //! and the "no decode step" error is one short line with a next step.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use crate::common::{self, tracegate};
+use crate::common::{self, baseline_new, check_with, tracegate, with_run_and_baseline};
 
 /// `../shared/traces`: the tests that read it are `#[ignore]`d with that reason (run with
 /// `--include-ignored`, as .ci/run does), and fail rather than pass without it.
@@ -19,26 +18,6 @@ const MI300X: &str = "AMD Instinct MI300X";
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// `tracegate COMMAND... RUN --baseline BASELINE EXTRA...`.
-fn with_run_and_baseline(command: &[&str], run: &Path, baseline: &Path, extra: &[&str]) -> Output {
-    tracegate()
-        .args(command)
-        .arg(run)
-        .arg("--baseline")
-        .arg(baseline)
-        .args(extra)
-        .output()
-        .unwrap()
-}
-
-fn baseline_new(run: &Path, baseline: &Path, extra: &[&str]) -> Output {
-    with_run_and_baseline(&["baseline", "new"], run, baseline, extra)
-}
-
-fn check(run: &Path, baseline: &Path, extra: &[&str]) -> Output {
-    with_run_and_baseline(&["check"], run, baseline, extra)
 }
 
 /// Every run of `tracelens/inference` (one directory each) and `h200-torch`; xDiT's FLUX.1
@@ -106,7 +85,7 @@ fn every_shared_inference_trace_makes_a_baseline_its_own_run_passes() {
         );
         assert!(out.stdout.is_empty(), "{name}: {}", text(&out.stdout));
         // The same run passes, without --hardware: the baseline says the hardware was asserted.
-        let out = check(&run, &baseline, &[]);
+        let out = check_with(&run, &baseline, &[]);
         common::assert_exit(&out, 0);
         if !hardware.is_empty() {
             let toml = std::fs::read_to_string(&baseline).unwrap();
@@ -150,7 +129,7 @@ fn prefill_only_and_mixed_runs_gate_the_metrics_they_have() {
         let b = std::fs::read_to_string(&baseline).unwrap();
         assert!(b.contains(&format!("[metrics.{metric}]")), "{rel}: {b}");
         assert!(!b.contains("[metrics.decode_step_ms]"), "{rel}");
-        let out = check(&run, &baseline, &["--format", "json"]);
+        let out = check_with(&run, &baseline, &["--format", "json"]);
         common::assert_exit(&out, 0);
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let judged = json["metrics"]
@@ -329,7 +308,7 @@ fn a_rank_without_a_device_beside_ranks_with_one_is_refused_naming_its_file() {
     let (run, work, baseline) = small_run_and_baseline_path();
     common::assert_exit(&baseline_new(run.path(), &baseline, &[]), 0);
     let file = rename_device(run.path(), 1, "");
-    let out = check(run.path(), &baseline, &["--format", "json"]);
+    let out = check_with(run.path(), &baseline, &["--format", "json"]);
     common::assert_exit(&out, 2);
     let shown = file.display().to_string();
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -361,7 +340,7 @@ fn the_headline_names_the_traces_hardware_when_hardware_contradicts_it() {
     // D24: the asserted name never stands for a run whose trace says otherwise.
     let (run, _work, baseline) = small_run_and_baseline_path();
     common::assert_exit(&baseline_new(run.path(), &baseline, &[]), 0);
-    let out = check(run.path(), &baseline, &["--hardware", "NVIDIA B200"]);
+    let out = check_with(run.path(), &baseline, &["--hardware", "NVIDIA B200"]);
     common::assert_exit(&out, 2);
     // The verdict line, then the hardware's line.
     let headline = text(&out.stdout)
