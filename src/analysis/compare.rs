@@ -41,6 +41,9 @@ pub struct ComparedRun {
     pub label: String,
     pub device: Option<String>,
     pub ranks: usize,
+    /// "1 of 4 ranks" for a run missing some of its ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks_of: Option<String>,
     pub scope: Scope,
 }
 
@@ -359,6 +362,7 @@ pub(crate) fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
                 label: label.clone(),
                 device: a.run.device.clone(),
                 ranks: a.run.ranks.len(),
+                ranks_of: a.run.ranks_of.clone(),
                 scope: a.run.scope,
             })
             .collect(),

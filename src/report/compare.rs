@@ -163,7 +163,7 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
         runs.row(vec![
             r.label.clone(),
             r.device.clone().unwrap_or_else(|| MISSING.into()),
-            r.ranks.to_string(),
+            r.ranks_of.clone().unwrap_or_else(|| r.ranks.to_string()),
             match r.scope {
                 Scope::Decode => "decode steps (per step)".into(),
                 Scope::WholeTrace => "whole trace (no decode step; per rank)".into(),

@@ -198,6 +198,20 @@ fn inspect_report_and_extract_analyse_a_partial_run_and_say_so() {
             .any(|w| w.as_str().unwrap().starts_with("1 of 4 ranks")),
         "{x}"
     );
+    // compare beside the whole run: the partial one's ranks column says so.
+    let whole = common::synth_run(&["--scenario", "mi355x-dsr1-fp4-tp4", "--seed", "3"]);
+    let compare = tracegate()
+        .arg("compare")
+        .arg(&one)
+        .arg(&whole)
+        .output()
+        .unwrap();
+    assert_exit(&compare, 0);
+    let text = stdout(&compare);
+    assert!(
+        text.contains("| 1 of 4 ranks |") && text.contains("| 4 |"),
+        "{text}"
+    );
 }
 
 #[test]
