@@ -7,6 +7,50 @@ use super::{confine_paths, read_run, write_output, write_verdict_output};
 use crate::pipeline::{self, BaselineChoice};
 
 pub(super) fn check(args: CheckArgs, limits: pipeline::ReadLimits) -> Result<i32> {
+    let result = match judge(&args, limits) {
+        Ok(result) => result,
+        Err(e) => {
+            if args.github.enabled() {
+                publish_error(&args, &e);
+            }
+            return Err(e);
+        }
+    };
+    if let Some(path) = &args.verdict_out {
+        write_output(
+            &crate::report::check::render(&result, crate::report::Format::Json),
+            Some(path),
+        )?;
+    }
+    write_verdict_output(
+        &crate::report::check::render(&result, args.format),
+        args.output.as_ref(),
+        args.github.enabled(),
+    )?;
+    // The verdict in every log, whatever --output and --format say.
+    crate::output::stderr(&plain_headline(&crate::report::check::markdown(&result)));
+    if args.github.enabled() {
+        // Never changes the exit status: failures here are warnings.
+        let options = args
+            .github
+            .options(args.output.as_ref(), args.fail_on_improvement);
+        let publication = crate::github::Publication::of_check(&result, &options);
+        crate::github::publish(&publication, &options);
+        if args.baselines.is_some() {
+            // An earlier run of this check that could not judge left the directory's comment.
+            let (_, marker) = error_comment(&args);
+            let note = format!(
+                "✅ Judged since: see the comment of {}.\n\n",
+                crate::report::check::baseline_name_markdown(&result)
+            );
+            crate::github::supersede(marker, vec![note], &options);
+        }
+    }
+    Ok(result.exit_code)
+}
+
+/// Everything `check` does up to the verdict.
+fn judge(args: &CheckArgs, limits: pipeline::ReadLimits) -> Result<pipeline::CheckResult> {
     confine_paths(
         &[
             ("--baseline", args.baseline.as_ref()),
@@ -42,28 +86,43 @@ pub(super) fn check(args: CheckArgs, limits: pipeline::ReadLimits) -> Result<i32
     };
     let mut result = pipeline::check(&run, &args.paths, &config, &baseline, &options)?;
     result.run.identity = identity.with_producer(&run);
-    if let Some(path) = &args.verdict_out {
-        write_output(
-            &crate::report::check::render(&result, crate::report::Format::Json),
-            Some(path),
-        )?;
+    Ok(result)
+}
+
+/// A check that could not judge at all says so where its verdict would have gone: the step
+/// summary, an `::error`, the outputs and the sticky comment of its baseline, so that an earlier
+/// ✅ never stands under a red check. With `--baselines DIR` the baseline is not known: the
+/// comment is the directory's (with the keys and hardware asked for), beside the baselines'.
+fn publish_error(args: &CheckArgs, e: &anyhow::Error) {
+    let (name, marker) = error_comment(args);
+    let options = args.github.options(None, args.fail_on_improvement);
+    let publication =
+        crate::github::Publication::of_error(&format!("{e:#}"), &name, marker, &options);
+    crate::github::publish(&publication, &options);
+}
+
+/// What a check that cannot judge is of, and the marker of its comment: the baseline file's, or
+/// with `--baselines DIR` the directory's with the keys and hardware asked for.
+fn error_comment(args: &CheckArgs) -> (String, String) {
+    match (&args.baseline, &args.baselines) {
+        (Some(file), _) => {
+            let path = file.display().to_string();
+            let name = file
+                .file_stem()
+                .map_or_else(|| path.clone(), |s| s.to_string_lossy().into_owned());
+            (name, crate::github::marker("baseline", &path))
+        }
+        (None, dir) => {
+            let mut scope = dir
+                .as_ref()
+                .map_or_else(String::new, |d| d.display().to_string());
+            for k in args.key.iter().chain(args.hardware.iter()) {
+                scope.push(' ');
+                scope.push_str(k);
+            }
+            (scope.clone(), crate::github::marker("baselines", &scope))
+        }
     }
-    write_verdict_output(
-        &crate::report::check::render(&result, args.format),
-        args.output.as_ref(),
-        args.github.enabled(),
-    )?;
-    // The verdict in every log, whatever --output and --format say.
-    crate::output::stderr(&plain_headline(&crate::report::check::markdown(&result)));
-    if args.github.enabled() {
-        // Never changes the exit status: failures here are warnings.
-        let options = args
-            .github
-            .options(args.output.as_ref(), args.fail_on_improvement);
-        let publication = crate::github::Publication::of_check(&result, &options);
-        crate::github::publish(&publication, &options);
-    }
-    Ok(result.exit_code)
 }
 
 pub(super) fn sweep(args: SweepArgs) -> Result<i32> {

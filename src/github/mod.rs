@@ -132,6 +132,42 @@ impl Publication {
         }
     }
 
+    /// The publication of a `check` that could not judge at all (an unreadable trace, no
+    /// baseline that matches, a partial run): the same sticky comment (`marker`) says so, so
+    /// that an earlier ✅ never stands under a red check. `name` is what was checked.
+    pub(crate) fn of_error(
+        error: &str,
+        name: &str,
+        marker: String,
+        options: &Options,
+    ) -> Publication {
+        let first = error.lines().next().unwrap_or("");
+        Publication {
+            status: Status::CannotJudge,
+            annotations: vec![actions::command(
+                "error",
+                Some("tracegate cannot judge"),
+                first,
+            )],
+            parts: vec![crate::report::check::error_markdown(name, error)],
+            outputs: vec![
+                (
+                    "verdict".into(),
+                    actions::verdict_word(Status::CannotJudge).into(),
+                ),
+                ("regressions".into(), "0".into()),
+                (
+                    "report-path".into(),
+                    options
+                        .report_path
+                        .as_deref()
+                        .map_or_else(String::new, |p| p.display().to_string()),
+                ),
+            ],
+            marker,
+        }
+    }
+
     /// The publication of a `sweep`: one comment for the whole sweep, named by `name`.
     pub(crate) fn of_sweep(
         sweep: &crate::sweep::Sweep,
@@ -176,6 +212,28 @@ pub(crate) fn publish(publication: &Publication, options: &Options) {
     }
 
     comment_step(publication, options, &env);
+}
+
+/// Updates, never creates, the sticky comment of `marker` to `parts`: the comment an earlier
+/// run that could not judge left under another marker (`--baselines DIR`: no baseline was known),
+/// once a later run is judged against one.
+pub(crate) fn supersede(marker: String, parts: Vec<String>, options: &Options) {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let publication = Publication {
+        status: Status::Pass,
+        annotations: Vec::new(),
+        parts,
+        outputs: Vec::new(),
+        marker,
+    };
+    let options = Options {
+        comment: match options.comment {
+            CommentMode::Off => CommentMode::Off,
+            _ => CommentMode::OnRegression,
+        },
+        ..options.clone()
+    };
+    comment_step(&publication, &options, &env);
 }
 
 /// Discovers the pull request and writes or updates the sticky comment, as the mode asks.

@@ -847,6 +847,42 @@ fn headline_parts(result: &CheckResult) -> Vec<Words> {
     parts
 }
 
+/// The baseline a result was judged against, as markdown (its file name as code).
+pub(crate) fn baseline_name_markdown(result: &CheckResult) -> String {
+    free_code(&result.baseline.path)
+}
+
+/// The most of an error's text a comment shows: an error lists at most a few candidates and
+/// paths, and a hostile one must not fill the comment.
+const ERROR_CHARS: usize = 4_000;
+
+/// The markdown of a `check` that could not judge at all (a trace it cannot read, no baseline
+/// that matches): the headline says so with the error's first line, the whole error follows as
+/// code. `name` is what the check was of (the baseline's file name, or the directory searched).
+pub(crate) fn error_markdown(name: &str, error: &str) -> String {
+    let first = error.lines().next().unwrap_or("");
+    let headline = format!(
+        "⚠️ **{}** · {} · {}\n\nNo figure was judged, so no earlier verdict of this check stands.",
+        status_word(Status::CannotJudge),
+        free_text(name),
+        free_text(first)
+    );
+    if error.lines().nth(1).is_none() {
+        return format!("{headline}\n\n");
+    }
+    let text: String = error.chars().take(ERROR_CHARS).collect();
+    let more = if error.chars().count() > ERROR_CHARS {
+        "\n…"
+    } else {
+        ""
+    };
+    // Control characters escaped line by line: the line breaks are the error's own.
+    let lines: Vec<String> = text.lines().map(|l| printable(l).into_owned()).collect();
+    let text = format!("{}{more}", lines.join("\n"));
+    let fence = fence_for(&text);
+    format!("{headline} The error:\n\n{fence}text\n{text}\n{fence}\n\n")
+}
+
 /// The first line: `❌ REGRESSION · <configuration> · decode step +4.2% (20.127 → 20.979 ms) ·
 /// cause: …`. In markdown every part is escaped text (no code spans), so the line reads the
 /// same once its escapes are undone for standard error.

@@ -763,3 +763,143 @@ fn paths_from_workflow_inputs_cannot_leave_the_workspace() {
         out.stderr
     );
 }
+
+/// After a ✅ comment, a run that cannot be judged at all (its trace cut short) must not leave
+/// the pull request green under a red check: it updates the same comment to say so, writes an
+/// `::error` and the cannot-judge outputs (issue 40, "a stale green comment").
+#[test]
+fn a_run_that_cannot_be_read_turns_the_earlier_green_comment_into_cannot_judge() {
+    let (pass, _) = runs();
+    let tmp = tempfile::tempdir().unwrap();
+    // The passing run with one rank's file cut in the middle.
+    let cut = tmp.path().join("cut");
+    std::fs::create_dir_all(&cut).unwrap();
+    for e in std::fs::read_dir(pass).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.contains(".trace.json") {
+            continue;
+        }
+        let bytes = std::fs::read(&p).unwrap();
+        let keep = if name.contains("-TP-2.") {
+            bytes.len() / 2
+        } else {
+            bytes.len()
+        };
+        std::fs::write(cut.join(&name), &bytes[..keep]).unwrap();
+    }
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    let green = comment(
+        &server,
+        1001,
+        &format!("{MARKER}\n✅ **PASS** · earlier run"),
+    );
+    rt.block_on(async {
+        mount_actions_token_user(&server).await;
+        Mock::given(method("GET"))
+            .and(path(COMMENTS))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([green])))
+            .mount(&server)
+            .await;
+        mount_no_post(&server).await;
+        mount_patch(&server, 1001, &green, 1).await;
+    });
+    let summary = tmp.path().join("summary.md");
+    let outputs = tmp.path().join("outputs.txt");
+    let out = crate::common::check_in_root(
+        &cut,
+        &[
+            "--github",
+            "--pr",
+            "7",
+            "--github-api",
+            &server.uri(),
+            "--output",
+            "/dev/null",
+        ],
+        &[
+            ("GITHUB_REPOSITORY", "acme/infer"),
+            ("GITHUB_TOKEN", TOKEN),
+            ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
+            ("GITHUB_OUTPUT", outputs.to_str().unwrap()),
+        ],
+    );
+    assert_no_token(&out);
+    assert_exit_saying(&out, 2, "updated pull-request comment 1001");
+    assert!(
+        out.stdout
+            .contains("::error title=tracegate cannot judge::"),
+        "{}",
+        out.stdout
+    );
+    let all = rt.block_on(server.received_requests()).unwrap();
+    let patches = requests_of(&all, "PATCH");
+    assert_eq!(patches.len(), 1, "{all:?}");
+    let body: Value = serde_json::from_slice(&patches[0].body).unwrap();
+    let text = body["body"].as_str().unwrap();
+    assert!(text.starts_with(&format!("{MARKER}\n")), "{text}");
+    assert!(
+        text.contains("⚠️ **CANNOT JUDGE**")
+            && text.contains("dsr1-fp4-mi355x-sglang-tp4-conc64")
+            && text.contains("-TP-2.")
+            && !text.contains("PASS"),
+        "{text}"
+    );
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    assert!(summary.contains("CANNOT JUDGE"), "{summary}");
+    let outputs = std::fs::read_to_string(&outputs).unwrap();
+    assert!(outputs.contains("verdict=cannot_judge"), "{outputs}");
+    drop(server);
+}
+
+/// With `--baselines DIR` a run that cannot judge knows no baseline: its comment is the
+/// directory's. A later run judged against one of its baselines updates that comment to point
+/// at its own, so the red one does not outlive the fix.
+#[test]
+fn a_judged_run_supersedes_the_directory_comment_an_unjudged_one_left() {
+    let (pass, _) = runs();
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    let dir_marker = "<!-- tracegate:baselines=baselines framework=sglang -->";
+    let red = comment(
+        &server,
+        2002,
+        &format!("{dir_marker}\n⚠️ **CANNOT JUDGE** · baselines · cut"),
+    );
+    rt.block_on(async {
+        mount_actions_token_user(&server).await;
+        Mock::given(method("GET"))
+            .and(path(COMMENTS))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([red])))
+            .mount(&server)
+            .await;
+        mount_no_post(&server).await;
+        mount_patch(&server, 2002, &red, 1).await;
+    });
+    let mut cmd = tracegate();
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("check")
+        .arg(pass)
+        .args(["--baselines", "baselines", "--key", "framework=sglang"])
+        .args(["--github", "--pr", "7", "--github-api", &server.uri()])
+        .args(["--output", "/dev/null"])
+        .env("GITHUB_REPOSITORY", "acme/infer")
+        .env("GITHUB_TOKEN", TOKEN);
+    let out = crate::common::run(&mut cmd);
+    assert_no_token(&out);
+    assert_exit_saying(&out, 0, "updated pull-request comment 2002");
+    let all = rt.block_on(server.received_requests()).unwrap();
+    let patches = requests_of(&all, "PATCH");
+    assert_eq!(patches.len(), 1, "{all:?}");
+    let body: Value = serde_json::from_slice(&patches[0].body).unwrap();
+    let text = body["body"].as_str().unwrap();
+    assert!(text.starts_with(&format!("{dir_marker}\n")), "{text}");
+    assert!(
+        text.contains("Judged since")
+            && text.contains("dsr1-fp4-mi355x-sglang-tp4-conc64.toml")
+            && !text.contains("CANNOT JUDGE"),
+        "{text}"
+    );
+    drop(server);
+}
