@@ -34,17 +34,13 @@ pub(super) fn check(args: CheckArgs, limits: pipeline::ReadLimits) -> Result<i32
         let options = args
             .github
             .options(args.output.as_ref(), args.fail_on_improvement);
-        let publication = crate::github::Publication::of_check(&result, &options);
-        crate::github::publish(&publication, &options);
+        let mut publication = crate::github::Publication::of_check(&result, &options);
         if args.baselines.is_some() {
-            // An earlier run of this check that could not judge left the directory's comment.
-            let (_, marker) = error_comment(&args);
-            let note = format!(
-                "✅ Judged since: see the comment of {}.\n\n",
-                crate::report::check::baseline_name_markdown(&result)
-            );
-            crate::github::supersede(marker, vec![note], &options);
+            // Keyed by what the job asked for, not by the baseline it found: a later run that
+            // finds none replaces this comment too.
+            publication.marker = comment_of(&args).1;
         }
+        crate::github::publish(&publication, &options);
     }
     Ok(result.exit_code)
 }
@@ -90,20 +86,21 @@ fn judge(args: &CheckArgs, limits: pipeline::ReadLimits) -> Result<pipeline::Che
 }
 
 /// A check that could not judge at all says so where its verdict would have gone: the step
-/// summary, an `::error`, the outputs and the sticky comment of its baseline, so that an earlier
-/// ✅ never stands under a red check. With `--baselines DIR` the baseline is not known: the
-/// comment is the directory's (with the keys and hardware asked for), beside the baselines'.
+/// summary, an `::error`, the outputs and the sticky comment of the check ([`comment_of`]), so
+/// that an earlier ✅ never stands under a red check.
 fn publish_error(args: &CheckArgs, e: &anyhow::Error) {
-    let (name, marker) = error_comment(args);
+    let (name, marker) = comment_of(args);
     let options = args.github.options(None, args.fail_on_improvement);
     let publication =
         crate::github::Publication::of_error(&format!("{e:#}"), &name, marker, &options);
     crate::github::publish(&publication, &options);
 }
 
-/// What a check that cannot judge is of, and the marker of its comment: the baseline file's, or
-/// with `--baselines DIR` the directory's with the keys and hardware asked for.
-fn error_comment(args: &CheckArgs) -> (String, String) {
+/// What a check is of, and the marker of its sticky comment: with `--baseline FILE` the file's
+/// (as a judged run's); with `--baselines DIR` the job's, whatever baseline a run finds or fails
+/// to find: the Action's `name` input (`TRACEGATE_NAME`), else the directory with the `--key`s
+/// and `--hardware` asked for.
+fn comment_of(args: &CheckArgs) -> (String, String) {
     match (&args.baseline, &args.baselines) {
         (Some(file), _) => {
             let path = file.display().to_string();
@@ -111,6 +108,10 @@ fn error_comment(args: &CheckArgs) -> (String, String) {
                 .file_stem()
                 .map_or_else(|| path.clone(), |s| s.to_string_lossy().into_owned());
             (name, crate::github::marker("baseline", &path))
+        }
+        (None, _) if std::env::var("TRACEGATE_NAME").is_ok_and(|n| !n.trim().is_empty()) => {
+            let name = std::env::var("TRACEGATE_NAME").unwrap_or_default();
+            (name.clone(), crate::github::marker("check", name.trim()))
         }
         (None, dir) => {
             let mut scope = dir

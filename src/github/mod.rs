@@ -214,28 +214,6 @@ pub(crate) fn publish(publication: &Publication, options: &Options) {
     comment_step(publication, options, &env);
 }
 
-/// Updates, never creates, the sticky comment of `marker` to `parts`: the comment an earlier
-/// run that could not judge left under another marker (`--baselines DIR`: no baseline was known),
-/// once a later run is judged against one.
-pub(crate) fn supersede(marker: String, parts: Vec<String>, options: &Options) {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let publication = Publication {
-        status: Status::Pass,
-        annotations: Vec::new(),
-        parts,
-        outputs: Vec::new(),
-        marker,
-    };
-    let options = Options {
-        comment: match options.comment {
-            CommentMode::Off => CommentMode::Off,
-            _ => CommentMode::OnRegression,
-        },
-        ..options.clone()
-    };
-    comment_step(&publication, &options, &env);
-}
-
 /// Discovers the pull request and writes or updates the sticky comment, as the mode asks.
 fn comment_step(
     publication: &Publication,

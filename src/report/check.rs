@@ -847,11 +847,6 @@ fn headline_parts(result: &CheckResult) -> Vec<Words> {
     parts
 }
 
-/// The baseline a result was judged against, as markdown (its file name as code).
-pub(crate) fn baseline_name_markdown(result: &CheckResult) -> String {
-    free_code(&result.baseline.path)
-}
-
 /// The most of an error's text a comment shows: an error lists at most a few candidates and
 /// paths, and a hostile one must not fill the comment.
 const ERROR_CHARS: usize = 4_000;

@@ -853,53 +853,72 @@ fn a_run_that_cannot_be_read_turns_the_earlier_green_comment_into_cannot_judge()
     drop(server);
 }
 
-/// With `--baselines DIR` a run that cannot judge knows no baseline: its comment is the
-/// directory's. A later run judged against one of its baselines updates that comment to point
-/// at its own, so the red one does not outlive the fix.
+/// With `--baselines DIR` the comment is the job's (keyed by the keys asked for), not the
+/// baseline's a run happens to find: a passing run updates it, and a later run that cannot be
+/// judged (no baseline found, a trace it cannot read) replaces that same comment.
 #[test]
-fn a_judged_run_supersedes_the_directory_comment_an_unjudged_one_left() {
+fn with_baselines_the_jobs_comment_goes_from_pass_to_cannot_judge() {
     let (pass, _) = runs();
     let rt = runtime();
     let server = rt.block_on(MockServer::start());
-    let dir_marker = "<!-- tracegate:baselines=baselines framework=sglang -->";
-    let red = comment(
-        &server,
-        2002,
-        &format!("{dir_marker}\n⚠️ **CANNOT JUDGE** · baselines · cut"),
-    );
+    let job_marker = "<!-- tracegate:baselines=baselines framework=sglang -->";
+    let earlier = comment(&server, 3003, &format!("{job_marker}\nearlier"));
     rt.block_on(async {
         mount_actions_token_user(&server).await;
         Mock::given(method("GET"))
             .and(path(COMMENTS))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!([red])))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([earlier])))
             .mount(&server)
             .await;
         mount_no_post(&server).await;
-        mount_patch(&server, 2002, &red, 1).await;
+        mount_patch(&server, 3003, &earlier, 2).await;
     });
-    let mut cmd = tracegate();
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("check")
-        .arg(pass)
-        .args(["--baselines", "baselines", "--key", "framework=sglang"])
-        .args(["--github", "--pr", "7", "--github-api", &server.uri()])
-        .args(["--output", "/dev/null"])
-        .env("GITHUB_REPOSITORY", "acme/infer")
-        .env("GITHUB_TOKEN", TOKEN);
-    let out = crate::common::run(&mut cmd);
-    assert_no_token(&out);
-    assert_exit_saying(&out, 0, "updated pull-request comment 2002");
+    let check = |run: &Path, keys: &[&str]| {
+        let mut cmd = tracegate();
+        cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+            .arg("check")
+            .arg(run)
+            .args(["--baselines", "baselines"])
+            .args(keys)
+            .args(["--github", "--pr", "7", "--github-api", &server.uri()])
+            .args(["--output", "/dev/null"])
+            .env("GITHUB_REPOSITORY", "acme/infer")
+            .env("GITHUB_TOKEN", TOKEN)
+            .env_remove("TRACEGATE_NAME");
+        let out = crate::common::run(&mut cmd);
+        assert_no_token(&out);
+        out
+    };
+    let keys = ["--key", "framework=sglang"];
+    assert_exit_saying(&check(pass, &keys), 0, "updated pull-request comment 3003");
+    // The same job, now with a run on 2 ranks: no baseline of the directory matches.
+    let two = crate::common::synth_run(&[
+        "--scenario",
+        "mi355x-dsr1-fp4-tp4",
+        "--seed",
+        "3",
+        "--ranks",
+        "2",
+    ]);
+    assert_exit_saying(&check(&two, &keys), 2, "updated pull-request comment 3003");
     let all = rt.block_on(server.received_requests()).unwrap();
     let patches = requests_of(&all, "PATCH");
-    assert_eq!(patches.len(), 1, "{all:?}");
-    let body: Value = serde_json::from_slice(&patches[0].body).unwrap();
-    let text = body["body"].as_str().unwrap();
-    assert!(text.starts_with(&format!("{dir_marker}\n")), "{text}");
+    assert_eq!(patches.len(), 2, "{all:?}");
+    let texts: Vec<String> = patches
+        .iter()
+        .map(|r| {
+            let body: Value = serde_json::from_slice(&r.body).unwrap();
+            body["body"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert!(texts
+        .iter()
+        .all(|t| t.starts_with(&format!("{job_marker}\n"))));
+    assert!(texts[0].contains("PASS"), "{}", texts[0]);
     assert!(
-        text.contains("Judged since")
-            && text.contains("dsr1-fp4-mi355x-sglang-tp4-conc64.toml")
-            && !text.contains("CANNOT JUDGE"),
-        "{text}"
+        texts[1].contains("⚠️ **CANNOT JUDGE**") && texts[1].contains("no baseline matches"),
+        "{}",
+        texts[1]
     );
     drop(server);
 }
