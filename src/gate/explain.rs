@@ -611,6 +611,10 @@ pub(crate) fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> 
     });
     let stalls = stall_note(x, b, metrics);
     let cause = cause_of(&Facts {
+        regressed: metrics
+            .iter()
+            .any(|m| m.gated && m.verdict == Verdict::Regressed),
+        worst_categories: worst_metric_categories(metrics),
         host_gap: host_gap(metrics),
         slow_steps: slow_steps(x, b, metrics),
         decode_change: decode_step_change_ms,
@@ -642,8 +646,32 @@ pub(crate) fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> 
     }
 }
 
+/// The categories whose kernel time makes up the gated metric that failed worst (change over
+/// its tolerance), where the metric is one category's: a MoE regression is explained by MoE
+/// kernels, never by another category that moved more.
+fn worst_metric_categories(metrics: &[MetricCheck]) -> Option<&'static [Category]> {
+    let worst = metrics
+        .iter()
+        .filter(|m| m.gated && m.verdict == Verdict::Regressed)
+        .filter_map(|m| Some((m, (m.change? / m.allowance.filter(|a| *a > 0.0)?).abs())))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?
+        .0;
+    match worst.name {
+        MetricId::MoeUsPerLayer => Some(&[Category::MoeGemm]),
+        MetricId::AllreduceUs | MetricId::AllreduceTransferUs | MetricId::CommPct => {
+            Some(&[Category::Comm])
+        }
+        MetricId::OtherPct => Some(&[Category::Other]),
+        _ => None,
+    }
+}
+
 /// What [`cause_of`] chooses from.
 struct Facts<'a> {
+    /// Whether a gated metric regressed: then only a category that got slower is a cause.
+    regressed: bool,
+    /// The categories of the worst-failing metric, where it is one category's.
+    worst_categories: Option<&'static [Category]>,
     /// The host-gap and slow-iteration causes, when their metric regressed.
     host_gap: Option<Cause>,
     slow_steps: Option<Cause>,
@@ -711,17 +739,35 @@ fn cause_of(f: &Facts) -> Cause {
         };
     }
     let change = f.decode_change.unwrap_or(f.total).abs();
+    // The failing metric's own category, when it got slower: that is the cause, whatever the
+    // total did (another category may have got faster by more).
+    let own = f.worst_categories.and_then(|cats| {
+        f.categories.iter().find(|d| {
+            d.delta_ms_per_step >= f.noise.max(NOISE_FLOOR_MS)
+                && cats.iter().any(|c| c.key() == d.name)
+        })
+    });
     let top = f
         .categories
-        .first()
+        .iter()
+        .find(|d| !f.regressed || d.delta_ms_per_step > 0.0)
         .filter(|d| d.delta_ms_per_step.abs() >= f.noise);
+    let top = match own {
+        Some(own) => Some(own),
+        None if f.total.abs() >= NOISE_FLOOR_MS && f.total.abs() >= 0.25 * change => top,
+        None => None,
+    };
     match top {
         // Kernel time explains the change only when it moved by a fair part of it.
-        Some(top) if f.total.abs() >= NOISE_FLOOR_MS && f.total.abs() >= 0.25 * change => {
+        Some(top) => {
+            // The kernel that moved most the way its category did.
+            let in_top = |k: &&Delta| k.category.as_deref() == Some(top.name.as_str());
             let leader = f
                 .kernels
                 .iter()
-                .find(|k| k.category.as_deref() == Some(top.name.as_str()));
+                .filter(in_top)
+                .find(|k| (k.delta_ms_per_step > 0.0) == (top.delta_ms_per_step > 0.0))
+                .or_else(|| f.kernels.iter().find(in_top));
             match leader {
                 Some(k) if k.renamed_from.is_some() => Cause::Renamed {
                     category: top.name.clone(),

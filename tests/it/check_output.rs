@@ -653,3 +653,27 @@ fn a_pass_says_no_change_beyond_noise_in_one_line_with_its_tables_folded() {
     }
     let _ = assert_clean_figures(&md);
 }
+
+/// The cause is the failing metric's: a MoE regression (+8% per layer) in a run whose
+/// between-run jitter made the dense GEMMs faster by more is explained by the MoE kernels, never
+/// by the category that improved (issue 40; before, "cause: dense_gemm -0.866 ms").
+#[test]
+fn a_moe_regression_names_moe_as_its_cause_when_another_category_improved_more() {
+    let run = common::synth_run(&[
+        "--scenario",
+        "mi355x-dsr1-fp4-tp4",
+        "--run-jitter",
+        "8",
+        "--seed",
+        "33",
+        "--inject",
+        "moe=1.08",
+    ]);
+    let (status, stdout, stderr) = check_output(&run, BASELINE, "markdown");
+    assert_eq!(status, 1, "{stderr}");
+    let first = stdout.lines().next().unwrap_or("");
+    assert!(
+        first.contains("cause: moe\\_gemm +") && !first.contains("dense\\_gemm"),
+        "{first}"
+    );
+}
