@@ -327,7 +327,7 @@ pub(super) fn read_members<R: Read>(
                     .map(Some)
                     .or_else(|e| tolerate(offset, bytes, e))?;
             }
-            key if LOG_BUCKETS.contains(&key) => skip_log_bucket(scan, contents, &key, gzip)?,
+            key if LOG_BUCKETS.contains(&key) => skip_log_bucket(scan, contents, key, gzip)?,
             key if PRODUCER_KEYS.iter().any(|(k, _)| *k == key) => {
                 let (_, bytes) = scan.next_value().map_err(top)?;
                 if let Some(value) = scalar_text(bytes) {
