@@ -39,6 +39,7 @@ pub(super) fn check(args: CheckArgs, limits: pipeline::ReadLimits) -> Result<i32
         allow_other_hardware: args.allow_other_hardware,
         allow_other_batch: args.allow_other_batch,
         hardware: args.hardware.clone(),
+        allow_override: args.allow_override,
     };
     let mut result = pipeline::check(&run, &args.paths, &config, &baseline, &options)?;
     result.run.identity = identity.with_producer(&run);
