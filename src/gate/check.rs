@@ -742,7 +742,8 @@ fn summary_line(status: Status, metrics: &[MetricCheck]) -> String {
     if !noisy.is_empty() {
         parts.push(format!("too noisy to judge: {}", noisy.join(", ")));
     }
-    if !artefacts.is_empty() {
+    // Said where it decides the status: beside a regression it is only not an improvement.
+    if !artefacts.is_empty() && status != Status::Regression {
         parts.push(format!(
             "improved only as an artefact of the run: {}",
             artefacts.join(", ")
