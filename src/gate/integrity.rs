@@ -230,3 +230,67 @@ fn moe_layers_flag(b: &Baseline, edits: &Edits<'_>, f: &mut Findings) {
         ));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn baseline(moe_layers: Option<u32>) -> Baseline {
+        let layers = moe_layers.map_or(String::new(), |l| format!("moe_layers = {l}\n"));
+        let text = format!(
+            "[meta]\nhardware = \"AMD Instinct MI355X\"\ntp = 4\n{layers}\n\
+             [metrics.moe_us_per_layer]\nvalue = 127.877\ntolerance = \"5%\"\n\n\
+             [breakdown.categories.moe_gemm]\nms_per_step = 7.41175\ncalls_per_step = 116.0\n"
+        );
+        Baseline::parse(&text, std::path::Path::new("baselines/x.toml")).unwrap()
+    }
+
+    fn flag(b: &Baseline, given: u32, allow_override: bool) -> Findings {
+        let edits = Edits {
+            moe_layers: Some(given),
+            allow_override,
+            ..Edits::default()
+        };
+        let mut f = Findings::default();
+        moe_layers_flag(b, &edits, &mut f);
+        f
+    }
+
+    #[test]
+    fn moe_layers_must_agree_with_the_baselines_own_figures_within_two_percent() {
+        assert_eq!(contradicted_moe_layers(&baseline(Some(58))), None);
+        // 59 layers is 1.7% more MoE time than recorded: within; 60 is 3.5%: not.
+        assert_eq!(contradicted_moe_layers(&baseline(Some(59))), None);
+        let e = contradicted_moe_layers(&baseline(Some(70))).unwrap();
+        assert!(
+            e.starts_with("baselines/x.toml: [meta] moe_layers = 70 contradicts"),
+            "{e}"
+        );
+        assert!(
+            e.contains("127.9 µs × 70 layers is 8.951 ms")
+                && e.contains("records 7.412 ms (58 layers)"),
+            "{e}"
+        );
+        assert!(contradicted_moe_layers(&baseline(Some(60))).is_some());
+        // Without the count there is nothing to contradict.
+        assert_eq!(contradicted_moe_layers(&baseline(None)), None);
+    }
+
+    #[test]
+    fn a_moe_layers_flag_is_held_to_the_recorded_or_implied_count() {
+        let recorded = baseline(Some(58));
+        let same = flag(&recorded, 58, false);
+        assert!(same.problems.is_empty() && same.notes.is_empty());
+        let other = flag(&recorded, 70, false);
+        assert_eq!(other.problems.len(), 1, "{:?}", other.problems);
+        assert!(other.problems[0].contains("--override to judge anyway"));
+        let overridden = flag(&recorded, 70, true);
+        assert!(overridden.problems.is_empty());
+        assert!(overridden.notes[0].contains("(--override)"));
+        // A baseline without the count: the count its figures imply (58) stands for it.
+        let implied = baseline(None);
+        assert!(flag(&implied, 58, false).problems.is_empty());
+        let e = &flag(&implied, 70, false).problems[0];
+        assert!(e.contains("58 layers, which its"), "{e}");
+    }
+}
