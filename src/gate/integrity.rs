@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use super::explain::{same_function, similar_calls};
 use crate::baseline::{shown_text, Baseline};
 use crate::metrics::{Extraction, MetricId};
-use crate::taxonomy::{demangle, untruncated_short_name, Matcher, Rule};
+use crate::taxonomy::{
+    demangle, distinguishing_names, short_name, untruncated_short_name, Matcher, Rule,
+};
 use crate::units::Unit;
 
 /// How far `moe_us_per_layer` × `moe_layers` may be from the baseline's recorded MoE GEMM time
@@ -112,7 +114,7 @@ fn rule_findings(x: &Extraction, b: &Baseline, edits: &Edits<'_>, f: &mut Findin
              baseline recorded it in; re-record the baseline with the rule (tracegate baseline \
              update --baseline {} --rules ...) or drop it",
             describe(rule),
-            shown_text(&k.name),
+            shown_text(&short_name(&k.name)),
             rule.category.key(),
             k.category,
             Unit::Ms.figure(k.ms_per_step),
@@ -141,23 +143,26 @@ fn rule_findings(x: &Extraction, b: &Baseline, edits: &Edits<'_>, f: &mut Findin
                 && same_function(&untruncated_short_name(&v.name), &short)
         });
         match renames {
-            Some(v) if v.category != rule.category.key() => f.problems.push(format!(
-                "{} sends kernel {}, which appeared, into {}, but it renames kernel {}, which \
+            Some(v) if v.category != rule.category.key() => {
+                let (old, new) = distinguishing_names(&v.name, &k.name);
+                f.problems.push(format!(
+                    "{} sends kernel {}, which appeared, into {}, but it renames kernel {}, which \
                  vanished and which the baseline records under {} ({} per step): the rule would \
                  move that time out of the figures the baseline recorded it in",
-                describe(rule),
-                shown_text(&k.name),
-                rule.category.key(),
-                shown_text(&v.name),
-                v.category,
-                Unit::Ms.figure(v.ms_per_step),
-            )),
+                    describe(rule),
+                    shown_text(&new),
+                    rule.category.key(),
+                    shown_text(&old),
+                    v.category,
+                    Unit::Ms.figure(v.ms_per_step),
+                ))
+            }
             Some(_) => {}
             None => f.notes.push(format!(
                 "{} classifies kernel {}, which appeared and renames no vanished kernel, as {} \
                  ({} per step): new work, counted in that category",
                 describe(rule),
-                shown_text(&k.name),
+                shown_text(&short_name(&k.name)),
                 rule.category.key(),
                 Unit::Ms.figure(k.ms_per_step),
             )),
