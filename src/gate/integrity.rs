@@ -69,6 +69,7 @@ fn deciding<'r>(rules: &[&'r Rule], name: &str) -> Option<&'r Rule> {
 pub(crate) fn findings(x: &Extraction, b: &Baseline, edits: &Edits<'_>) -> Findings {
     let mut f = Findings::default();
     rule_findings(x, b, edits, &mut f);
+    f.problems.extend(contradicted_breakdown(b));
     f.problems.extend(contradicted_moe_layers(b));
     moe_layers_flag(b, edits, &mut f);
     f
@@ -168,6 +169,48 @@ fn rule_findings(x: &Extraction, b: &Baseline, edits: &Edits<'_>, f: &mut Findin
             )),
         }
     }
+}
+
+/// Below this, a category's time per step and its kernels' sum are taken as equal whatever
+/// their ratio (figures are written to 6 decimals), ms.
+const BREAKDOWN_FLOOR_MS: f64 = 0.001;
+
+/// A `[breakdown]` whose kernels do not add up to its categories (by more than
+/// [`STRUCTURE_TOLERANCE`]): a kernel's recorded category, or a figure, was edited after the
+/// figures were recorded (moving the MoE GEMM to `dense_gemm` in `[[breakdown.kernels]]` would
+/// make a rule that moves it agree with the "recorded" category). Only where kernels are listed.
+fn contradicted_breakdown(b: &Baseline) -> Option<String> {
+    if b.breakdown.kernels.is_empty() {
+        return None;
+    }
+    let mut sums: BTreeMap<&str, f64> = b
+        .breakdown
+        .categories
+        .keys()
+        .map(|c| (c.as_str(), 0.0))
+        .collect();
+    for k in &b.breakdown.kernels {
+        *sums.entry(k.category.as_str()).or_default() += k.ms_per_step;
+    }
+    let (category, sum, recorded) = sums.into_iter().find_map(|(category, sum)| {
+        let recorded = b
+            .breakdown
+            .categories
+            .get(category)
+            .map_or(0.0, |c| c.ms_per_step);
+        let apart = (sum - recorded).abs();
+        (apart > BREAKDOWN_FLOOR_MS && apart > STRUCTURE_TOLERANCE * recorded)
+            .then_some((category, sum, recorded))
+    })?;
+    Some(format!(
+        "{}: the baseline's [breakdown] contradicts itself: the kernels it records under \
+         {category} add up to {} per step, but [breakdown.categories.{category}] records {}: a \
+         kernel's category or a figure was edited after the figures were recorded; re-record \
+         the baseline (tracegate baseline update)",
+        b.path.display(),
+        Unit::Ms.figure(sum),
+        Unit::Ms.figure(recorded),
+    ))
 }
 
 /// The MoE layer count the baseline's own figures imply: its MoE GEMM time per step over its
@@ -279,6 +322,39 @@ mod tests {
         assert!(contradicted_moe_layers(&baseline(Some(60))).is_some());
         // Without the count there is nothing to contradict.
         assert_eq!(contradicted_moe_layers(&baseline(None)), None);
+    }
+
+    #[test]
+    fn kernels_must_add_up_to_their_categories() {
+        let kernels = |moe: &str, moe_ms: f64| {
+            format!(
+                "[[breakdown.kernels]]\nname = \"big_moe\"\ncategory = \"{moe}\"\n\
+                 ms_per_step = {moe_ms}\ncalls_per_step = 58.0\n\n[[breakdown.kernels]]\n\
+                 name = \"small_moe\"\ncategory = \"moe_gemm\"\nms_per_step = 3.41175\n\
+                 calls_per_step = 58.0\n"
+            )
+        };
+        let with = |text: String| {
+            let head = "[meta]\nhardware = \"X\"\n\n[breakdown.categories.moe_gemm]\n\
+                        ms_per_step = 7.41175\ncalls_per_step = 116.0\n\n";
+            Baseline::parse(&format!("{head}{text}"), std::path::Path::new("b.toml")).unwrap()
+        };
+        assert_eq!(
+            contradicted_breakdown(&with(kernels("moe_gemm", 4.0))),
+            None
+        );
+        // Without kernels there is nothing to add up.
+        assert_eq!(contradicted_breakdown(&with(String::new())), None);
+        // The big kernel's category edited: moe_gemm's kernels add up to less, and dense_gemm
+        // has kernels but no time.
+        let e = contradicted_breakdown(&with(kernels("dense_gemm", 4.0))).unwrap();
+        assert!(
+            e.contains("under dense_gemm add up to 4.000 ms per step")
+                || e.contains("under moe_gemm add up to 3.412 ms per step"),
+            "{e}"
+        );
+        // A figure edited.
+        assert!(contradicted_breakdown(&with(kernels("moe_gemm", 5.0))).is_some());
     }
 
     #[test]

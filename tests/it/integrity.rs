@@ -241,3 +241,38 @@ fn a_moe_layers_flag_overriding_the_recorded_count_cannot_judge_without_override
     let out = check(&run, &shipped(), &["--moe-layers", "58"]);
     assert_eq!(out.code, Some(1), "{}", out.stderr);
 }
+
+#[test]
+fn a_breakdown_edited_to_agree_with_a_moving_rule_cannot_judge() {
+    // The MoE GEMM's recorded category edited to dense_gemm, so that a rule moving it "agrees".
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = recorded_moe_kernel();
+    let mut next_is_it = false;
+    let baseline = edited_baseline(dir.path(), |l| {
+        let edited = if next_is_it && l == "category = \"moe_gemm\"" {
+            "category = \"dense_gemm\"".to_string()
+        } else {
+            l.to_string()
+        };
+        next_is_it = l == format!("name = {kernel:?}");
+        edited
+    });
+    let rules = dir.path().join("rules.toml");
+    let prefix = kernel.strip_prefix("void ").unwrap();
+    std::fs::write(
+        &rules,
+        format!("[[rule]]\nprefix = {prefix:?}\ncategory = \"dense_gemm\"\n"),
+    )
+    .unwrap();
+    let out = check(
+        &slower_moe(),
+        &baseline,
+        &["--rules", rules.to_str().unwrap()],
+    );
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    let problems = verdict(&out)["problems"].to_string();
+    assert!(
+        problems.contains("the baseline's [breakdown] contradicts itself: the kernels it records under dense_gemm add up to"),
+        "{problems}"
+    );
+}
