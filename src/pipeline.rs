@@ -241,7 +241,16 @@ pub fn check(
 ) -> Result<CheckResult, PipelineError> {
     config.limits.install(|| {
         let extraction = extract_here(run, paths, config, Some(baseline))?;
-        let result = crate::gate::check(&extraction, baseline, options);
+        // What a pull request can edit beside the figures: the rules and the layer count.
+        let file_rules = config.taxonomy()?.user_rules().to_vec();
+        let baseline_rules = baseline.taxonomy_rules()?;
+        let edits = crate::gate::Edits {
+            file_rules: &file_rules,
+            baseline_rules: &baseline_rules,
+            moe_layers: config.moe_layers,
+            allow_override: options.allow_override,
+        };
+        let result = crate::gate::check(&extraction, baseline, options, &edits);
         stage_done("gating", run, &config.limits)?;
         Ok(result)
     })

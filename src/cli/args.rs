@@ -183,6 +183,10 @@ pub(crate) struct CheckArgs {
     /// than 10%, which is otherwise exit 2: its time per token is of another load.
     #[arg(long)]
     pub allow_other_batch: bool,
+    /// Judge a run whose flags override a structural field the baseline records
+    /// (`--moe-layers` other than its `moe_layers`), which is otherwise exit 2; the report says so.
+    #[arg(long = "override")]
+    pub allow_override: bool,
     /// The run's hardware, asserted where the trace names no device or the baseline names no
     /// hardware (otherwise exit 2); the report says it was asserted.
     #[arg(long, value_name = "NAME")]

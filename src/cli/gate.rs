@@ -79,6 +79,7 @@ fn judge(args: &CheckArgs, limits: pipeline::ReadLimits) -> Result<pipeline::Che
         allow_other_hardware: args.allow_other_hardware,
         allow_other_batch: args.allow_other_batch,
         hardware: args.hardware.clone(),
+        allow_override: args.allow_override,
     };
     let mut result = pipeline::check(&run, &args.paths, &config, &baseline, &options)?;
     result.run.identity = identity.with_producer(&run);

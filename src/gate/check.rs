@@ -26,6 +26,9 @@ pub struct CheckOptions {
     /// The run's hardware, asserted by the user (`--hardware`) where the trace does not name it
     /// or the baseline does not say.
     pub hardware: Option<String>,
+    /// Judge a run whose flags override a structural field the baseline records (`--moe-layers`
+    /// against its `moe_layers`), which is otherwise exit 2; the report says so.
+    pub allow_override: bool,
 }
 
 /// The outcome of the whole check, one meaning per exit status.
@@ -224,7 +227,12 @@ fn seed_of(name: &str) -> u64 {
     })
 }
 
-pub(crate) fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckResult {
+pub(crate) fn check(
+    x: &Extraction,
+    b: &Baseline,
+    opts: &CheckOptions,
+    edits: &super::integrity::Edits<'_>,
+) -> CheckResult {
     // Metrics are judged side by side: a bootstrap over a run's pooled collective calls is most
     // of a check's time. Each has its own seed, so the result is the same on any thread count.
     let mut metrics: Vec<MetricCheck> = METRICS
@@ -233,13 +241,15 @@ pub(crate) fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckR
         .collect();
     let mut problems = unjudgeable(x, &metrics);
     problems.extend(mismatches(x, b, opts));
+    let integrity = super::integrity::findings(x, b, edits);
+    problems.extend(integrity.problems);
+    let explanation = explain(x, b, &metrics);
+    mark_artefacts(&mut metrics, &explanation);
     let status = if problems.is_empty() {
         status_of(&metrics, opts)
     } else {
         Status::CannotJudge
     };
-    let explanation = explain(x, b, &metrics);
-    mark_artefacts(&mut metrics, &explanation);
     let (device, source) = run_hardware(x, b, opts);
     let run = RunSummary {
         device,
@@ -248,7 +258,7 @@ pub(crate) fn check(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> CheckR
         ranks: x.run.ranks.clone(),
         partial_ranks: x.run.partial_ranks.clone(),
         decode_steps_kept: x.steps.values().map(|s| s.decode_kept).min().unwrap_or(0),
-        warnings: x.warnings.clone(),
+        warnings: x.warnings.iter().cloned().chain(integrity.notes).collect(),
         identity: Default::default(),
     };
     CheckResult {
@@ -701,8 +711,12 @@ fn status_of(metrics: &[MetricCheck], opts: &CheckOptions) -> Status {
         // A regression beyond doubt is news whatever else could not be judged; the summary lists
         // the noisy and missing metrics beside it.
         Status::Regression
-    } else if gated().any(|m| matches!(m.verdict, Verdict::Missing | Verdict::Noisy)) {
-        // Nothing regressed, but an unknown state is not a pass.
+    } else if gated().any(|m| {
+        matches!(m.verdict, Verdict::Missing | Verdict::Noisy)
+            || (m.verdict == Verdict::Improved && m.artefact.is_some())
+    }) {
+        // Nothing regressed, but an unknown state is not a pass, and neither is an improvement
+        // the run itself explains away (time moved out of the metric's category).
         Status::CannotJudge
     } else {
         Status::Pass
@@ -722,6 +736,11 @@ fn summary_line(status: Status, metrics: &[MetricCheck]) -> String {
     let regressed = names_with(metrics, Verdict::Regressed);
     let missing = names_with(metrics, Verdict::Missing);
     let noisy = names_with(metrics, Verdict::Noisy);
+    let artefacts: Vec<&str> = metrics
+        .iter()
+        .filter(|m| m.gated && m.verdict == Verdict::Improved && m.artefact.is_some())
+        .map(|m| m.name.name())
+        .collect();
     // An artefact of the regression is no improvement, and nothing is re-baselined while the
     // run regressed.
     let improved: Vec<&str> = metrics
@@ -738,6 +757,13 @@ fn summary_line(status: Status, metrics: &[MetricCheck]) -> String {
     }
     if !noisy.is_empty() {
         parts.push(format!("too noisy to judge: {}", noisy.join(", ")));
+    }
+    // Said where it decides the status: beside a regression it is only not an improvement.
+    if !artefacts.is_empty() && status != Status::Regression {
+        parts.push(format!(
+            "improved only as an artefact of the run: {}",
+            artefacts.join(", ")
+        ));
     }
     if !improved.is_empty() {
         if status == Status::Regression {
@@ -798,6 +824,24 @@ mod precedence_tests {
             "REGRESSION; regressed: rank_skew_ms; missing from the run: comm_pct; \
              too noisy to judge: decode_step_ms"
         );
+    }
+
+    #[test]
+    fn an_improvement_the_report_calls_an_artefact_never_passes() {
+        let opts = CheckOptions::default();
+        let mut moe = metric(MetricId::MoeUsPerLayer, Verdict::Improved, true);
+        moe.artefact = Some("its time moved into a kernel that appeared".into());
+        let metrics = vec![metric(MetricId::DecodeStepMs, Verdict::Ok, true), moe];
+        let status = status_of(&metrics, &opts);
+        assert_eq!((status, status.exit_code()), (Status::CannotJudge, 2));
+        assert_eq!(
+            summary_line(status, &metrics),
+            "CANNOT JUDGE; improved only as an artefact of the run: moe_us_per_layer"
+        );
+        // A regression beside it still decides.
+        let mut with_regression = metrics.clone();
+        with_regression[0].verdict = Verdict::Regressed;
+        assert_eq!(status_of(&with_regression, &opts), Status::Regression);
     }
 
     #[test]

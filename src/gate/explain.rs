@@ -1034,7 +1034,7 @@ fn function_name(name: &str) -> &str {
 /// A rename keeps the function (the namespace, the template arguments and a build suffix such as
 /// `_v2` may change); another implementation of the same job does not (`cross_device_reduce_2stage`
 /// → `_1stage`, `oneshot` → `twoshot`), however similar the whole names are.
-fn same_function(old: &str, new: &str) -> bool {
+pub(super) fn same_function(old: &str, new: &str) -> bool {
     let (a, b) = (function_name(old), function_name(new));
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     !short.is_empty()
@@ -1043,7 +1043,7 @@ fn same_function(old: &str, new: &str) -> bool {
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('_'))
 }
 
-fn similar_calls(a: f64, b: f64) -> bool {
+pub(super) fn similar_calls(a: f64, b: f64) -> bool {
     (a - b).abs() <= RENAME_CALLS_TOLERANCE * a.max(b)
 }
 

@@ -5,9 +5,11 @@
 
 pub(crate) mod check;
 pub(crate) mod explain;
+pub(crate) mod integrity;
 pub(crate) mod verdict;
 
 pub(crate) use check::{check, DecodePoint, DecodeSeries, PointKind};
 pub use check::{CheckOptions, CheckResult, Status};
+pub(crate) use integrity::Edits;
 pub(crate) use verdict::MetricCheck;
 pub use verdict::Verdict;

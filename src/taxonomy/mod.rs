@@ -663,6 +663,11 @@ impl Taxonomy {
         self.prefilter.get_or_init(|| Prefilter::new(self.rules()))
     }
 
+    /// The user rules (`--rules`, a baseline's `[[rules]]`), in the order they are tried.
+    pub fn user_rules(&self) -> &[Rule] {
+        &self.user
+    }
+
     /// All rules in the order they are tried.
     pub fn rules(&self) -> impl Iterator<Item = &Rule> {
         self.user.iter().chain(self.builtin.iter())

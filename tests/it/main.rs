@@ -22,6 +22,7 @@ mod hostile;
 mod identity;
 mod inspect;
 mod install;
+mod integrity;
 mod loops;
 mod names;
 mod partial_ranks;
