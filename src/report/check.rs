@@ -126,7 +126,7 @@ fn metric_table(result: &CheckResult, with_marks: bool) -> Table {
     let mut t = Table::new(&columns);
     for m in &result.metrics {
         let mut row = vec![
-            m.name.name().to_string(),
+            metric_name_cell(result, m),
             value(m.baseline, m.unit),
             value(m.current, m.unit),
             change(m),
@@ -1042,18 +1042,33 @@ fn unclassified_words(u: &Unclassified) -> Words {
 /// the ranks left out.
 fn partial_line(result: &CheckResult) -> Option<String> {
     let p = result.run.partial_ranks.as_ref()?;
-    let dependent = [
-        MetricId::RankSkewMs,
-        MetricId::AllreduceRankRatio,
-        MetricId::AllreduceUs,
-        MetricId::AllreduceTransferUs,
-    ]
-    .map(|id| id.name())
-    .join(", ");
+    let dependent = WAIT_DEPENDENT.map(|id| id.name()).join(", ");
     Some(format!(
-        "Partial run: ranks {p} (--partial-ranks). {dependent} and the waits in collectives are \
-         measured among these ranks only; a straggler among the others is not seen."
+        "Partial run: ranks {p} (--partial-ranks). {dependent} (marked {PARTIAL_MARK} in the \
+         table) and the waits in collectives are measured among these ranks only; a straggler \
+         among the others is not seen."
     ))
+}
+
+/// The figures that depend on the ranks a partial run leaves out: waits and skew between ranks.
+const WAIT_DEPENDENT: [MetricId; 4] = [
+    MetricId::RankSkewMs,
+    MetricId::AllreduceRankRatio,
+    MetricId::AllreduceUs,
+    MetricId::AllreduceTransferUs,
+];
+
+/// Beside a metric's name in the table of a partial run, for the figures of [`WAIT_DEPENDENT`].
+const PARTIAL_MARK: &str = "†";
+
+/// A metric's name in the table: marked where a partial run sees only some of the ranks it
+/// depends on.
+fn metric_name_cell(result: &CheckResult, m: &MetricCheck) -> String {
+    if result.run.partial_ranks.is_some() && WAIT_DEPENDENT.contains(&m.name) {
+        format!("{} {PARTIAL_MARK}", m.name.name())
+    } else {
+        m.name.name().to_string()
+    }
 }
 
 /// The markdown parts, most important first; later parts are dropped to fit the budget.

@@ -134,7 +134,9 @@ fn with_partial_ranks_the_same_ranks_are_recorded_and_judged_and_no_others() {
     let md = stdout(&same);
     assert!(
         md.contains("Partial run: ranks 0 of 4")
-            && md.contains("rank\\_skew\\_ms")
+            && md.contains("| rank\\_skew\\_ms † |")
+            && md.contains("| allreduce\\_us † |")
+            && md.contains("| moe\\_us\\_per\\_layer |")
             && md.contains("4 \\(ranks 0 of 4\\)"),
         "{md}"
     );
