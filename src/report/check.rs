@@ -444,6 +444,27 @@ fn decode_step_words(result: &CheckResult) -> Option<String> {
     ))
 }
 
+/// A pass's last part: "no change beyond noise", or the gated metrics that improved beyond their
+/// tolerance (artefacts never count): "improved: decode_step_ms −87.7%, gpu_util_pct +2.1 pp
+/// (re-baseline)", the first three and how many more.
+fn pass_words(result: &CheckResult) -> String {
+    let improved: Vec<String> = result
+        .metrics
+        .iter()
+        .filter(|m| m.gated && m.verdict == Verdict::Improved && m.artefact.is_none())
+        .map(|m| format!("{} {}", m.name.name(), change(m)))
+        .collect();
+    match improved.len() {
+        0 => "no change beyond noise".to_string(),
+        n @ 1..=3 => format!("improved: {} (re-baseline)", improved[..n].join(", ")),
+        n => format!(
+            "improved: {} and {} more (re-baseline)",
+            improved[..3].join(", "),
+            n - 3
+        ),
+    }
+}
+
 /// "X ms per step moved into kernels no rule classifies, led by K (new)": the headline's and
 /// Why's words for [`Cause::Unclassified`], with the kernel's label and its `new` mark.
 fn moved_into_other(w: Words, moved_ms_per_step: f64, led_by: Option<(String, &str)>) -> Words {
@@ -827,7 +848,7 @@ fn headline_parts(result: &CheckResult) -> Vec<Words> {
         parts.push(Words::default().text(d));
     }
     match result.status {
-        Status::Pass => parts.push(Words::default().text("no change beyond noise")),
+        Status::Pass => parts.push(Words::default().text(pass_words(result))),
         Status::Regression => parts.push(
             Words::default()
                 .text("cause: ")

@@ -680,3 +680,27 @@ fn a_moe_regression_names_moe_as_its_cause_when_another_category_improved_more()
         "{first}"
     );
 }
+
+/// A pass that improved says so in its first line, with what to do (issue 40: an 87.7% faster
+/// run read "PASS · no change beyond noise").
+#[test]
+fn a_pass_that_improved_says_improved_and_re_baseline() {
+    let run = common::synth_run(&[
+        "--scenario",
+        "mi355x-dsr1-fp4-tp4",
+        "--seed",
+        "4",
+        "--inject",
+        "allreduce=0.6",
+    ]);
+    let (status, stdout, stderr) = check_output(&run, BASELINE, "markdown");
+    assert_eq!(status, 0, "{stderr}");
+    let first = stdout.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("✅ **PASS**")
+            && first.contains("improved: decode\\_step\\_ms -3.4%")
+            && first.ends_with("\\(re-baseline\\)")
+            && !first.contains("no change beyond noise"),
+        "{first}"
+    );
+}
