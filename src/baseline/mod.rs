@@ -462,6 +462,12 @@ pub(crate) fn shown_text(text: &str) -> String {
 
 /// `[[rules]] rule 1 (prefix "ck::kernel_moe")`: a rule of a baseline's `[[rules]]` as a message names it.
 fn describe_rule(rule: &crate::taxonomy::Rule) -> String {
+    describe_rule_from(rule, RULES_KEY)
+}
+
+/// `ORIGIN rule 1 (prefix "ck::kernel_moe")`: a user rule as a message names it, its patterns
+/// shown as [`shown_text`] shows baseline text.
+pub(crate) fn describe_rule_from(rule: &crate::taxonomy::Rule, origin: &str) -> String {
     use crate::taxonomy::Matcher;
     let (key, patterns): (&str, Vec<&str>) = match &rule.matcher {
         Matcher::Prefix(p) => ("prefix", p.iter().map(String::as_str).collect()),
@@ -469,11 +475,7 @@ fn describe_rule(rule: &crate::taxonomy::Rule) -> String {
         Matcher::Regex(p) => ("regex", p.iter().map(|r| r.as_str()).collect()),
     };
     let shown: Vec<String> = patterns.iter().map(|p| shown_text(p)).collect();
-    format!(
-        "{RULES_KEY} rule {} ({key} {})",
-        rule.index,
-        shown.join(", ")
-    )
+    format!("{origin} rule {} ({key} {})", rule.index, shown.join(", "))
 }
 
 /// The `rules` value of a baseline as a rules-file table, checked rule by rule so that a bad

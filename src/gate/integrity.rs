@@ -9,9 +9,7 @@ use std::collections::BTreeMap;
 use super::explain::{same_function, similar_calls};
 use crate::baseline::{shown_text, Baseline};
 use crate::metrics::{Extraction, MetricId};
-use crate::taxonomy::{
-    demangle, distinguishing_names, short_name, untruncated_short_name, Matcher, Rule,
-};
+use crate::taxonomy::{demangle, distinguishing_names, short_name, untruncated_short_name, Rule};
 use crate::units::Unit;
 
 /// How far `moe_us_per_layer` × `moe_layers` may be from the baseline's recorded MoE GEMM time
@@ -41,18 +39,7 @@ pub(crate) struct Findings {
 
 /// `r.toml rule 1 (prefix "ck::kernel_moe")`: a user rule as a message names it.
 fn describe(rule: &Rule) -> String {
-    let (key, patterns): (&str, Vec<&str>) = match &rule.matcher {
-        Matcher::Prefix(p) => ("prefix", p.iter().map(String::as_str).collect()),
-        Matcher::Contains(p) => ("contains", p.iter().map(String::as_str).collect()),
-        Matcher::Regex(p) => ("regex", p.iter().map(|r| r.as_str()).collect()),
-    };
-    let shown: Vec<String> = patterns.iter().map(|p| shown_text(p)).collect();
-    format!(
-        "{} rule {} ({key} {})",
-        rule.origin,
-        rule.index,
-        shown.join(", ")
-    )
+    crate::baseline::describe_rule_from(rule, &rule.origin)
 }
 
 /// The first user rule that matches `name` (as written or demangled): user rules are tried before

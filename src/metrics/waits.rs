@@ -392,16 +392,7 @@ mod tests {
                     let t0 = step as i64 * 10 * MS;
                     let c = b.launch(t0 - 50 * US, true);
                     let late = if rank == 1 { 20 * US } else { 0 };
-                    let i = b.kernel("mla_decode", Category::Attention, t0, 60 * US + late, 0);
-                    b.link(i, c);
-                    let i = b.kernel(
-                        "nvjet",
-                        Category::DenseGemm,
-                        t0 + 60 * US + late,
-                        40 * US,
-                        0,
-                    );
-                    b.link(i, c);
+                    b.forward(c, t0, 100 * US + late);
                     let (end, arrive, seq) = (t0 + 200 * US, t0 + 100 * US + late, 2 * step);
                     let (name, calls) = if rank == 1 {
                         let name = "ncclDevKernel_AllReduce_Sum_bf16_TREE_LL";

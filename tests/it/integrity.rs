@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{self, edited_baseline, tracegate, Out, MI355X_BASELINE};
+use crate::common::{self, edited_baseline, tracegate, Out, MI355X_BASELINE, MI355X_RUN};
 
 /// The MI355X run with its MoE GEMM 8% slower: exit 1 against the shipped baseline.
 fn slower_moe() -> PathBuf {
@@ -40,6 +40,18 @@ fn check(run: &Path, baseline: &Path, args: &[&str]) -> Out {
     )
 }
 
+/// `check RUN --baseline BASELINE --rules FILE`, FILE (in `dir`) holding one rule: `matcher`
+/// (`prefix = "…"`) sending its kernels to `category`.
+fn check_with_rule(dir: &Path, run: &Path, baseline: &Path, matcher: &str, category: &str) -> Out {
+    let rules = dir.join("rules.toml");
+    std::fs::write(
+        &rules,
+        format!("[[rule]]\n{matcher}\ncategory = {category:?}\n"),
+    )
+    .unwrap();
+    check(run, baseline, &["--rules", rules.to_str().unwrap()])
+}
+
 fn shipped() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(MI355X_BASELINE)
 }
@@ -59,16 +71,13 @@ fn a_rules_file_moving_a_recorded_moe_kernel_to_dense_gemm_cannot_judge() {
     let dir = tempfile::tempdir().unwrap();
     let kernel = recorded_moe_kernel();
     let prefix = kernel.strip_prefix("void ").unwrap();
-    let rules = dir.path().join("rules.toml");
-    std::fs::write(
-        &rules,
-        format!("[[rule]]\nprefix = {prefix:?}\ncategory = \"dense_gemm\"\n"),
-    )
-    .unwrap();
-    let out = check(
+    let matcher = format!("prefix = {prefix:?}");
+    let out = check_with_rule(
+        dir.path(),
         &slower_moe(),
         &shipped(),
-        &["--rules", rules.to_str().unwrap()],
+        &matcher,
+        "dense_gemm",
     );
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     let v = verdict(&out);
@@ -82,16 +91,7 @@ fn a_rules_file_moving_a_recorded_moe_kernel_to_dense_gemm_cannot_judge() {
         "{problem}"
     );
     // A rules file that agrees with the baseline changes nothing.
-    std::fs::write(
-        &rules,
-        format!("[[rule]]\nprefix = {prefix:?}\ncategory = \"moe_gemm\"\n"),
-    )
-    .unwrap();
-    let out = check(
-        &slower_moe(),
-        &shipped(),
-        &["--rules", rules.to_str().unwrap()],
-    );
+    let out = check_with_rule(dir.path(), &slower_moe(), &shipped(), &matcher, "moe_gemm");
     assert_eq!(out.code, Some(1), "{}", out.stderr);
 }
 
@@ -142,25 +142,15 @@ fn a_baseline_rule_sending_a_renamed_moe_kernel_to_dense_gemm_cannot_judge() {
 fn a_rule_for_new_work_is_allowed_and_named_and_an_artefact_improvement_never_passes() {
     let dir = tempfile::tempdir().unwrap();
     // The MoE GEMM under a name no rule knows and unlike the vanished one: no rename pairs it.
-    let run = common::synth_run(&[
-        "--scenario",
-        "mi355x-dsr1-fp4-tp4",
-        "--seed",
-        "3",
-        "--python-functions-per-step",
-        "0",
-        "--inject",
-        "unknown-moe",
-        "--inject",
-        "moe=1.08",
-    ]);
-    let rules = dir.path().join("rules.toml");
-    std::fs::write(
-        &rules,
-        "[[rule]]\nprefix = \"zz_fork_ffn\"\ncategory = \"moe_gemm\"\n",
-    )
-    .unwrap();
-    let out = check(&run, &shipped(), &["--rules", rules.to_str().unwrap()]);
+    let run = common::synth_run(
+        &[
+            MI355X_RUN,
+            &["--inject", "unknown-moe", "--inject", "moe=1.08"],
+        ]
+        .concat(),
+    );
+    let matcher = "prefix = \"zz_fork_ffn\"";
+    let out = check_with_rule(dir.path(), &run, &shipped(), matcher, "moe_gemm");
     assert_eq!(out.code, Some(1), "{}", out.stderr);
     let v = verdict(&out);
     let warnings = v["run"]["warnings"].to_string();
@@ -171,12 +161,7 @@ fn a_rule_for_new_work_is_allowed_and_named_and_an_artefact_improvement_never_pa
     );
     // Sent elsewhere, the MoE figure "improves" only because its time left for a kernel that
     // appeared: the report calls it an artefact, and the check cannot pass.
-    std::fs::write(
-        &rules,
-        "[[rule]]\nprefix = \"zz_fork_ffn\"\ncategory = \"dense_gemm\"\n",
-    )
-    .unwrap();
-    let out = check(&run, &shipped(), &["--rules", rules.to_str().unwrap()]);
+    let out = check_with_rule(dir.path(), &run, &shipped(), matcher, "dense_gemm");
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     let v = verdict(&out);
     let moe = common::verdict_metric(&v, "moe_us_per_layer");
@@ -257,18 +242,9 @@ fn a_breakdown_edited_to_agree_with_a_moving_rule_cannot_judge() {
         next_is_it = l == format!("name = {kernel:?}");
         edited
     });
-    let rules = dir.path().join("rules.toml");
     let prefix = kernel.strip_prefix("void ").unwrap();
-    std::fs::write(
-        &rules,
-        format!("[[rule]]\nprefix = {prefix:?}\ncategory = \"dense_gemm\"\n"),
-    )
-    .unwrap();
-    let out = check(
-        &slower_moe(),
-        &baseline,
-        &["--rules", rules.to_str().unwrap()],
-    );
+    let matcher = format!("prefix = {prefix:?}");
+    let out = check_with_rule(dir.path(), &slower_moe(), &baseline, &matcher, "dense_gemm");
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     let problems = verdict(&out)["problems"].to_string();
     assert!(
