@@ -56,6 +56,12 @@ pub struct MetricRef {
     pub change: Option<f64>,
     pub change_pct: Option<f64>,
     pub verdict: Verdict,
+    /// The tolerance as the baseline states it (`3%`, `0.25ms`): a change is shown in its unit.
+    #[serde(default)]
+    pub tolerance: Option<String>,
+    /// Why `check` holds an improvement to be none (the regression explains it).
+    #[serde(default)]
+    pub artefact: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -284,29 +290,42 @@ fn status_word(s: Status) -> &'static str {
 
 /// One verdict per configuration, each file once: a file given twice (by two paths, or a
 /// directory and a file in it) or two verdicts for one configuration would count one job twice or
-/// let either answer stand. Both become one failed configuration naming both files.
+/// let either answer stand. Both become one failed configuration naming both files. Linear in the
+/// verdicts: each is looked up by its file and its name.
 fn one_per_configuration(configurations: Vec<Configuration>) -> Vec<Configuration> {
+    use std::collections::HashMap;
     let identity = |c: &Configuration| {
         c.source
             .as_ref()
             .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
     };
+    let shown = |c: &Configuration| {
+        c.source
+            .as_ref()
+            .map_or_else(String::new, |p| p.display().to_string())
+    };
     let mut out: Vec<Configuration> = Vec::with_capacity(configurations.len());
+    let mut by_file: HashMap<PathBuf, usize> = HashMap::new();
+    let mut by_name: HashMap<String, usize> = HashMap::new();
     for c in configurations {
-        let same_file = |o: &Configuration| identity(o).is_some() && identity(o) == identity(&c);
-        let Some(i) = out
-            .iter()
-            .position(|o| same_file(o) || (o.source.is_some() && o.name == c.name))
-        else {
+        let file = identity(&c);
+        let same_file = file.as_ref().and_then(|f| by_file.get(f)).copied();
+        let same_name = c
+            .source
+            .is_some()
+            .then(|| by_name.get(&c.name).copied())
+            .flatten();
+        let Some(i) = same_file.or(same_name) else {
+            if let Some(f) = file {
+                by_file.insert(f, out.len());
+            }
+            if c.source.is_some() {
+                by_name.entry(c.name.clone()).or_insert(out.len());
+            }
             out.push(c);
             continue;
         };
-        let shown = |c: &Configuration| {
-            c.source
-                .as_ref()
-                .map_or_else(String::new, |p| p.display().to_string())
-        };
-        let summary = if same_file(&out[i]) {
+        let summary = if same_file.is_some() {
             format!(
                 "the same verdict file is given twice: {} and {} (give each once)",
                 shown(&out[i]),
@@ -325,6 +344,17 @@ fn one_per_configuration(configurations: Vec<Configuration>) -> Vec<Configuratio
     out
 }
 
+/// The names a configuration answers `--expect` by: its baseline's stem and its verdict file's
+/// stem (the action's `name`, a matrix job's configuration).
+fn answers_to(c: &Configuration) -> impl Iterator<Item = String> + '_ {
+    let stem = c
+        .source
+        .as_ref()
+        .and_then(|p| p.file_stem())
+        .map(|s| s.to_string_lossy().into_owned());
+    std::iter::once(c.name.clone()).chain(stem)
+}
+
 /// Merges verdict files; every name in `expect` without a verdict becomes a failure.
 pub(crate) fn merge(paths: &[PathBuf], expect: &[String]) -> Sweep {
     let configurations: Vec<Configuration> = verdict_files(paths)
@@ -332,8 +362,10 @@ pub(crate) fn merge(paths: &[PathBuf], expect: &[String]) -> Sweep {
         .map(|p| read_verdict(p))
         .collect();
     let mut configurations = one_per_configuration(configurations);
+    let given: std::collections::HashSet<String> =
+        configurations.iter().flat_map(answers_to).collect();
     for name in expect {
-        if !configurations.iter().any(|c| &c.name == name) {
+        if !given.contains(name) {
             configurations.push(failed(
                 name.clone(),
                 "no verdict: the job did not run, crashed or lost its artifact".into(),

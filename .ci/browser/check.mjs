@@ -11,7 +11,11 @@
 // xychart-beta's first line) under 3:1 contrast against #ffffff or #0d1117, or a pie slice under
 // 3:1 against the background of its theme; a visible escape
 // (`\_`), entity (`&lt;`) or tag (`<details>`) in the rendered text; a table wider than the
-// column. Writes screenshots (PNG) of every snapshot in both themes under OUT_DIR: the whole
+// column; a number wrapped away from its unit in a table cell; a decode chart whose tolerance band
+// is drawn under 20 px tall (a regression then sits a few px above it); a code block wider than
+// the column in a comment (measured with every fold open); and, for the comments the issue names (BUDGETS),
+// "Why" starting further down than its budget or a folded comment taller than its budget.
+// Rendered at 14 px, the font size of a GitHub comment. Writes screenshots (PNG) of every snapshot in both themes under OUT_DIR: the whole
 // page, each chart, and the top of the page through the first chart.
 
 import { execFileSync } from "node:child_process";
@@ -27,6 +31,16 @@ const out = path.resolve(outArg ?? path.join(root, "target/browser-check"));
 const COLUMN_PX = 900;
 const BACKGROUNDS = { light: "#ffffff", dark: "#0d1117" };
 const MIN_CONTRAST = 3;
+/** GitHub's comment body font size (github-markdown-css alone sets 16 px, the file view's). */
+const FONT_PX = 14;
+/** The least height of the tolerance band in a decode chart. */
+const MIN_BAND_PX = 20;
+/** Snapshots held to a layout budget at 900 px and 14 px: "Why" within `why` px of the top, the
+ * comment (folds closed) under `height` px. */
+const BUDGETS = {
+  it__check_output__story_allreduce: { why: 450, height: 900 },
+  it__check_output__story_moe: { why: 450, height: 900 },
+};
 
 /** Every insta snapshot: tests/it/snapshots/*.snap and src/**/snapshots/*.snap. */
 function snapshots() {
@@ -74,7 +88,7 @@ function page(html, theme) {
   );
   return `<!doctype html><html><head><meta charset="utf-8"><style>${css}
 body { margin: 0; background: ${BACKGROUNDS[theme]}; }
-.markdown-body { box-sizing: border-box; width: ${COLUMN_PX}px; padding: 16px; }
+.markdown-body { box-sizing: border-box; width: ${COLUMN_PX}px; padding: 16px; font-size: ${FONT_PX}px; }
 </style></head><body><article class="markdown-body">${html}</article></body></html>`;
 }
 
@@ -113,9 +127,9 @@ function contrast(a, b) {
 }
 
 /** In the page: renders each mermaid block in `theme`, then reports what a reviewer would see. */
-async function inspect(p, theme) {
+async function inspect(p, theme, isComment) {
   return p.evaluate(
-    async (theme, columnPx) => {
+    async (theme, columnPx, isComment) => {
       const problems = [];
       const runColours = [];
       const sliceColours = [];
@@ -140,6 +154,12 @@ async function inspect(p, theme) {
           const lines = [...div.querySelectorAll('g[class*="line-plot-"] path')];
           const first = lines[0];
           if (first) runColours.push({ chart: i, colour: first.getAttribute("stroke") ?? getComputedStyle(first).stroke });
+          // The decode chart's band: its third and fourth lines (baseline + and - tolerance).
+          if (lines.length === 4 && /x-axis "decode step/.test(source)) {
+            const [upper, lower] = [lines[2], lines[3]].map((l) => l.getBoundingClientRect());
+            const band = Math.abs(lower.top - upper.top);
+            if (band < 20) problems.push(`chart ${i}: the tolerance band is ${band.toFixed(1)} px tall, under 20 px: a regression would sit a few px above it`);
+          }
         }
         if (/^\s*(%%.*\n\s*)*pie\b/.test(source)) {
           for (const [n, slice] of [...div.querySelectorAll("path.pieCircle")].entries()) {
@@ -186,10 +206,39 @@ async function inspect(p, theme) {
           problems.push(`table ${n + 1} ("${head}") is ${t.scrollWidth} px wide, wider than the ${columnPx} px comment column`);
         }
       });
-      return { problems, runColours, sliceColours };
+      // A number wrapped away from its unit in a table cell ("20.974" on one line, "ms" below).
+      const unitRe = /[+\-−±]?\d[\d.,]*(\s+)(ms|µs|us|ns|s|pp|%|tok\/s|GB|MB|KB|TFLOP\/s|TB\/s)(?![\w])/g;
+      for (const cell of document.querySelectorAll("td, th")) {
+        const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          for (const m of node.data.matchAll(unitRe)) {
+            const r = document.createRange();
+            r.setStart(node, m.index);
+            r.setEnd(node, m.index + m[0].length);
+            const tops = new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top)));
+            if (tops.size > 1) problems.push(`a number wrapped away from its unit in a table cell: ${JSON.stringify(cell.textContent.trim().slice(0, 60))}`);
+          }
+        }
+      }
+      // Layout: where "Why" starts and how tall the comment is with its folds closed.
+      const top = column.top + window.scrollY;
+      const why = [...article.querySelectorAll("h1, h2, h3, h4")].find((h) => h.textContent.trim() === "Why");
+      const layout = {
+        why: why ? Math.round(why.getBoundingClientRect().top + window.scrollY - top) : null,
+        height: Math.round(column.height),
+      };
+      // Code blocks wider than the column, with every fold open (a folded one is one click away).
+      // Comments only: `report`'s "full name" blocks are reference text, kept whole on purpose.
+      article.querySelectorAll("details").forEach((d) => { d.open = true; });
+      if (isComment) article.querySelectorAll("pre").forEach((pre, n) => {
+        if (pre.scrollWidth > columnPx) problems.push(`code block ${n + 1} is ${pre.scrollWidth} px wide, wider than the ${columnPx} px comment column`);
+      });
+      article.querySelectorAll("details").forEach((d) => { d.open = false; });
+      return { problems, runColours, sliceColours, layout };
     },
     theme,
     COLUMN_PX,
+    isComment,
   );
 }
 
@@ -199,6 +248,7 @@ async function check(browser, files) {
   const failures = [];
   let charts = 0;
   let slices = 0;
+  const layouts = [];
   for (const { f, text } of files) {
     const html = gfm(text);
     const name = path.basename(f).replace(/\.(snap|md)$/, "");
@@ -208,7 +258,14 @@ async function check(browser, files) {
       await p.setViewport({ width: COLUMN_PX, height: 800, deviceScaleFactor: 1 });
       await p.setContent(page(html, theme), { waitUntil: "load" });
       await p.addScriptTag({ path: mermaidJs });
-      const { problems, runColours, sliceColours } = await inspect(p, theme);
+      const { problems, runColours, sliceColours, layout } = await inspect(p, theme, !/__report__/.test(name));
+      const budget = BUDGETS[name];
+      if (layout && (budget || selfTestBudget(text))) {
+        const b = budget ?? selfTestBudget(text);
+        layouts.push(`${name}: Why at ${layout.why ?? "—"} px (budget ${b.why}), ${layout.height} px tall folded (budget ${b.height})`);
+        if (layout.why === null || layout.why > b.why) problems.push(`"Why" starts ${layout.why ?? "nowhere"} px down, more than ${b.why} px`);
+        if (layout.height >= b.height) problems.push(`the comment is ${layout.height} px tall with its folds closed, ${b.height} px or more`);
+      }
       // A pie slice against the background it is drawn on (mermaid's default palette starts
       // with #ECECFF, almost invisible on white).
       for (const { chart, slice, colour, opacity } of sliceColours) {
@@ -248,7 +305,13 @@ async function check(browser, files) {
       await p.close();
     }
   }
-  return { failures, charts, slices };
+  return { failures, charts, slices, layouts };
+}
+
+/** A self-test case's layout budget: a line `<!-- budget: why=N height=M -->`. */
+function selfTestBudget(text) {
+  const m = text.match(/<!-- budget: why=(\d+) height=(\d+) -->/);
+  return m ? { why: Number(m[1]), height: Number(m[2]) } : null;
 }
 
 /** The self-test's cases: .ci/browser/selftest/*.md, each naming the problem it must raise in a
@@ -275,7 +338,8 @@ async function main() {
     ? selfTestCases()
     : snapshots()
         .map((f) => ({ f, text: body(fs.readFileSync(f, "utf8")) }))
-        .filter(({ f, text }) => isMarkdown(f, text));
+        .filter(({ f, text }) => isMarkdown(f, text))
+        .filter(({ f }) => !process.env.ONLY || new RegExp(process.env.ONLY).test(f));
   if (files.length === 0) throw new Error("no markdown snapshot found under tests/it/snapshots or src/**/snapshots");
   const browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
@@ -288,7 +352,14 @@ async function main() {
   } finally {
     await browser.close();
   }
-  const { failures, charts, slices } = result;
+  const { failures, charts, slices, layouts } = result;
+  if (!selfTest) {
+    const rendered = new Set(files.map(({ f }) => path.basename(f).replace(/\.(snap|md)$/, "")));
+    for (const name of Object.keys(BUDGETS)) {
+      if (!rendered.has(name)) failures.push({ rel: name, text: `${name}: held to a layout budget, but no such markdown snapshot was rendered` });
+    }
+  }
+  for (const l of layouts) console.log(`browser check layout: ${l}`);
   if (selfTest) {
     let wrong = 0;
     for (const { f, expect } of files) {

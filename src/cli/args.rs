@@ -199,15 +199,16 @@ pub(crate) struct CheckArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  tracegate sweep verdicts/ --expect mi355x-tp4,b200-tp4 --name profile-sweep
+  tracegate sweep verdicts/ --expect dsr1-fp4-mi355x-sglang-tp4-conc64,dsr1-fp8-h200-sglang-tp8-conc64 --name profile-sweep
   tracegate sweep verdicts/*.json --github --comment always
 Exit status: the worst of the configurations' (a configuration in --expect without a verdict fails).")]
 pub(crate) struct SweepArgs {
     /// Verdict files (`check --verdict-out`) or directories of them.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
-    /// Configurations that must have a verdict (baseline file stems), comma-separated or
-    /// repeated: one without a verdict fails the sweep instead of being left out.
+    /// Configurations that must have a verdict, comma-separated or repeated: a baseline's file
+    /// stem, or a verdict file's stem (the action's `name`, a matrix job's configuration). One
+    /// without a verdict fails the sweep instead of being left out.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub expect: Vec<String>,
     /// The report's format (default: markdown; table when standard output is a terminal).

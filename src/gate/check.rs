@@ -152,6 +152,9 @@ pub struct RunSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partial_ranks: Option<String>,
     pub decode_steps_kept: usize,
+    /// Sequences decoded per step, where the trace says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<f64>,
     /// `device` was asserted with `--hardware`, not read from the trace.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub hardware_asserted: bool,
@@ -258,6 +261,7 @@ pub(crate) fn check(
         ranks: x.run.ranks.clone(),
         partial_ranks: x.run.partial_ranks.clone(),
         decode_steps_kept: x.steps.values().map(|s| s.decode_kept).min().unwrap_or(0),
+        batch: x.decode_batch,
         warnings: x.warnings.iter().cloned().chain(integrity.notes).collect(),
         identity: Default::default(),
     };

@@ -298,6 +298,7 @@ mod tests {
                 ranks: vec![0],
                 partial_ranks: None,
                 decode_steps_kept: 1,
+                batch: None,
                 hardware_asserted: false,
                 hardware_from_baseline: false,
                 warnings: vec![],

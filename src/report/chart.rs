@@ -30,6 +30,54 @@ fn init_line(palette: &[&str]) -> String {
     )
 }
 
+/// The decode chart's height in px (mermaid's default, 500, would fill a screen): with the
+/// y-axis of [`y_axis`] the band is at least [`MAX_BANDS_TALL`]th of the plot.
+const CHART_HEIGHT: u32 = 220;
+/// The y-axis spans at most this many band heights, so the band stays visible (20 px or more)
+/// however far the run moved; steps beyond are drawn at the edge and named in the caption.
+const MAX_BANDS_TALL: f64 = 5.0;
+
+/// The init line with the chart's height too.
+fn init_sized(palette: &[&str], height: u32) -> String {
+    format!(
+        "%%{{init: {{\"xyChart\": {{\"height\": {height}}}, \"themeVariables\": {{\"xyChart\": {{\"plotColorPalette\": \"{}\"}}}}}}}}%%\n",
+        palette.join(", ")
+    )
+}
+
+/// The y-axis, bottom and top: the kept steps and the baseline's band with a margin, never the
+/// stalls (one 46 ms stall would flatten a 4% regression onto the band), and at most
+/// [`MAX_BANDS_TALL`] bands tall. Steps outside are drawn at its edge.
+fn y_axis(series: &DecodeSeries) -> (f64, f64) {
+    let kept: Vec<f64> = series
+        .steps
+        .iter()
+        .filter(|p| p.kind == PointKind::Kept)
+        .map(|p| p.wall_ms)
+        .collect();
+    let judged = if kept.is_empty() {
+        series.steps.iter().map(|p| p.wall_ms).collect()
+    } else {
+        kept
+    };
+    let mut min = judged.iter().copied().fold(f64::INFINITY, f64::min);
+    let mut max = judged.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let band = series.allowance_ms.unwrap_or(0.0).abs();
+    if let Some(b) = series.baseline_ms {
+        min = min.min(b - band);
+        max = max.max(b + band);
+        if band > 0.0 {
+            // Where the run left the band far behind, the axis follows the band, and the run
+            // is drawn at the edge it crossed.
+            let tall = 2.0 * band * MAX_BANDS_TALL / 1.2;
+            max = max.min(b - band + tall);
+            min = min.max(b + band - tall);
+        }
+    }
+    let pad = ((max - min) * 0.1).max(max.abs() * 1e-3).max(1e-3);
+    ((min - pad).max(0.0), max + pad)
+}
+
 /// Every decode step found (warm-up, kept and left out) as a line in real step numbers, with
 /// the baseline and its tolerance band as flat lines when there is a baseline; `None` without
 /// steps. Warm-up steps are labelled `w1`, `w2`, ...; the steps after them are numbered from 1,
@@ -50,13 +98,8 @@ pub(crate) fn decode_steps(series: &DecodeSeries) -> Option<String> {
     };
     let band = series.allowance_ms.unwrap_or(0.0).abs();
     let base = series.baseline_ms;
-    let mut min = points.iter().copied().fold(f64::INFINITY, f64::min);
-    let mut max = points.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if let Some(b) = base {
-        min = min.min(b - band);
-        max = max.max(b + band);
-    }
-    let pad = ((max - min) * 0.1).max(max.abs() * 1e-3).max(1e-3);
+    let axis = y_axis(series);
+    let points: Vec<f64> = points.iter().map(|v| v.clamp(axis.0, axis.1)).collect();
     let flat = |v: f64| line(&vec![v; points.len()]);
     let x_title = if bucket > 1 {
         format!("decode step (mean of {bucket} from the one named)")
@@ -71,15 +114,15 @@ pub(crate) fn decode_steps(series: &DecodeSeries) -> Option<String> {
         }
     }
     let mut chart = format!(
-        "```mermaid\n{}xychart-beta\n    title \"Decode step, ms\"\n    x-axis \"{x_title}\" [{}]\n    y-axis \"ms\" {} --> {}\n    line {}\n",
-        init_line(&palette),
+        "```mermaid\n{}xychart-beta\n    x-axis \"{x_title}\" [{}]\n    y-axis \"ms\" {} --> {}\n    line {}\n",
+        init_sized(&palette, CHART_HEIGHT),
         point_labels
             .iter()
             .map(|l| format!("\"{l}\""))
             .collect::<Vec<_>>()
             .join(", "),
-        fixed((min - pad).max(0.0), 3),
-        fixed(max + pad, 3),
+        fixed(axis.0, 3),
+        fixed(axis.1, 3),
         line(&points),
     );
     if let Some(b) = base {
@@ -93,13 +136,13 @@ pub(crate) fn decode_steps(series: &DecodeSeries) -> Option<String> {
         }
     }
     chart.push_str("```\n\n");
-    chart.push_str(&caption(series, bucket));
+    chart.push_str(&caption(series, bucket, axis));
     Some(chart)
 }
 
 /// What the decode chart shows, in words: the lines, the warm-up, the stalls and the steps the
 /// band judges.
-fn caption(series: &DecodeSeries, bucket: usize) -> String {
+fn caption(series: &DecodeSeries, bucket: usize, axis: (f64, f64)) -> String {
     let count = |k: PointKind| series.steps.iter().filter(|p| p.kind == k).count();
     let labels = step_labels(&series.steps);
     let named = |k: PointKind| -> Vec<String> {
@@ -116,13 +159,10 @@ fn caption(series: &DecodeSeries, bucket: usize) -> String {
         .rank
         .map(|r| format!(" on rank {r}"))
         .unwrap_or_default();
-    let mut s = format!(
-        "The orange line is every decode step found{rank}, {found} in start order ({} warm-up, w1 to w{}, not judged)",
-        count(PointKind::Warmup),
-        count(PointKind::Warmup),
-    );
-    if count(PointKind::Warmup) == 0 {
-        s = format!("The orange line is every decode step found{rank}, {found} in start order");
+    let mut s = format!("Orange: every decode step found{rank}, {found} in start order");
+    let warmup = count(PointKind::Warmup);
+    if warmup > 0 {
+        s.push_str(&format!(" (w1 to w{warmup} warm-up, not judged)"));
     }
     if bucket > 1 {
         s.push_str(&format!(
@@ -133,12 +173,13 @@ fn caption(series: &DecodeSeries, bucket: usize) -> String {
     let stalls = named(PointKind::Stall);
     if !stalls.is_empty() {
         s.push_str(&format!(
-            " {} stalled (step{} {}): left out of the median and counted as stalls.",
+            " {} stalled (step{} {}): left out of the median.",
             stalls.len(),
             if stalls.len() == 1 { "" } else { "s" },
             stalls.join(", ")
         ));
     }
+    s.push_str(&off_axis(series, &labels, axis));
     let fast = named(PointKind::Fast);
     if !fast.is_empty() {
         s.push_str(&format!(
@@ -151,25 +192,59 @@ fn caption(series: &DecodeSeries, bucket: usize) -> String {
     }
     if let Some(b) = series.baseline_ms {
         let band = series.allowance_ms.unwrap_or(0.0).abs();
-        s.push_str(&format!(
-            " The grey lines are the baseline, {}",
-            Unit::Ms.figure(b)
-        ));
+        s.push_str(&format!(" Grey: the baseline, {}", Unit::Ms.figure(b)));
         if band > 0.0 {
             s.push_str(&format!(
-                ", and its tolerance band, {} to {}",
-                Unit::Ms.figure(b - band),
+                ", and its band, {} to {}, which judges",
+                Unit::Ms.number(b - band),
                 Unit::Ms.figure(b + band)
             ));
+        } else {
+            s.push_str(", against");
         }
         s.push_str(&format!(
-            "; the band judges the median of the {} kept steps.",
+            " the median of the {} kept steps.",
             count(PointKind::Kept)
         ));
     }
     s.push_str("\n\n");
     s
 }
+
+/// The steps beyond the y-axis, drawn at its edge: " Off the chart, drawn at its top edge: step
+/// 6 (45.964 ms)." (at most [`OFF_AXIS_NAMED`] named, then how many more).
+fn off_axis(series: &DecodeSeries, labels: &[String], axis: (f64, f64)) -> String {
+    let mut s = String::new();
+    for (edge, outside) in [
+        ("top", &(|v: f64| v > axis.1) as &dyn Fn(f64) -> bool),
+        ("bottom", &|v: f64| v < axis.0),
+    ] {
+        let off: Vec<String> = series
+            .steps
+            .iter()
+            .zip(labels)
+            .filter(|(p, _)| outside(p.wall_ms))
+            .map(|(p, l)| format!("{l} ({})", Unit::Ms.figure(p.wall_ms)))
+            .collect();
+        if off.is_empty() {
+            continue;
+        }
+        let more = off.len().saturating_sub(OFF_AXIS_NAMED);
+        let mut named = off[..off.len().min(OFF_AXIS_NAMED)].join(", ");
+        if more > 0 {
+            named.push_str(&format!(" and {more} more"));
+        }
+        let steps = if off.len() == 1 { "step" } else { "steps" };
+        let named = format!("{steps} {named}");
+        s.push_str(&format!(
+            " Off the chart, drawn at its {edge} edge: {named}."
+        ));
+    }
+    s
+}
+
+/// Steps off the chart named in its caption at most.
+const OFF_AXIS_NAMED: usize = 5;
 
 /// `w1`, `w2`, ... for the warm-up steps, then `1`, `2`, ... for the steps after them.
 fn step_labels(steps: &[DecodePoint]) -> Vec<String> {
@@ -434,7 +509,7 @@ mod tests {
             "{c}"
         );
         assert!(
-            c.contains("line [30.000, 20.000, 60.000, 21.000, 10.000]"),
+            c.contains("line [21.160, 20.000, 21.160, 21.000, 19.240]"),
             "{c}"
         );
         assert!(
@@ -449,8 +524,14 @@ mod tests {
             c.contains("line [19.400, 19.400, 19.400, 19.400, 19.400]"),
             "{c}"
         );
-        assert!(c.contains("y-axis \"ms\" 5.000 --> 65.000"), "{c}");
-        assert!(c.contains("5 in start order (1 warm-up"), "{c}");
+        // The axis fits the kept steps and the band; the rest is drawn at its edges, and named.
+        assert!(c.contains("y-axis \"ms\" 19.240 --> 21.160"), "{c}");
+        assert!(
+            c.contains("top edge: steps w1 (30.000 ms), 2 (60.000 ms).")
+                && c.contains("bottom edge: step 4 (10.000 ms)."),
+            "{c}"
+        );
+        assert!(c.contains("5 in start order (w1 to w1 warm-up"), "{c}");
         assert!(c.contains("1 stalled (step 2)"), "{c}");
         assert!(c.contains("faster outlier left out (step 4)"), "{c}");
         assert!(c.contains("median of the 2 kept steps"), "{c}");
@@ -467,7 +548,28 @@ mod tests {
         };
         let c = decode_steps(&alone).unwrap();
         assert_eq!(c.matches("    line ").count(), 1, "{c}");
-        assert!(!c.contains("grey"), "{c}");
+        assert!(!c.contains("Grey"), "{c}");
+    }
+
+    #[test]
+    fn a_run_far_above_its_band_keeps_the_band_a_fifth_of_the_axis() {
+        let s = DecodeSeries {
+            steps: (0..10).map(|_| point(40.0, PointKind::Kept)).collect(),
+            baseline_ms: Some(20.0),
+            allowance_ms: Some(0.6),
+            rank: None,
+        };
+        let (bottom, top) = y_axis(&s);
+        assert!(
+            1.2 / (top - bottom) >= 1.0 / MAX_BANDS_TALL - 1e-9,
+            "{bottom} {top}"
+        );
+        let c = decode_steps(&s).unwrap();
+        assert!(
+            c.contains("top edge: steps 1 (40.000 ms), 2 (40.000 ms)"),
+            "{c}"
+        );
+        assert!(c.contains("and 5 more."), "{c}");
     }
 
     #[test]

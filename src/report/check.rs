@@ -4,7 +4,7 @@
 //! cause, and the long parts folded. It never exceeds GitHub's comment limit.
 
 use super::table::{
-    code_span, cut, escape_html, escape_markdown, free_code, free_text, printable, Align, Table,
+    code_span, cut, escape_markdown, free_code, free_text, printable, Align, Table,
 };
 use super::Format;
 use crate::baseline::Tolerance;
@@ -45,7 +45,7 @@ pub(crate) fn mark(verdict: Verdict) -> &'static str {
 
 /// A metric's mark: an improvement the regression explains is none, and a report-only metric
 /// that moved fails nothing, so it is never marked as a failure.
-fn metric_mark(m: &MetricCheck) -> &'static str {
+pub(super) fn metric_mark(m: &MetricCheck) -> &'static str {
     let report_only = !m.gated && matches!(m.verdict, Verdict::Regressed | Verdict::Noisy);
     if m.artefact.is_some() || report_only {
         "ℹ️"
@@ -54,7 +54,7 @@ fn metric_mark(m: &MetricCheck) -> &'static str {
     }
 }
 
-fn verdict_word(m: &MetricCheck) -> String {
+pub(super) fn verdict_word(m: &MetricCheck) -> String {
     if let Some(why) = &m.artefact {
         return format!("not an improvement: {why}");
     }
@@ -98,7 +98,7 @@ pub(crate) fn change(m: &MetricCheck) -> String {
 }
 
 /// A tolerance as people read it: `3%`, `0.25 ms`, `500 µs`, `10 pp`.
-fn tolerance_text(m: &MetricCheck) -> Option<String> {
+pub(super) fn tolerance_text(m: &MetricCheck) -> Option<String> {
     Some(match tolerance_of(m)? {
         Tolerance::Relative(p) => format!("{p}%"),
         Tolerance::Absolute { amount, unit } => match unit {
@@ -253,16 +253,16 @@ pub(crate) fn identity_line(result: &CheckResult, markdown: bool) -> Option<Stri
 }
 
 /// A code fence longer than any run of backticks in `text`, so no kernel name can close it.
-fn fence_for(text: &str) -> String {
+pub(super) fn fence_for(text: &str) -> String {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     "`".repeat(longest.max(2) + 1)
 }
 
-fn details(summary: &str, body: &str) -> String {
+pub(super) fn details(summary: &str, body: &str) -> String {
     format!("<details><summary>{summary}</summary>\n\n{body}\n</details>\n\n")
 }
 
-fn meta_table(result: &CheckResult) -> Table {
+pub(super) fn meta_table(result: &CheckResult) -> Table {
     let m = &result.baseline.meta;
     let id = &result.run.identity;
     let mut t = Table::new(&[
@@ -317,7 +317,14 @@ fn meta_table(result: &CheckResult) -> Table {
         "—".into(),
         result.run.decode_steps_kept.to_string(),
     ]);
-    t.row(vec!["source".into(), opt(&m.source), "—".into()]);
+    // A calibrated baseline's source lists its runs' paths: cut, so the table fits the column
+    // (the baseline file has it all).
+    let source = opt(&m.source);
+    t.row(vec![
+        "source".into(),
+        super::table::cut_to(&source, SOURCE_CHARS),
+        "—".into(),
+    ]);
     t.row(vec!["date".into(), opt(&m.date), "—".into()]);
     t.row(vec![
         "file".into(),
@@ -326,6 +333,9 @@ fn meta_table(result: &CheckResult) -> Table {
     ]);
     t
 }
+
+/// Characters of a baseline's `source` the run-and-baseline table shows.
+const SOURCE_CHARS: usize = 80;
 
 /// Running text as facts hand it over: plain words, and names (kernels, metrics, categories)
 /// that markdown shows as code. The one writer of check's sentences: [`Words::markdown`] and
@@ -393,7 +403,7 @@ fn kernel_head(name: &str) -> String {
     }
 }
 
-fn ms(v: f64) -> String {
+pub(super) fn ms(v: f64) -> String {
     Unit::Ms.figure(v)
 }
 
@@ -454,7 +464,7 @@ fn pass_words(result: &CheckResult) -> String {
         .filter(|m| m.gated && m.verdict == Verdict::Improved && m.artefact.is_none())
         .map(|m| format!("{} {}", m.name.name(), change(m)))
         .collect();
-    match improved.len() {
+    let mut words = match improved.len() {
         0 => "no change beyond noise".to_string(),
         n @ 1..=3 => format!("improved: {} (re-baseline)", improved[..n].join(", ")),
         n => format!(
@@ -462,7 +472,31 @@ fn pass_words(result: &CheckResult) -> String {
             improved[..3].join(", "),
             n - 3
         ),
+    };
+    // A pass says nothing of a change smaller than the baseline can detect: said, not hidden.
+    let unseen: Vec<String> = result
+        .metrics
+        .iter()
+        .filter_map(|m| {
+            let mdc = super::comment::undetectable(result, m)?;
+            Some(format!(
+                "{} {} (catches ≥ {})",
+                m.name.name(),
+                change(m),
+                super::comment::detectable_text(m, mdc)
+            ))
+        })
+        .collect();
+    if let Some(first) = unseen.first() {
+        let more = match unseen.len() {
+            1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        };
+        words.push_str(&format!(
+            "; below what this baseline can detect: {first}{more}"
+        ));
     }
+    words
 }
 
 /// "X ms per step moved into kernels no rule classifies, led by K (new)": the headline's and
@@ -508,6 +542,12 @@ fn slow_words(slow: usize, iterations: usize, rank: Option<u32>) -> String {
     format!("{slow} of {iterations} decode iterations{of_rank} between 1.5× and 2× the median")
 }
 
+/// A late rank whose extra compute explains under a quarter of the others' extra waiting: its
+/// GPU idles before the collectives (launch-bound, host-bound), so no kernel is its cause.
+fn idle_not_busy(compute_excess_ms: f64, wait_change_ms: f64) -> bool {
+    wait_change_ms > 0.0 && compute_excess_ms < wait_change_ms / 4.0
+}
+
 /// A sentence's words with its first letter upper-case.
 fn capitalised(text: &str) -> String {
     let mut chars = text.chars();
@@ -547,6 +587,15 @@ pub(crate) fn cause_words(cause: &Cause) -> Words {
         Cause::SlowSteps {
             slow, iterations, ..
         } => w.text(slow_words(*slow, *iterations, None)),
+        Cause::Straggler {
+            rank,
+            compute_excess_ms,
+            wait_change_ms,
+            ..
+        } if idle_not_busy(*compute_excess_ms, *wait_change_ms) => w.text(format!(
+            "rank {rank} reaches the collectives {} late per step (its GPU idle)",
+            ms(*wait_change_ms)
+        )),
         Cause::Straggler {
             rank,
             compute_excess_ms,
@@ -684,6 +733,24 @@ pub(crate) fn why_words(result: &CheckResult) -> Words {
                 ms(*ms_per_step)
             ))
         }
+        Cause::Straggler {
+            rank,
+            compute_excess_ms,
+            last_arrival_pct,
+            wait_change_ms,
+            waits_in,
+            ..
+        } if idle_not_busy(*compute_excess_ms, *wait_change_ms) => w.text(format!(
+            "Rank {rank} reaches the collectives {} per step after the others, and its GPU is idle, \
+             not busier: its compute per decode step is within {} of the other ranks' median. The \
+             time is on its host (kernel launches, scheduling, Python before its kernels), not in \
+             a kernel. It arrived last at {} of the collectives, and the other ranks wait for it \
+             in {waits_in}: {} per step.",
+            ms(*wait_change_ms),
+            ms(compute_excess_ms.abs()),
+            Unit::Pct.figure(*last_arrival_pct),
+            ms_change(*wait_change_ms)
+        )),
         Cause::Straggler {
             rank,
             compute_excess_ms,
@@ -844,7 +911,8 @@ fn headline_parts(result: &CheckResult) -> Vec<Words> {
     if let Some((old, new)) = image_bump(result) {
         parts.push(Words::default().text(format!("image {} → {}", cut(&old), cut(&new))));
     }
-    if let Some(d) = decode_step_words(result) {
+    // A run of another configuration has no change against this baseline to state.
+    if let Some(d) = decode_step_words(result).filter(|_| result.problems.is_empty()) {
         parts.push(Words::default().text(d));
     }
     match result.status {
@@ -902,7 +970,7 @@ pub(crate) fn error_markdown(name: &str, error: &str) -> String {
 /// The first line: `❌ REGRESSION · <configuration> · decode step +4.2% (20.127 → 20.979 ms) ·
 /// cause: …`. In markdown every part is escaped text (no code spans), so the line reads the
 /// same once its escapes are undone for standard error.
-fn headline(result: &CheckResult, markdown: bool) -> String {
+pub(super) fn headline(result: &CheckResult, markdown: bool) -> String {
     let icon = match result.status {
         Status::Pass => "✅",
         Status::Regression => "❌",
@@ -921,7 +989,7 @@ fn headline(result: &CheckResult, markdown: bool) -> String {
 
 /// The run's hardware as the second line says it: the run's, not the baseline's (a run on
 /// other hardware must not look like one on the baseline's).
-fn hardware_words(result: &CheckResult) -> String {
+pub(super) fn hardware_words(result: &CheckResult) -> String {
     let run = &result.run;
     match (
         &run.device,
@@ -964,7 +1032,7 @@ fn detail_line(result: &CheckResult) -> String {
 }
 
 /// A category or kernel moved beyond noise.
-fn moved(d: &Delta, noise: f64) -> bool {
+pub(super) fn moved(d: &Delta, noise: f64) -> bool {
     d.delta_ms_per_step.abs() >= noise
 }
 
@@ -976,7 +1044,7 @@ const KERNEL_DELTA_NAME_WIDTH: usize = 54;
 /// brackets, when the change is material (`+0.393 (+53%)`).
 const DELTA_WITH_SHARE: &str = "Δ ms (share of change)";
 
-fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
+pub(super) fn delta_table(deltas: &[Delta], kernels: bool) -> Table {
     let shares = deltas.iter().any(|d| d.share_of_change_pct.is_some());
     let mut columns = vec![(if kernels { "kernel" } else { "category" }, Align::Left)];
     if kernels {
@@ -1037,7 +1105,7 @@ pub(crate) fn unclassified_line(u: &Unclassified) -> String {
     unclassified_words(u).plain()
 }
 
-fn unclassified_words(u: &Unclassified) -> Words {
+pub(super) fn unclassified_words(u: &Unclassified) -> Words {
     let baseline = u
         .baseline_other_share_pct
         .map(|p| format!(" (baseline {})", Unit::Pct.figure(p)))
@@ -1061,7 +1129,7 @@ fn unclassified_words(u: &Unclassified) -> Words {
 
 /// For a partial run (`--partial-ranks`): which ranks were judged, and the figures that depend on
 /// the ranks left out.
-fn partial_line(result: &CheckResult) -> Option<String> {
+pub(super) fn partial_line(result: &CheckResult) -> Option<String> {
     let p = result.run.partial_ranks.as_ref()?;
     let dependent = WAIT_DEPENDENT.map(|id| id.name()).join(", ");
     Some(format!(
@@ -1084,7 +1152,7 @@ const PARTIAL_MARK: &str = "†";
 
 /// A metric's name in the table: marked where a partial run sees only some of the ranks it
 /// depends on.
-fn metric_name_cell(result: &CheckResult, m: &MetricCheck) -> String {
+pub(super) fn metric_name_cell(result: &CheckResult, m: &MetricCheck) -> String {
     if result.run.partial_ranks.is_some() && WAIT_DEPENDENT.contains(&m.name) {
         format!("{} {PARTIAL_MARK}", m.name.name())
     } else {
@@ -1092,121 +1160,10 @@ fn metric_name_cell(result: &CheckResult, m: &MetricCheck) -> String {
     }
 }
 
-/// The markdown parts, most important first; later parts are dropped to fit the budget.
+/// The markdown parts, most important first; later parts are dropped to fit the budget
+/// ([`super::comment`] composes them).
 pub(crate) fn markdown_parts(result: &CheckResult) -> Vec<String> {
-    let e = &result.explanation;
-    let pass = result.status == Status::Pass;
-    let mut parts = vec![format!(
-        "{}\n\n{}\n\n",
-        headline(result, true),
-        escape_markdown(&detail_line(result))
-    )];
-    if let Some(line) = identity_line(result, true) {
-        parts[0].push_str(&line);
-        parts[0].push_str("\n\n");
-    }
-    if let Some(line) = partial_line(result) {
-        parts[0].push_str(&format!("> ⚠️ {}\n\n", escape_markdown(&line)));
-    }
-    for p in result.problems.iter().skip(1) {
-        parts.push(format!("> **Cannot judge:** {}\n\n", escape_markdown(p)));
-    }
-    // Said once: as the cause when it is the cause, else as a warning.
-    if let Some(u) = e
-        .unclassified
-        .as_ref()
-        .filter(|_| !matches!(e.cause, Cause::Unclassified { .. }))
-    {
-        parts.push(format!(
-            "> ⚠️ **Unclassified kernels:** {}\n\n",
-            unclassified_words(u).markdown()
-        ));
-    }
-    let table = metric_table(result, true).to_markdown();
-    if pass {
-        parts.push(details("Metrics", &table));
-    } else {
-        parts.push(table + "\n");
-    }
-    let calibration = calibration_lines(result);
-    if !calibration.is_empty() {
-        let text: String = calibration
-            .iter()
-            .map(|l| format!("{}\n\n", escape_markdown(l)))
-            .collect();
-        parts.push(text);
-    }
-    let noise = e.noise_ms_per_step;
-    let (shown, folded): (Vec<Delta>, Vec<Delta>) = e
-        .categories
-        .iter()
-        .cloned()
-        .partition(|d| !pass && moved(d, noise));
-    if !pass {
-        let mut why = String::from("#### Why\n\n");
-        why.push_str(&why_words(result).markdown());
-        why.push_str("\n\n");
-        if !shown.is_empty() {
-            why.push_str(&delta_table(&shown, false).to_markdown());
-            why.push('\n');
-        }
-        parts.push(why);
-    }
-    // A regression gets a picture of its decode steps against the baseline's band; `fit` drops
-    // it, with a note, when the comment would outgrow GitHub's limit.
-    if result.status == Status::Regression {
-        if let Some(chart) = super::chart::decode_steps(&result.decode_series) {
-            parts.push(chart);
-        }
-    }
-    if !folded.is_empty() {
-        let summary = if pass {
-            "Categories".to_string()
-        } else {
-            format!("Categories within noise (under {} per step)", ms(noise))
-        };
-        parts.push(details(
-            &escape_html(&summary),
-            &delta_table(&folded, false).to_markdown(),
-        ));
-    }
-    if !e.kernel_diff.is_empty() {
-        let fence = fence_for(&e.kernel_diff);
-        parts.push(details(
-            "Kernels that appeared or vanished",
-            &format!("{fence}diff\n{}{fence}\n", e.kernel_diff),
-        ));
-    }
-    // Only kernels that moved as much as a category must to be shown: a row of ±0 is noise.
-    let kernels: Vec<Delta> = e
-        .kernels
-        .iter()
-        .filter(|d| moved(d, noise))
-        .cloned()
-        .collect();
-    if !kernels.is_empty() {
-        parts.push(details(
-            &escape_html(&format!(
-                "Kernels whose time per step moved most (by {} or more)",
-                ms(noise)
-            )),
-            &delta_table(&kernels, true).to_markdown(),
-        ));
-    }
-    parts.push(details(
-        "Run and baseline",
-        &meta_table(result).to_markdown(),
-    ));
-    if !result.run.warnings.is_empty() {
-        let list: String = result
-            .run
-            .warnings
-            .iter()
-            .map(|w| format!("- {}\n", escape_markdown(w)))
-            .collect();
-        parts.push(details("Warnings", &list));
-    }
-    parts
+    super::comment::parts(result)
 }
 
 /// Joins parts while they fit the comment budget, saying what was left out.
@@ -1308,6 +1265,35 @@ mod tests {
         assert_eq!(change(&us), "±0 µs");
         assert_eq!(tolerance_text(&us).unwrap(), "500 µs");
         assert_eq!(change(&metric(Unit::Us, "5%", 127.9, 127.89)), "±0%");
+    }
+
+    fn straggler(compute_excess_ms: f64, wait_change_ms: f64) -> Cause {
+        Cause::Straggler {
+            rank: 5,
+            compute_excess_ms,
+            category: Some("moe_gemm".into()),
+            kernel: Some("fused_moe_kernel".into()),
+            last_arrival_pct: 97.0,
+            wait_change_ms,
+            waits_in: "allreduce".into(),
+        }
+    }
+
+    #[test]
+    fn a_late_rank_whose_gpu_idles_is_no_kernel_s_fault() {
+        // +0.019 ms of compute cannot explain 1.2 ms of waiting: its GPU waits, on its host.
+        let late = cause_words(&straggler(0.019, 1.2)).plain();
+        assert_eq!(
+            late,
+            "rank 5 reaches the collectives 1.200 ms late per step (its GPU idle)"
+        );
+        assert!(!late.contains("moe"), "{late}");
+        // A rank that computes longer is the straggler, and its kernel is named in Why.
+        let busy = cause_words(&straggler(13.4, 13.2)).plain();
+        assert!(
+            busy.starts_with("rank 5 is the straggler (+13.400 ms"),
+            "{busy}"
+        );
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! figure; it formats what earlier stages computed.
 
 pub(crate) mod analysis;
+mod cannot_judge;
 pub(crate) mod chart;
 pub(crate) mod check;
+mod comment;
 pub(crate) mod compare;
 pub(crate) mod extract;
 pub(crate) mod inspect;

@@ -26,16 +26,28 @@ fn status_mark(s: Status) -> &'static str {
     }
 }
 
-/// "+4.6% ❌" for a metric of a configuration, "—" when it has none.
+/// "+4.6% ❌" for a metric of a configuration, "—" when it has none: the change in the unit of
+/// its tolerance, as `check` shows it (`rank_skew_ms` in ms, not in % of a near-zero skew), and
+/// ℹ️ for an improvement `check` calls an artefact. Joined by a no-break space.
 fn cell(c: &Configuration, metric: &str) -> String {
     let Some(m) = c.metrics.iter().find(|m| m.name == metric) else {
         return MISSING.into();
     };
+    let absolute = matches!(
+        m.tolerance.as_deref().map(str::parse),
+        Some(Ok(crate::baseline::Tolerance::Absolute { .. }))
+    );
     let change = match m.change {
+        Some(c) if absolute => m.unit.change(c),
         Some(_) => super::change_text(m.unit, m.change, m.change_pct),
         None => m.unit.figure_or_missing(m.current),
     };
-    format!("{change} {}", mark(m.verdict))
+    let shown = if m.artefact.is_some() {
+        "ℹ️"
+    } else {
+        mark(m.verdict)
+    };
+    format!("{change}\u{a0}{shown}")
 }
 
 /// The configuration's image, baseline → run, plain (the table escapes it): the tags alone when
@@ -66,8 +78,13 @@ fn metric_header(name: &str, markdown: bool) -> String {
 }
 
 fn table(sweep: &Sweep, markdown: bool) -> Table {
-    // The image column only when some configuration says which image it ran or was baselined in.
-    let images = !sweep.image_bumps().is_empty();
+    // The image column only when configurations ran or were baselined in different images: one
+    // bump shared by all is the line above the table, and the column would only widen it.
+    let bumps = sweep.image_bumps();
+    let images = bumps.len() > 1
+        || bumps
+            .first()
+            .is_some_and(|b| b.2 < sweep.configurations.len());
     let headers: Vec<String> = headline_metrics()
         .map(|m| metric_header(m.name(), markdown))
         .collect();
@@ -142,7 +159,12 @@ fn details(c: &Configuration) -> String {
         for m in failing {
             let v = |x: Option<f64>| m.unit.figure_or_missing(x);
             t.row(vec![
-                mark(m.verdict).to_string(),
+                if m.artefact.is_some() {
+                    "ℹ️"
+                } else {
+                    mark(m.verdict)
+                }
+                .to_string(),
                 m.name.clone(),
                 v(m.baseline),
                 v(m.current),

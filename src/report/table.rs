@@ -36,11 +36,17 @@ pub(crate) const FREE_TEXT_CHARS: usize = 200;
 pub(crate) fn cut(text: &str) -> Cow<'_, str> {
     match text.char_indices().nth(FREE_TEXT_CHARS) {
         None => Cow::Borrowed(text),
-        Some(_) => {
-            let head: String = text.chars().take(FREE_TEXT_CHARS - 1).collect();
-            Cow::Owned(format!("{head}…"))
-        }
+        Some(_) => Cow::Owned(cut_to(text, FREE_TEXT_CHARS)),
     }
+}
+
+/// `text` cut to `max` characters (at least 2), the cut marked with `…`.
+pub(crate) fn cut_to(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max.max(2) - 1).collect();
+    format!("{head}…")
 }
 
 /// Where escaped text goes.
@@ -229,6 +235,33 @@ fn find_run(text: &str, len: usize) -> Option<usize> {
     None
 }
 
+/// Units a figure in a table cell is written with: the space before one is made non-breaking.
+const UNITS: [&str; 15] = [
+    "ms", "µs", "us", "ns", "s", "pp", "%", "tok/s", "GB", "MB", "KB", "GiB", "MiB", "TB/s",
+    "TFLOP/s",
+];
+
+/// `text` with every space between a number and its unit non-breaking, so a narrow column never
+/// wraps `20.974` from `ms` (the browser check fails on that).
+pub(crate) fn join_figures(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut previous = None;
+    for (i, c) in text.char_indices() {
+        let rest = &text[i + c.len_utf8()..];
+        let before_unit = UNITS.iter().any(|u| {
+            rest.strip_prefix(u)
+                .is_some_and(|after| !after.starts_with(|n: char| n.is_alphanumeric()))
+        });
+        if c == ' ' && previous.is_some_and(|p: char| p.is_ascii_digit()) && before_unit {
+            out.push('\u{a0}');
+        } else {
+            out.push(c);
+        }
+        previous = Some(c);
+    }
+    out
+}
+
 impl Table {
     /// Headers with their alignment: text columns left, figures right.
     pub(crate) fn new(columns: &[(&str, Align)]) -> Self {
@@ -317,7 +350,7 @@ impl Table {
                         } else if self.markdown[i] {
                             c.clone()
                         } else {
-                            escape_markdown(&cut(c))
+                            join_figures(&escape_markdown(&cut(c)))
                         }
                     })
                     .collect::<Vec<_>>(),
@@ -490,6 +523,22 @@ mod tests {
             "{text}"
         );
         assert!(lines[0].chars().count() < 110, "{text}");
+    }
+
+    #[test]
+    fn figures_keep_their_units_and_nothing_else_is_joined() {
+        assert_eq!(
+            join_figures("20.974 ms → 21 µs, +3.6 pp (calibrated, 6 runs) 3127 tok/s"),
+            "20.974\u{a0}ms → 21\u{a0}µs, +3.6\u{a0}pp (calibrated, 6 runs) 3127\u{a0}tok/s"
+        );
+        // A word that starts like a unit is not one; shapes are left alone.
+        assert_eq!(
+            join_figures("8 messages, 64 x 7168"),
+            "8 messages, 64 x 7168"
+        );
+        let mut t = Table::new(&[("v", Align::Right)]);
+        t.row(vec!["1.5 ms".into()]);
+        assert!(t.to_markdown().contains("1.5\u{a0}ms"));
     }
 
     #[test]

@@ -520,6 +520,26 @@ fn an_allreduce_regression_names_the_collective_kernel_in_the_first_line() {
 }
 
 #[test]
+fn a_moe_regression_shows_only_what_moved_before_why() {
+    let (code, md) = story("mi355x-dsr1-fp4-tp4", &["moe=1.1"], BASELINE, false);
+    assert_eq!(code, 1, "{md}");
+    assert_first_line(
+        &md,
+        "dsr1-fp4-mi355x-sglang-tp4-conc64",
+        "cause: moe\\_gemm +",
+    );
+    // The table before Why holds only the metrics that moved; the rest are folded.
+    let before_why = &md[..md.find("#### Why").expect("a Why")];
+    assert!(
+        before_why.contains("moe\\_us\\_per\\_layer"),
+        "{before_why}"
+    );
+    assert!(!before_why.contains("overlap\\_pct"), "{before_why}");
+    assert!(md.contains("<details><summary>All "), "{md}");
+    insta::assert_snapshot!("story_moe", md);
+}
+
+#[test]
 fn a_straggler_is_named_once_and_its_utilisation_is_no_improvement() {
     let (code, md) = story(
         "h200-dsr1-fp8-tp8",
@@ -546,7 +566,7 @@ fn a_straggler_is_named_once_and_its_utilisation_is_no_improvement() {
     // Said once: the Why names the rank, nothing else repeats it.
     assert_eq!(md.matches("is the straggler").count(), 2, "{md}");
     assert!(
-        md.contains("not an improvement: the other ranks wait for rank 5"),
+        md.contains("`gpu_util_pct` is not an improvement: the other ranks wait for rank 5"),
         "{md}"
     );
     // The skew is shown in the unit of its absolute tolerance.
@@ -555,7 +575,8 @@ fn a_straggler_is_named_once_and_its_utilisation_is_no_improvement() {
         .find(|l| l.starts_with("| ") && l.contains("rank\\_skew\\_ms"))
         .unwrap();
     assert!(
-        skew.contains("| +13.") && skew.contains(" ms | 0.25 ms |"),
+        // (a number and its unit joined by a no-break space: a table never wraps them apart)
+        skew.contains("| +13.") && skew.contains("\u{a0}ms | 0.25\u{a0}ms |"),
         "{skew}"
     );
     insta::assert_snapshot!("story_straggler", md);
@@ -597,13 +618,15 @@ fn an_unknown_moe_kernel_is_the_cause_and_the_moe_figure_is_no_improvement() {
     );
     let _ = assert_clean_figures(&md);
     assert_no_improvement(&md);
+    // The table's row says so, and its note under the table says why.
     let moe = md
         .lines()
         .find(|l| l.contains("moe\\_us\\_per\\_layer"))
         .unwrap();
+    assert!(moe.contains("| not an improvement ¹ |"), "{moe}");
     assert!(
-        moe.contains("not an improvement: its time moved into kernels no rule classifies"),
-        "{moe}"
+        md.contains("¹ `moe_us_per_layer` is not an improvement: its time moved into kernels no rule classifies"),
+        "{md}"
     );
     // +3.9 ms into `other` and −3.9 ms out of moe_gemm net to nothing: no share is shown.
     assert!(!md.contains("share of change"), "{md}");

@@ -42,11 +42,12 @@ fn stalls_fail_the_gate_by_the_time_they_cost() {
     ]);
     let (code, stdout, stderr) = check_paths(&[stalled.path()], &shipped(BASELINE), &[]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
-    // The verdict line, then the hardware's line with the regressed metrics.
-    let headline = stdout.lines().take(3).collect::<Vec<_>>().join("\n");
+    // The verdict line, the count line, then the table of what moved, before Why.
+    let head = &stdout[..stdout.find("#### Why").expect("a Why")];
     assert!(
-        headline.contains("regressed: ") && headline.contains("decode\\_stall\\_ms\\_per\\_step"),
-        "{headline}"
+        head.contains("**2 regressed**")
+            && head.contains("| ❌ | decode\\_stall\\_ms\\_per\\_step |"),
+        "{head}"
     );
     // The count alone would not have caught it.
     assert!(

@@ -127,7 +127,7 @@ fn a_loop_baseline_gates_iteration_ms_and_fails_iterations_10_pct_slower() {
     common::assert_exit(&out, 1);
     let md = text(&out.stdout);
     assert!(
-        md.contains("regressed: iteration\\_ms")
+        md.contains("| ❌ | iteration\\_ms |")
             && md.contains("The iteration moved by")
             && md.contains("not slower kernels"),
         "{md}"

@@ -35,9 +35,10 @@ fn row(text: &str, name: &str, markdown: bool) -> Vec<String> {
     text.lines()
         .map(|l| -> Vec<String> {
             if markdown {
+                // A number and its unit are joined by a no-break space in markdown tables.
                 l.trim_matches('|')
                     .split(" | ")
-                    .map(|c| c.trim().to_string())
+                    .map(|c| c.trim().replace('\u{a0}', " "))
                     .collect()
             } else {
                 l.split("  ")

@@ -277,3 +277,46 @@ fn an_unreadable_verdict_file_is_a_failed_configuration() {
     assert_eq!(sweep["configurations"][0]["name"], "broken");
     assert_eq!(sweep["configurations"][0]["status"], "cannot_judge");
 }
+
+#[test]
+fn a_sweep_shows_artefacts_and_skew_as_check_does_and_expects_job_names() {
+    let (work, verdicts) = work_with_verdicts();
+    // The straggler's utilisation rises because the others wait: check calls it no improvement.
+    let (code, _) = job(
+        work.path(),
+        "h200-dsr1-fp8-tp8",
+        Some("straggler=5:1.3"),
+        &verdicts,
+    );
+    assert_eq!(code, 1);
+    let (code, _) = job(work.path(), "mi355x-dsr1-fp4-tp4", None, &verdicts);
+    assert_eq!(code, 0);
+    // The job names of a matrix (the verdict files' stems, the action's `name`), not the
+    // baselines' stems: both answer --expect.
+    let expect = [
+        "h200-dsr1-fp8-tp8".to_string(),
+        "mi355x-dsr1-fp4-tp4".to_string(),
+    ];
+    let out = tracegate()
+        .arg("sweep")
+        .arg(&verdicts)
+        .args(["--expect", &expect.join(",")])
+        .args(["--image", "lmsysorg/sglang:v0.5.9"])
+        .output()
+        .unwrap();
+    common::assert_exit(&out, 1);
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        md.contains("2 configurations, 1 regressed, 0 could not be judged, 1 passed"),
+        "{md}"
+    );
+    let h200 = md
+        .lines()
+        .find(|l| l.starts_with("| ❌ | dsr1-fp8-h200"))
+        .unwrap_or_else(|| panic!("{md}"));
+    // gpu_util_pct +2.7 pp is an artefact (ℹ️), never 🚀; rank_skew_ms in ms, as its tolerance.
+    assert!(!md.contains("🚀"), "{md}");
+    assert!(h200.contains("pp\u{a0}ℹ️"), "{h200}");
+    assert!(h200.contains("\u{a0}ms\u{a0}❌"), "{h200}");
+    insta::assert_snapshot!("sweep_straggler_and_image", md);
+}

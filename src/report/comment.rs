@@ -1,0 +1,466 @@
+//! The check's markdown as a pull request shows it, compact in the style of CodSpeed and
+//! Bencher: the first line (verdict and cause), one count line, a table of only the metrics that
+//! moved with its notes under it, then Why and its chart; the full table, the kernel diffs and
+//! the run's details folded. A check that cannot judge judges nothing on the page: it shows what
+//! differs and the next step, or, for a metric too noisy to judge, its interval, its limit and how
+//! many more steps would decide it.
+
+use super::check::{
+    calibration_lines, change, delta_table, details, fence_for, headline, identity_line,
+    meta_table, metric_mark, metric_name_cell, moved, ms, partial_line, tolerance_text,
+    unclassified_words, value, verdict_word, why_words,
+};
+use super::table::{escape_html, escape_markdown, Align, Table};
+use crate::gate::check::CalibrationNote;
+use crate::gate::explain::{Cause, Delta};
+use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
+use crate::metrics::{Direction, MetricId};
+use crate::units::{Unit, MISSING};
+
+/// The markdown parts, most important first; later parts are dropped to fit GitHub's limit.
+pub(crate) fn parts(result: &CheckResult) -> Vec<String> {
+    if !result.problems.is_empty() {
+        return super::cannot_judge::parts(result);
+    }
+    let noisy: Vec<&MetricCheck> = gated(result)
+        .filter(|m| m.verdict == Verdict::Noisy)
+        .collect();
+    if result.status == Status::CannotJudge && !noisy.is_empty() {
+        return super::cannot_judge::too_noisy(result, &noisy);
+    }
+    verdict_parts(result)
+}
+
+fn gated(result: &CheckResult) -> impl Iterator<Item = &MetricCheck> {
+    result.metrics.iter().filter(|m| m.gated)
+}
+
+/// The first line, the count line, the identity and partial-run lines: the comment's head.
+pub(super) fn head(result: &CheckResult, second: &str) -> String {
+    let mut head = format!("{}\n\n{second}\n\n", headline(result, true));
+    if let Some(line) = identity_line(result, true) {
+        head.push_str(&line);
+        head.push_str("\n\n");
+    }
+    if let Some(line) = partial_line(result) {
+        head.push_str(&format!("> ⚠️ {}\n\n", escape_markdown(&line)));
+    }
+    head
+}
+
+fn verdict_parts(result: &CheckResult) -> Vec<String> {
+    let e = &result.explanation;
+    let pass = result.status == Status::Pass;
+    let mut parts = vec![head(result, &count_line(result))];
+    // Said once: as the cause when it is the cause, else as a warning.
+    if let Some(u) = e
+        .unclassified
+        .as_ref()
+        .filter(|_| !matches!(e.cause, Cause::Unclassified { .. }))
+    {
+        parts.push(format!(
+            "> ⚠️ **Unclassified kernels:** {}\n\n",
+            unclassified_words(u).markdown()
+        ));
+    }
+    let shown: Vec<&MetricCheck> = result
+        .metrics
+        .iter()
+        .filter(|m| moved_metric(result, m))
+        .collect();
+    if !shown.is_empty() {
+        let mut notes = Notes::default();
+        let table = metric_table(result, &shown, &mut notes).to_markdown();
+        parts.push(format!("{table}\n{}", notes.markdown()));
+    }
+    if let Some(line) = detectable_line(result) {
+        parts.push(format!("{}\n\n", escape_markdown(&line)));
+    }
+    let noise = e.noise_ms_per_step;
+    let (moved_categories, folded): (Vec<Delta>, Vec<Delta>) = e
+        .categories
+        .iter()
+        .cloned()
+        .partition(|d| !pass && moved(d, noise));
+    if !pass {
+        let mut why = String::from("#### Why\n\n");
+        why.push_str(&why_words(result).markdown());
+        why.push_str("\n\n");
+        // One category is said in the sentence above; a table is for several.
+        if moved_categories.len() > 1 {
+            why.push_str(&delta_table(&moved_categories, false).to_markdown());
+            why.push('\n');
+        }
+        parts.push(why);
+    }
+    // A regression gets a picture of its decode steps against the baseline's band; `fit` drops
+    // it, with a note, when the comment would outgrow GitHub's limit.
+    if result.status == Status::Regression {
+        if let Some(chart) = super::chart::decode_steps(&result.decode_series) {
+            parts.push(chart);
+        }
+    }
+    parts.push(all_metrics(result));
+    parts.extend(folds(result, folded));
+    parts
+}
+
+/// The fold every comment ends with, one click for all that a reviewer rarely needs (categories
+/// within noise, the kernel diff, the kernels that moved, the run and baseline), each folded
+/// inside it; and the warnings, folded on their own.
+pub(super) fn folds(result: &CheckResult, categories: Vec<Delta>) -> Vec<String> {
+    let e = &result.explanation;
+    let noise = e.noise_ms_per_step;
+    let mut inner = String::new();
+    let mut named = Vec::new();
+    if !categories.is_empty() {
+        let summary = if result.status == Status::Pass {
+            "Categories".to_string()
+        } else {
+            format!("Categories within noise (under {} per step)", ms(noise))
+        };
+        inner.push_str(&details(
+            &escape_html(&summary),
+            &delta_table(&categories, false).to_markdown(),
+        ));
+        named.push("categories");
+    }
+    if !e.kernel_diff.is_empty() {
+        let (diff, summary) = cut_diff(&e.kernel_diff);
+        let fence = fence_for(&diff);
+        inner.push_str(&details(&summary, &format!("{fence}diff\n{diff}{fence}\n")));
+        named.push("kernels that appeared or vanished");
+    }
+    // Only kernels that moved as much as a category must to be shown: a row of ±0 is noise.
+    let kernels: Vec<Delta> = e
+        .kernels
+        .iter()
+        .filter(|d| moved(d, noise))
+        .cloned()
+        .collect();
+    if !kernels.is_empty() {
+        inner.push_str(&details(
+            &escape_html(&format!(
+                "Kernels whose time per step moved most (by {} or more)",
+                ms(noise)
+            )),
+            &delta_table(&kernels, true).to_markdown(),
+        ));
+        named.push("kernels that moved");
+    }
+    inner.push_str(&details(
+        "Run and baseline",
+        &meta_table(result).to_markdown(),
+    ));
+    named.push("run and baseline");
+    let mut parts = vec![details(&capitalised_list(&named), &inner)];
+    if !result.run.warnings.is_empty() {
+        parts.push(warnings(result));
+    }
+    parts
+}
+
+/// The run's own folds, for a comment that compared nothing: the run and baseline, the warnings.
+pub(super) fn run_folds(result: &CheckResult) -> Vec<String> {
+    let mut parts = vec![details(
+        "Run and baseline",
+        &meta_table(result).to_markdown(),
+    )];
+    if !result.run.warnings.is_empty() {
+        parts.push(warnings(result));
+    }
+    parts
+}
+
+fn warnings(result: &CheckResult) -> String {
+    let list: String = result
+        .run
+        .warnings
+        .iter()
+        .map(|w| format!("- {}\n", escape_markdown(w)))
+        .collect();
+    details("Warnings", &list)
+}
+
+/// "Categories, kernels that moved, run and baseline".
+fn capitalised_list(names: &[&str]) -> String {
+    let text = names.join(", ");
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => text,
+    }
+}
+
+/// Lines of the kernel diff a comment shows; the JSON verdict has them all.
+const DIFF_LINES: usize = 20;
+/// Characters of one diff line: what fits the 900 px column in a code block at 14 px.
+const DIFF_LINE_CHARS: usize = 96;
+
+/// The kernel diff as the comment folds it: its first [`DIFF_LINES`] lines, each cut in the
+/// middle to [`DIFF_LINE_CHARS`], and the fold's summary saying how many were left out.
+fn cut_diff(diff: &str) -> (String, String) {
+    let lines: Vec<&str> = diff.lines().collect();
+    let mut out: String = lines
+        .iter()
+        .take(DIFF_LINES)
+        .map(|l| format!("{}\n", cut_middle(l, DIFF_LINE_CHARS)))
+        .collect();
+    let rest = lines.len().saturating_sub(DIFF_LINES);
+    let summary = if rest > 0 {
+        out.push_str(&format!("# … {rest} more lines in the JSON verdict\n"));
+        format!(
+            "Kernels that appeared or vanished (the first {DIFF_LINES} of {} lines)",
+            lines.len()
+        )
+    } else {
+        "Kernels that appeared or vanished".to_string()
+    };
+    (out, summary)
+}
+
+/// `line` cut to `max` characters by taking out its middle (a kernel's template arguments),
+/// marked `…`; its diff sign and its end stay.
+fn cut_middle(line: &str, max: usize) -> String {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= max {
+        return line.to_string();
+    }
+    let head = max * 2 / 3;
+    let tail = max - head - 1;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
+/// "tracegate on AMD Instinct MI355X: **6 regressed**, 0 improved, 14 unchanged · 1
+/// report-only figure moved.": gated metrics by verdict; artefacts, metrics that cannot be
+/// judged and report-only figures counted apart.
+fn count_line(result: &CheckResult) -> String {
+    let count = |f: &dyn Fn(&MetricCheck) -> bool| gated(result).filter(|m| f(m)).count();
+    let regressed = count(&|m| m.verdict == Verdict::Regressed);
+    let improved = count(&|m| m.verdict == Verdict::Improved && m.artefact.is_none());
+    let unchanged = count(&|m| m.verdict == Verdict::Ok);
+    let artefacts = count(&|m| m.artefact.is_some());
+    let unjudged = count(&|m| matches!(m.verdict, Verdict::Noisy | Verdict::Missing));
+    let report_moved = result
+        .metrics
+        .iter()
+        .filter(|m| !m.gated && report_only_moved(m))
+        .count();
+    let regressed = if regressed > 0 {
+        format!("**{regressed} regressed**")
+    } else {
+        "0 regressed".to_string()
+    };
+    let mut line = format!(
+        "tracegate on {}: {regressed}, {improved} improved, {unchanged} unchanged",
+        escape_markdown(&super::check::hardware_words(result))
+    );
+    let apart = [
+        (artefacts, "not an improvement", "not improvements"),
+        (unjudged, "cannot be judged", "cannot be judged"),
+        (
+            report_moved,
+            "report-only figure moved",
+            "report-only figures moved",
+        ),
+    ];
+    for (n, one, many) in apart {
+        if n > 0 {
+            line.push_str(&format!(" · {n} {}", if n == 1 { one } else { many }));
+        }
+    }
+    line.push('.');
+    line
+}
+
+/// A report-only figure that moved beyond its tolerance (it fails nothing).
+fn report_only_moved(m: &MetricCheck) -> bool {
+    matches!(m.verdict, Verdict::Regressed | Verdict::Improved)
+}
+
+/// A metric the compact table shows: one that moved beyond tolerance (gated or report-only),
+/// an artefact, one that cannot be judged, and one that moved below what the baseline can
+/// detect.
+fn moved_metric(result: &CheckResult, m: &MetricCheck) -> bool {
+    if m.verdict == Verdict::New {
+        return false;
+    }
+    m.artefact.is_some()
+        || (m.gated && m.verdict != Verdict::Ok)
+        || (!m.gated && report_only_moved(m))
+        || undetectable(result, m).is_some()
+}
+
+/// The calibration note of a metric with a minimum detectable change.
+fn calibration_of(result: &CheckResult, id: MetricId) -> Option<&CalibrationNote> {
+    result
+        .calibration
+        .iter()
+        .find(|c| c.metric == id && c.mdc.is_some())
+}
+
+/// The detectable change of a metric that passed although it moved its bad way by more than half
+/// its tolerance and less than what the baseline can detect: a pass that says nothing of it.
+pub(super) fn undetectable(result: &CheckResult, m: &MetricCheck) -> Option<f64> {
+    if !m.gated || m.verdict != Verdict::Ok {
+        return None;
+    }
+    let mdc = calibration_of(result, m.name)?.mdc?;
+    let worse = match m.direction {
+        Direction::Lower => m.change?,
+        Direction::Higher => -m.change?,
+    };
+    (worse > m.allowance? / 2.0 && worse < mdc).then_some(mdc)
+}
+
+/// A metric's detectable change as the table shows it: relative for a metric judged relative to
+/// its value, in its unit for one judged in an amount (a share of a near-zero skew means
+/// nothing).
+pub(super) fn detectable_text(m: &MetricCheck, mdc: f64) -> String {
+    let relative = matches!(
+        m.tolerance.as_deref().map(str::parse),
+        Some(Ok(crate::baseline::Tolerance::Relative(_)))
+    );
+    match m.baseline.filter(|b| relative && *b != 0.0) {
+        Some(b) => format!("{}%", crate::units::fixed(mdc / b.abs() * 100.0, 1)),
+        None if m.unit == Unit::Pct => format!("{} pp", Unit::Pct.number(mdc)),
+        None => m.unit.figure(mdc),
+    }
+}
+
+/// Notes under a table, numbered in the order the cells call them.
+#[derive(Default)]
+struct Notes(Vec<String>);
+
+impl Notes {
+    /// Adds a note; its mark for the cell.
+    fn add(&mut self, text: String) -> String {
+        self.0.push(text);
+        superscript(self.0.len())
+    }
+
+    fn markdown(&self) -> String {
+        self.0
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("{} {}\n", superscript(i + 1), n))
+            .collect::<Vec<_>>()
+            .join("\n")
+            + if self.0.is_empty() { "" } else { "\n" }
+    }
+}
+
+fn superscript(n: usize) -> String {
+    const DIGITS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
+    n.to_string()
+        .chars()
+        .map(|c| DIGITS[c.to_digit(10).unwrap_or(0) as usize])
+        .collect()
+}
+
+/// The metrics `rows` as a table: mark, name, baseline, current, change, tolerance, what the
+/// baseline can detect (calibrated baselines), verdict. Long explanations go to `notes`.
+fn metric_table(result: &CheckResult, rows: &[&MetricCheck], notes: &mut Notes) -> Table {
+    let catches = !result.calibration.iter().all(|c| c.mdc.is_none());
+    let mut columns = vec![
+        ("", Align::Left),
+        ("metric", Align::Left),
+        ("baseline", Align::Right),
+        ("current", Align::Right),
+        ("change", Align::Right),
+        ("tolerance", Align::Right),
+    ];
+    if catches {
+        columns.push(("catches ≥", Align::Right));
+    }
+    columns.push(("verdict", Align::Left));
+    let mut t = Table::new(&columns);
+    for m in rows {
+        let mut row = vec![
+            metric_mark(m).to_string(),
+            metric_name_cell(result, m),
+            value(m.baseline, m.unit),
+            value(m.current, m.unit),
+            change(m),
+            tolerance_text(m)
+                .or_else(|| m.tolerance.clone())
+                .unwrap_or_else(|| MISSING.into()),
+        ];
+        if catches {
+            row.push(
+                calibration_of(result, m.name)
+                    .and_then(|c| c.mdc)
+                    .map_or_else(|| MISSING.into(), |mdc| detectable_text(m, mdc)),
+            );
+        }
+        row.push(match (&m.artefact, undetectable(result, m)) {
+            (Some(why), _) => {
+                let mark = notes.add(format!(
+                    "`{}` is not an improvement: {}",
+                    m.name.name(),
+                    escape_markdown(why)
+                ));
+                format!("not an improvement {mark}")
+            }
+            (None, Some(mdc)) => format!(
+                "below what this baseline can detect ({})",
+                detectable_text(m, mdc)
+            ),
+            (None, None) => verdict_word(m),
+        });
+        t.row(row);
+    }
+    t
+}
+
+/// "Tolerances calibrated from 6 runs (decode_step_ms set by hand). This baseline catches a
+/// decode-step regression of 2.1% or more; a smaller one passes unseen.": what a calibrated
+/// baseline can see, once; `None` for a baseline that is not calibrated.
+fn detectable_line(result: &CheckResult) -> Option<String> {
+    let runs = result.calibration.iter().find_map(|c| c.calibrated_runs)?;
+    let by_hand: Vec<&str> = result
+        .calibration
+        .iter()
+        .filter(|c| c.calibrated_runs.is_none() && c.mdc.is_none())
+        .map(|c| c.metric.name())
+        .collect();
+    let mut line = format!("Tolerances calibrated from {runs} runs");
+    if !by_hand.is_empty() {
+        line.push_str(&format!(" ({} set by hand)", by_hand.join(", ")));
+    }
+    line.push('.');
+    let headline = [MetricId::DecodeStepMs, MetricId::IterationMs]
+        .into_iter()
+        .find_map(|id| {
+            let m = result.metrics.iter().find(|m| m.name == id)?;
+            Some((m, calibration_of(result, id)?.mdc?))
+        });
+    if let Some((m, mdc)) = headline {
+        let what = if m.name == MetricId::DecodeStepMs {
+            "decode-step"
+        } else {
+            "iteration"
+        };
+        line.push_str(&format!(
+            " This baseline catches a {what} regression of {} or more; a smaller one passes unseen.",
+            detectable_text(m, mdc)
+        ));
+    }
+    Some(line)
+}
+
+/// Every metric, folded: the table with every verdict and the calibration's lines.
+fn all_metrics(result: &CheckResult) -> String {
+    let every: Vec<&MetricCheck> = result.metrics.iter().collect();
+    let mut notes = Notes::default();
+    let mut body = metric_table(result, &every, &mut notes).to_markdown();
+    body.push('\n');
+    body.push_str(&notes.markdown());
+    for line in calibration_lines(result) {
+        body.push_str(&format!("{}\n\n", escape_markdown(&line)));
+    }
+    details(&format!("All {} metrics", every.len()), &body)
+}
