@@ -8,6 +8,7 @@ pub(crate) mod calibrate;
 pub(crate) mod discover;
 pub(crate) mod file;
 pub(crate) mod history;
+pub(crate) mod options;
 pub(crate) mod shipped;
 pub(crate) mod tolerance;
 pub(crate) mod write;
@@ -175,6 +176,9 @@ struct BaselineFile {
     /// Appended by `baseline update`.
     #[serde(default)]
     history: Option<history::History>,
+    /// Written by tracegate: the analysis options and taxonomy the figures were made with.
+    #[serde(default)]
+    analysis: Option<options::Recorded>,
 }
 
 /// A parsed and validated baseline.
@@ -194,6 +198,9 @@ pub struct Baseline {
     pub calibration: Option<calibrate::CalibrationTable>,
     /// The last runs' values (`baseline update`), when kept.
     pub history: Option<history::History>,
+    /// The analysis options and taxonomy version the figures were made with (`[analysis]`);
+    /// `None` in a baseline written before tracegate recorded them.
+    pub analysis: Option<options::Recorded>,
 }
 
 /// How a baseline's rules are named in messages.
@@ -353,6 +360,9 @@ impl Baseline {
         if let Some(h) = &file.history {
             h.validate().map_err(|m| section_error("[history", m))?;
         }
+        if let Some(a) = &file.analysis {
+            a.options().map_err(|m| section_error("[analysis", m))?;
+        }
         Ok(Baseline {
             path: path.to_path_buf(),
             meta: file.meta,
@@ -362,7 +372,17 @@ impl Baseline {
             rules,
             calibration: file.calibration,
             history: file.history,
+            analysis: file.analysis,
         })
+    }
+
+    /// The analysis options the figures were made with: the defaults where the baseline
+    /// records none (`[analysis]` absent, or unreadable, which `parse` refuses).
+    pub(crate) fn analysis_options(&self) -> options::AnalysisOptions {
+        self.analysis
+            .as_ref()
+            .and_then(|a| a.options().ok())
+            .unwrap_or_default()
     }
 
     /// The baseline's rules, compiled; named `<file> [[rules]]` in errors.

@@ -10,6 +10,7 @@ mod calibrate;
 mod chart;
 mod check;
 mod check_output;
+mod configuration;
 mod confinement;
 mod demo;
 mod extract_truth;
