@@ -256,7 +256,8 @@ impl Baseline {
 
     /// Validates a baseline's text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Baseline, BaselineError> {
-        let file: BaselineFile = toml::from_str(text).map_err(|e| {
+        let text = &*history::without_dropped_runs(text);
+        let mut file: BaselineFile = toml::from_str(text).map_err(|e| {
             let line = e.span().map_or(0, |s| line_of(text, s.start));
             let source_line = text
                 .lines()
@@ -275,6 +276,10 @@ impl Baseline {
                 message,
             }
         })?;
+        // A history past its bound is read as the one `baseline update` would have kept.
+        if let Some(h) = &mut file.history {
+            h.cap();
+        }
         if file.meta.moe_layers == Some(0) {
             return Err(BaselineError::Invalid {
                 path: path.to_path_buf(),

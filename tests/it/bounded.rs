@@ -465,3 +465,54 @@ fn synth_out_is_confined() {
     }
     assert!(!w.outside().join("synth").exists());
 }
+
+/// Issue 39: a FIFO as `GITHUB_STEP_SUMMARY` or `GITHUB_OUTPUT` (no reader ever opens it) never
+/// holds the job: each is a warning naming it, and the verdict's exit status stands; a FIFO as
+/// `--output` or `--verdict-out` is exit 2 at once, naming the flag, before any trace is read.
+#[cfg(unix)]
+#[test]
+fn a_fifo_as_step_summary_or_output_path_never_blocks() {
+    let run = run();
+    let baseline = shipped();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("summary.md");
+    mkfifo(&fifo);
+    let args = args![
+        "check",
+        &run,
+        "--baseline",
+        &baseline,
+        "--github",
+        "--comment",
+        "off"
+    ];
+    let envs: &[(&str, &std::ffi::OsStr)] = &[
+        ("GITHUB_STEP_SUMMARY", fifo.as_os_str()),
+        ("GITHUB_OUTPUT", fifo.as_os_str()),
+    ];
+    let out = run_cmd(args, Some(Path::new(env!("CARGO_MANIFEST_DIR"))), envs);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("summary.md") && out.stderr.contains("not a regular file"),
+        "{}",
+        out.stderr
+    );
+    for flag in ["--output", "--verdict-out"] {
+        let args = args![
+            "check",
+            &run,
+            "--baseline",
+            &baseline,
+            "--no-github",
+            flag,
+            &fifo
+        ];
+        let out = run_cmd(args, None, &[]);
+        assert_eq!(out.code, Some(2), "{flag}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(flag) && out.stderr.contains("not a regular file"),
+            "{}",
+            out.stderr
+        );
+    }
+}
