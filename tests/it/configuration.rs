@@ -205,3 +205,23 @@ fn a_kernel_the_built_in_rules_now_classify_otherwise_is_a_taxonomy_change() {
         "{p}"
     );
 }
+
+#[test]
+fn update_of_a_learning_baseline_refuses_a_run_analysed_otherwise_unless_rebase() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = made_with(dir.path(), &[]);
+    let update = |extra: &[&str]| {
+        common::with_run_and_baseline(&["baseline", "update"], &run(), &baseline, extra)
+    };
+    common::assert_exit(&update(&["--history-size", "5"]), 0);
+    let out = update(&["--hta-comm"]);
+    common::assert_exit(&out, 2);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("made with no --hta-comm, the run analysed with --hta-comm"),
+        "{e}"
+    );
+    common::assert_exit(&update(&["--hta-comm", "--rebase"]), 0);
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    assert!(text.contains("hta_comm = true"), "{text}");
+}
