@@ -37,6 +37,61 @@ pub(crate) fn check_regular_capped(path: &Path, cap: u64) -> std::io::Result<()>
     Ok(())
 }
 
+/// `O_NONBLOCK` on Linux (every architecture Rust supports there but alpha/sparc/mips/parisc).
+#[cfg(all(
+    target_os = "linux",
+    not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64"))
+))]
+const O_NONBLOCK: i32 = 0o4000;
+#[cfg(all(target_os = "linux", any(target_arch = "mips", target_arch = "mips64")))]
+const O_NONBLOCK: i32 = 0o200;
+#[cfg(all(target_os = "linux", target_arch = "sparc64"))]
+const O_NONBLOCK: i32 = 0x4000;
+
+fn nonblocking(options: &mut std::fs::OpenOptions) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(O_NONBLOCK);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = options;
+}
+
+/// `/dev/null`, the one output that is not a regular file: written to, discarded.
+fn is_dev_null(path: &Path) -> bool {
+    path == Path::new("/dev/null")
+}
+
+/// An output path (`--output`, `--verdict-out`, `GITHUB_STEP_SUMMARY`, `GITHUB_OUTPUT`): a
+/// regular file (or a directory, for a flag that takes one), one that does not exist yet, or
+/// `/dev/null`. A FIFO, a socket or another
+/// device is refused (`InvalidInput`, "not a regular file"): writing to it could block the job
+/// or go anywhere.
+pub(crate) fn check_output(path: &Path) -> std::io::Result<()> {
+    match std::fs::metadata(path) {
+        // A directory is for the flags that take one (`synth --out`); a file flag given one
+        // fails on opening it, saying so.
+        Ok(meta) if !meta.is_file() && !meta.is_dir() && !is_dev_null(path) => Err(not_regular()),
+        _ => Ok(()),
+    }
+}
+
+/// Opens an output file to append to, created if missing: [`check_output`] first, and the open
+/// never blocks (`O_NONBLOCK`): a FIFO put in its place between the check and the open is
+/// refused by the check of what was opened, not waited on.
+pub(crate) fn open_append(path: &Path) -> std::io::Result<File> {
+    check_output(path)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    nonblocking(&mut options);
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() && !is_dev_null(path) {
+        return Err(not_regular());
+    }
+    Ok(file)
+}
+
 /// Opens a regular file for reading: the one way every input is opened. The metadata is checked
 /// first, and the open itself never blocks (`O_NONBLOCK`, which means nothing to a regular file):
 /// a FIFO put in the file's place between the check and the open is refused by the check of
@@ -45,18 +100,7 @@ pub(crate) fn open_regular(path: &Path) -> std::io::Result<File> {
     check_regular(path)?;
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        /// `O_NONBLOCK` on Linux (every architecture Rust supports there but alpha/sparc/mips/parisc).
-        #[cfg(not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64")))]
-        const O_NONBLOCK: i32 = 0o4000;
-        #[cfg(any(target_arch = "mips", target_arch = "mips64"))]
-        const O_NONBLOCK: i32 = 0o200;
-        #[cfg(target_arch = "sparc64")]
-        const O_NONBLOCK: i32 = 0x4000;
-        options.custom_flags(O_NONBLOCK);
-    }
+    nonblocking(&mut options);
     let file = options.open(path)?;
     if !file.metadata()?.is_file() {
         return Err(not_regular());

@@ -127,6 +127,15 @@ impl AnalysisConfig {
         }
     }
 
+    /// The options that change a figure, as a baseline records them (`[analysis]`).
+    pub(crate) fn recorded_options(&self) -> crate::baseline::options::AnalysisOptions {
+        crate::baseline::options::AnalysisOptions {
+            warmup_steps: self.warmup_steps,
+            hta_comm: self.hta_comm,
+            step_gap: self.step_gap,
+        }
+    }
+
     pub fn extract_options(&self) -> ExtractOptions {
         ExtractOptions {
             warmup_steps: self.warmup_steps,
@@ -244,11 +253,13 @@ pub fn check(
         // What a pull request can edit beside the figures: the rules and the layer count.
         let file_rules = config.taxonomy()?.user_rules().to_vec();
         let baseline_rules = baseline.taxonomy_rules()?;
+        let analysis = config.recorded_options();
         let edits = crate::gate::Edits {
             file_rules: &file_rules,
             baseline_rules: &baseline_rules,
             moe_layers: config.moe_layers,
             allow_override: options.allow_override,
+            analysis: Some(&analysis),
         };
         let result = crate::gate::check(&extraction, baseline, options, &edits);
         stage_done("gating", run, &config.limits)?;

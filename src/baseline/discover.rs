@@ -1,8 +1,9 @@
 //! Picking the baseline of a run from a directory of them: `check <RUN> --baselines DIR`.
 //!
 //! A baseline matches when its `hardware` is the device the trace reports, its `tp` (when set)
-//! is the run's number of ranks, its `framework` (when set) is the one the trace tells (a run
-//! whose trace does not tell matches only with `--key framework=NAME`), and every
+//! is the run's number of ranks, its `framework` is the one the trace tells (a run whose trace
+//! does not tell matches a baseline of a named framework only with `--key framework=NAME`; a
+//! baseline without `framework` matches only a run whose trace does not tell), and every
 //! `--key name=value` equals its `[meta]` field or `extra` pair, and its `batch` (when set) is
 //! within 10% of the one the run's step annotations say (when they say one). Exactly one must
 //! match: none, or
@@ -113,8 +114,11 @@ fn matches(b: &Baseline, run: &RunIdentity) -> bool {
     // The framework the trace tells must be the baseline's; where the trace does not tell, a
     // baseline of a named framework matches only through --key framework=NAME.
     let keyed = run.keys.iter().any(|(k, _)| k == "framework");
+    // A baseline that names no framework matches only a run whose trace tells none either: it
+    // could be of any, and a run whose framework is known is of one.
     let framework = match (b.meta.framework.as_deref(), run.framework.as_deref()) {
-        (None, _) => true,
+        (None, None) => true,
+        (None, Some(_)) => false,
         (Some(b), Some(r)) => b.eq_ignore_ascii_case(r),
         (Some(_), None) => keyed,
     };

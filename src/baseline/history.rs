@@ -27,8 +27,36 @@ pub(crate) const MIN_RUNS_TO_WIDEN: usize = 5;
 pub struct History {
     #[serde(default = "default_max_runs")]
     pub max_runs: usize,
-    #[serde(default)]
+    /// The last [`MAX_MAX_RUNS`] runs of the file at most (a longer history is read in one pass
+    /// and bounded memory, the older runs dropped as read), then the last `max_runs`
+    /// ([`History::cap`]).
+    #[serde(default, deserialize_with = "last_runs")]
     pub runs: Vec<HistoryRun>,
+}
+
+/// The last [`MAX_MAX_RUNS`] runs of the array, in order.
+fn last_runs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<HistoryRun>, D::Error> {
+    struct Last;
+    impl<'de> serde::de::Visitor<'de> for Last {
+        type Value = Vec<HistoryRun>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an array of runs")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut kept = std::collections::VecDeque::new();
+            while let Some(run) = seq.next_element::<HistoryRun>()? {
+                if kept.len() == MAX_MAX_RUNS {
+                    kept.pop_front();
+                }
+                kept.push_back(run);
+            }
+            Ok(kept.into())
+        }
+    }
+    d.deserialize_seq(Last)
 }
 
 fn default_max_runs() -> usize {
@@ -47,6 +75,16 @@ pub struct HistoryRun {
 }
 
 impl History {
+    /// Keeps the last `max_runs` runs (the bound the file gives, at most [`MAX_MAX_RUNS`]): a
+    /// file edited past its bound is read as the history `baseline update` would have kept.
+    pub fn cap(&mut self) {
+        let excess = self
+            .runs
+            .len()
+            .saturating_sub(self.max_runs.clamp(1, MAX_MAX_RUNS));
+        self.runs.drain(..excess);
+    }
+
     /// Checks what a file can get wrong: a bound out of range, unknown metrics, values that are
     /// not finite.
     pub fn validate(&self) -> Result<(), String> {
@@ -118,6 +156,43 @@ impl History {
     }
 }
 
+/// A baseline's text with the oldest `[[history.runs]]` beyond [`MAX_MAX_RUNS`] blanked out
+/// (each of their lines left empty, so that every line keeps its number in messages), where they
+/// stand together with nothing but their own keys and sub-tables between them: the parser then
+/// never builds what the bound drops, and a history of any length is read in time and memory of
+/// the bound. Any other text is returned as it is (and read whole).
+pub(crate) fn without_dropped_runs(text: &str) -> std::borrow::Cow<'_, str> {
+    let header = |l: &str| l.trim() == "[[history.runs]]";
+    let heads: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| header(l))
+        .map(|(i, _)| i)
+        .collect();
+    if heads.len() <= MAX_MAX_RUNS {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let (from, to) = (heads[0], heads[heads.len() - MAX_MAX_RUNS]);
+    let foreign = text.lines().skip(from).take(to - from).any(|l| {
+        let l = l.trim_start();
+        l.starts_with('[') && !header(l) && !l.starts_with("[history.runs.")
+    });
+    if foreign {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() / 2);
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if (from..to).contains(&i) {
+            if line.ends_with('\n') {
+                out.push('\n');
+            }
+        } else {
+            out.push_str(line);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Appends the run's values of the metrics to the document's `[history]` (created with `max_runs`
 /// when absent, else its own bound kept unless `max_runs` is given), dropping the oldest runs
 /// beyond the bound. Everything else in the document is left as it is.
@@ -170,9 +245,13 @@ pub(crate) fn append(
     }
     t.insert("values", value(values));
     runs.push(t);
-    while runs.len() > bound {
-        runs.remove(0);
-    }
+    // The oldest runs beyond the bound, dropped in one pass.
+    let excess = runs.len().saturating_sub(bound);
+    let mut seen = 0;
+    runs.retain(|_| {
+        seen += 1;
+        seen > excess
+    });
     Ok(())
 }
 
@@ -207,6 +286,37 @@ mod tests {
         assert_eq!(n, 5);
         assert!(s > 0.05 && s < 0.4, "{s}");
         assert_eq!(history(&[20.0; 6]).spread(MetricId::MoeUsPerLayer), None);
+    }
+
+    #[test]
+    fn a_history_past_its_bound_keeps_its_last_runs() {
+        let mut h = history(&[1.0, 2.0, 3.0, 4.0]);
+        h.max_runs = 2;
+        h.cap();
+        let kept: Vec<f64> = h.runs.iter().map(|r| r.values["decode_step_ms"]).collect();
+        assert_eq!(kept, [3.0, 4.0]);
+    }
+
+    #[test]
+    fn runs_past_the_largest_bound_are_blanked_before_parsing_keeping_line_numbers() {
+        let run = "[[history.runs]]\ndate = \"d\"\nvalues = { decode_step_ms = 1.0 }\n";
+        let text = format!(
+            "[meta]\n\n[history]\nmax_runs = 5\n{}",
+            run.repeat(MAX_MAX_RUNS + 3)
+        );
+        let kept = without_dropped_runs(&text);
+        assert_eq!(kept.lines().count(), text.lines().count());
+        assert_eq!(
+            kept.lines().filter(|l| *l == "[[history.runs]]").count(),
+            MAX_MAX_RUNS
+        );
+        // A foreign table among the runs: read whole.
+        let odd = format!(
+            "[history]\n{}[other]\n{}",
+            run,
+            run.repeat(MAX_MAX_RUNS + 1)
+        );
+        assert_eq!(without_dropped_runs(&odd), odd);
     }
 
     #[test]

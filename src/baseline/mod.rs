@@ -8,6 +8,7 @@ pub(crate) mod calibrate;
 pub(crate) mod discover;
 pub(crate) mod file;
 pub(crate) mod history;
+pub(crate) mod options;
 pub(crate) mod shipped;
 pub(crate) mod tolerance;
 pub(crate) mod write;
@@ -175,6 +176,9 @@ struct BaselineFile {
     /// Appended by `baseline update`.
     #[serde(default)]
     history: Option<history::History>,
+    /// Written by tracegate: the analysis options and taxonomy the figures were made with.
+    #[serde(default)]
+    analysis: Option<options::Recorded>,
 }
 
 /// A parsed and validated baseline.
@@ -194,6 +198,9 @@ pub struct Baseline {
     pub calibration: Option<calibrate::CalibrationTable>,
     /// The last runs' values (`baseline update`), when kept.
     pub history: Option<history::History>,
+    /// The analysis options and taxonomy version the figures were made with (`[analysis]`);
+    /// `None` in a baseline written before tracegate recorded them.
+    pub analysis: Option<options::Recorded>,
 }
 
 /// How a baseline's rules are named in messages.
@@ -249,7 +256,8 @@ impl Baseline {
 
     /// Validates a baseline's text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Baseline, BaselineError> {
-        let file: BaselineFile = toml::from_str(text).map_err(|e| {
+        let text = &*history::without_dropped_runs(text);
+        let mut file: BaselineFile = toml::from_str(text).map_err(|e| {
             let line = e.span().map_or(0, |s| line_of(text, s.start));
             let source_line = text
                 .lines()
@@ -268,6 +276,10 @@ impl Baseline {
                 message,
             }
         })?;
+        // A history past its bound is read as the one `baseline update` would have kept.
+        if let Some(h) = &mut file.history {
+            h.cap();
+        }
         if file.meta.moe_layers == Some(0) {
             return Err(BaselineError::Invalid {
                 path: path.to_path_buf(),
@@ -353,6 +365,9 @@ impl Baseline {
         if let Some(h) = &file.history {
             h.validate().map_err(|m| section_error("[history", m))?;
         }
+        if let Some(a) = &file.analysis {
+            a.options().map_err(|m| section_error("[analysis", m))?;
+        }
         Ok(Baseline {
             path: path.to_path_buf(),
             meta: file.meta,
@@ -362,7 +377,17 @@ impl Baseline {
             rules,
             calibration: file.calibration,
             history: file.history,
+            analysis: file.analysis,
         })
+    }
+
+    /// The analysis options the figures were made with: the defaults where the baseline
+    /// records none (`[analysis]` absent, or unreadable, which `parse` refuses).
+    pub(crate) fn analysis_options(&self) -> options::AnalysisOptions {
+        self.analysis
+            .as_ref()
+            .and_then(|a| a.options().ok())
+            .unwrap_or_default()
     }
 
     /// The baseline's rules, compiled; named `<file> [[rules]]` in errors.

@@ -51,6 +51,8 @@ pub(crate) struct Stamp {
     pub ranks: usize,
     /// `--image` and `--meta` of the run, checked by [`check_identity`].
     pub identity: crate::identity::Identity,
+    /// The options the figures were analysed with, written to `[analysis]`.
+    pub analysis: super::options::AnalysisOptions,
 }
 
 /// Where a `--meta` pair goes in `[meta]`.
@@ -361,6 +363,7 @@ fn update_document(
     }
     let changes = write_metrics(doc, x, add_new)?;
     write_step_mix(doc, x);
+    super::options::write(doc, &stamp.analysis);
     write_breakdown(doc, x);
     Ok(changes)
 }

@@ -17,8 +17,9 @@ use crate::report::{ExtractFormat, Format};
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// Stop with exit 2 when tracegate's resident memory passes SIZE while reading traces
-    /// (512M, 4G...); also from TRACEGATE_MAX_MEMORY. A clear error beats the OS killing the job.
+    /// Stop with exit 2 when tracegate's resident memory passes SIZE while reading or analysing
+    /// traces (512M, 4G...); also from TRACEGATE_MAX_MEMORY. A clear error beats the OS killing
+    /// the job.
     #[arg(long, global = true, value_name = "SIZE")]
     pub max_memory: Option<String>,
     /// The longest single JSON string a trace may hold (default 16M); a longer one is exit 2,
@@ -38,12 +39,32 @@ impl Cli {
     pub(crate) fn parse_args() -> Cli {
         use clap::{CommandFactory, FromArgMatches};
         use std::io::IsTerminal;
-        let matches = Cli::command().get_matches();
-        let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        let matches = Cli::command()
+            .try_get_matches()
+            .unwrap_or_else(|e| usage_exit(&e));
+        let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| usage_exit(&e));
         if !format_given(&matches) && std::io::stdout().is_terminal() {
             cli.command.table_for_terminal();
         }
         cli
+    }
+}
+
+/// Ends the process on what clap could not parse, through `output` like every other line (a
+/// value holding `\n::error::` starts no workflow command): help and the version on stdout,
+/// exit 0; a usage error on stderr, exit 2 (cannot judge: bad input).
+fn usage_exit(e: &clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    let text = e.render().to_string();
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            crate::output::stdout(&text);
+            std::process::exit(crate::exit::PASS)
+        }
+        _ => {
+            crate::output::stderr(&text);
+            std::process::exit(crate::exit::CANNOT_JUDGE)
+        }
     }
 }
 
@@ -606,7 +627,8 @@ pub(crate) struct GithubArgs {
     #[allow(rustdoc::bare_urls)]
     #[arg(long, value_name = "URL")]
     pub github_api: Option<String>,
-    /// Timeout of each GitHub API request, in seconds; a timeout is a warning.
+    /// The time all GitHub API requests together may take, in seconds (listing the comments,
+    /// the login, the write); past it, a warning.
     #[arg(long, value_name = "SECS", default_value_t = 20.0)]
     pub github_timeout: f64,
 }

@@ -116,6 +116,7 @@ pub(crate) fn read_run(
     paths: &[PathBuf],
     config: &pipeline::AnalysisConfig,
 ) -> Result<pipeline::Run> {
+    watch_memory(paths, &config.limits);
     let bar = progress_bar();
     let run = pipeline::read_run(paths, config, &|done, total| {
         bar.set_length(total as u64);
@@ -123,6 +124,27 @@ pub(crate) fn read_run(
     });
     bar.finish_and_clear();
     Ok(run?)
+}
+
+/// From the first run read on, `--max-memory` is watched for the rest of the command (analysis,
+/// report, comment): past it, exit 2 naming the run, whichever allocation grew.
+fn watch_memory(paths: &[PathBuf], limits: &pipeline::ReadLimits) {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    let Some(limit) = limits.memory.filter(|&l| l > 0) else {
+        return;
+    };
+    let run = pipeline::describe_paths(paths);
+    STARTED.call_once(|| {
+        crate::reader::watch_memory(limit, move |held| {
+            crate::output::note(&format!(
+                "error: {run}: stopped after tracegate grew past the limit: it holds {}, over the \
+                 --max-memory limit of {}",
+                crate::units::bytes(held),
+                crate::units::bytes(limit)
+            ));
+            std::process::exit(crate::exit::CANNOT_JUDGE)
+        });
+    });
 }
 
 /// Whenever `GITHUB_WORKSPACE` is set (a workflow step, `--github` or not), the paths a workflow
@@ -142,6 +164,9 @@ pub(crate) fn confine_paths(
     }
     for (flag, path) in outputs {
         if let Some(path) = path {
+            // A FIFO or a device would block the job or take the output anywhere.
+            crate::files::check_output(path)
+                .with_context(|| format!("{flag} {}", path.display()))?;
             crate::confine::confine_output(flag, path, &env)?;
         }
     }
@@ -151,7 +176,9 @@ pub(crate) fn confine_paths(
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so that
 /// a crash, a kill or a full disk never leaves half a file where a whole one was.
 pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    // A device or a pipe (`/dev/null`, `/dev/stdout`) is written to, never replaced.
+    // A FIFO, a socket or a device is refused (writing could block the job); `/dev/null` is
+    // written to, never replaced.
+    crate::files::check_output(path)?;
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
         return std::fs::write(path, bytes);
     }

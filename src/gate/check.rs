@@ -502,6 +502,9 @@ fn mismatches(x: &Extraction, b: &Baseline, opts: &CheckOptions) -> Vec<String> 
     }
     problems.extend(other_rank_set(x, b));
     problems.extend(other_run_kind(x, b));
+    if !opts.allow_other_hardware {
+        problems.extend(super::configuration::other_framework(x, b));
+    }
     problems
 }
 

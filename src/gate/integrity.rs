@@ -28,6 +28,8 @@ pub(crate) struct Edits<'a> {
     /// `--override`: a flag that overrides a recorded structural field is judged anyway (and
     /// said in the report).
     pub allow_override: bool,
+    /// The options the run was analysed with, held to the baseline's `[analysis]`.
+    pub analysis: Option<&'a crate::baseline::options::AnalysisOptions>,
 }
 
 /// Why the run cannot be judged, and what the report should say of the edits allowed.
@@ -44,7 +46,7 @@ fn describe(rule: &Rule) -> String {
 
 /// The first user rule that matches `name` (as written or demangled): user rules are tried before
 /// the built-in table, so this one decides the kernel's class.
-fn deciding<'r>(rules: &[&'r Rule], name: &str) -> Option<&'r Rule> {
+pub(crate) fn deciding<'r>(rules: &[&'r Rule], name: &str) -> Option<&'r Rule> {
     let demangled = demangle(name);
     rules
         .iter()
@@ -59,6 +61,7 @@ pub(crate) fn findings(x: &Extraction, b: &Baseline, edits: &Edits<'_>) -> Findi
     f.problems.extend(contradicted_breakdown(b));
     f.problems.extend(contradicted_moe_layers(b));
     moe_layers_flag(b, edits, &mut f);
+    super::configuration::findings(x, b, edits, &mut f);
     f
 }
 

@@ -4,6 +4,7 @@
 //! keeps its analysis apart from its harness.
 
 pub(crate) mod check;
+pub(crate) mod configuration;
 pub(crate) mod explain;
 pub(crate) mod integrity;
 pub(crate) mod verdict;

@@ -178,10 +178,7 @@ pub(crate) fn format_outputs(outputs: &[(String, String)]) -> String {
 }
 
 fn append(path: &Path, text: &str) -> Result<(), GithubError> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
+    crate::files::open_append(path)
         .and_then(|mut f| f.write_all(text.as_bytes()))
         .map_err(|source| GithubError::Write {
             path: path.to_path_buf(),

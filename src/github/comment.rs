@@ -97,7 +97,7 @@ pub(crate) struct CommentRequest<'a> {
     pub body: String,
     /// Create the comment when none exists (else only update an existing one).
     pub create: bool,
-    /// Per-request timeout.
+    /// The time every request together may take (`--github-timeout`).
     pub timeout: Duration,
 }
 
@@ -179,7 +179,13 @@ pub(crate) fn sync(request: &CommentRequest<'_>) -> Result<Synced, GithubError> 
         .enable_all()
         .build()
         .map_err(|e| GithubError::Transport(format!("cannot start the async runtime: {e}")))?;
-    runtime.block_on(sync_async(request))
+    // `--github-timeout` is the whole budget of every request (the pages of comments, the
+    // login, the write), not of each: a slow API holds the job no longer than it.
+    runtime.block_on(async {
+        tokio::time::timeout(request.timeout, sync_async(request))
+            .await
+            .unwrap_or(Err(GithubError::Timeout(request.timeout)))
+    })
 }
 
 async fn sync_async(request: &CommentRequest<'_>) -> Result<Synced, GithubError> {

@@ -22,7 +22,7 @@ pub(crate) use context::Context;
 pub(crate) enum GithubError {
     #[error("GitHub API answered HTTP {status}: {message}")]
     Api { status: u16, message: String },
-    #[error("GitHub API request timed out after {} s", .0.as_secs_f64())]
+    #[error("GitHub API requests timed out after {} s (--github-timeout, the budget of all of them)", .0.as_secs_f64())]
     Timeout(Duration),
     #[error("GitHub API request failed: {0}")]
     Transport(String),

@@ -185,6 +185,9 @@ pub struct RunInfo {
     /// mixed hardware apart.
     #[serde(skip)]
     pub trace_devices: Vec<(std::path::PathBuf, String)>,
+    /// The serving framework the trace tells (`identity::framework_of`), set by the pipeline.
+    #[serde(skip)]
+    pub framework: Option<String>,
 }
 
 /// How many steps a rank has, kept and dropped, and how they were found.
@@ -413,6 +416,7 @@ pub fn extract(
                 opts.warmup_steps
             },
             kind,
+            framework: crate::identity::framework_of(run).map(str::to_string),
             partial_ranks: run.missing.as_ref().map(|m| {
                 let present: Vec<String> =
                     run.rank_indices().iter().map(|r| r.to_string()).collect();

@@ -193,6 +193,7 @@ fn stamp_for(
         device: x.run.device.clone(),
         ranks: x.run.ranks.len(),
         identity,
+        analysis: w.config.recorded_options(),
     }
 }
 
@@ -362,6 +363,11 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
             x.run.kind.describe()
         );
     }
+    let learning =
+        baseline.calibration.is_some() || baseline.history.is_some() || s.history_size.is_some();
+    if learning && !s.rebase {
+        refuse_other_options(&baseline, &w.config)?;
+    }
     // Held from reading the old text to writing the new: a concurrent update waits, then reads
     // what this one wrote.
     let lock = (!w.dry_run)
@@ -371,8 +377,6 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
     let stamp = stamp_for(w, &x, w.identity.clone().with_producer(&run));
     // A calibrated baseline, or one with a history, learns from the run: the run joins the
     // history and the values stay as they are unless --rebase.
-    let learning =
-        baseline.calibration.is_some() || baseline.history.is_some() || s.history_size.is_some();
     let (new, changes) = if learning && !s.rebase {
         (old.clone(), Default::default())
     } else {
@@ -415,6 +419,27 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
         new,
         _lock: lock,
     })
+}
+
+/// A run analysed with other options than the baseline's figures would join its `[history]`
+/// as figures of another analysis: refused (`--rebase` re-records the values instead).
+fn refuse_other_options(baseline: &Baseline, config: &AnalysisConfig) -> Result<()> {
+    let moved = crate::baseline::options::differences(
+        &baseline.analysis_options(),
+        &config.recorded_options(),
+    );
+    if moved.is_empty() {
+        return Ok(());
+    }
+    let said: Vec<String> = moved
+        .iter()
+        .map(|(base, run)| format!("made with {base}, the run analysed with {run}"))
+        .collect();
+    refused!(
+        "{}: the baseline's figures were {}: the run's values would join [history] as figures of          another analysis; give the baseline's options, or --rebase to re-record its values          with these; nothing written",
+        baseline.path.display(),
+        said.join("; ")
+    )
 }
 
 /// One RUN argument as the paths of its traces: a directory or file, or files joined with commas.
@@ -564,6 +589,7 @@ pub fn calibrate(s: &CalibrateSettings, progress: &Progress<'_>) -> Result<(Base
         device: x.run.device.clone(),
         ranks: x.run.ranks.len(),
         identity: identity.clone(),
+        analysis: s.config.recorded_options(),
     };
     let asserted = s
         .hardware

@@ -152,6 +152,33 @@ pub struct OverMemory {
     pub limit: u64,
 }
 
+/// How far past `--max-memory` the watchdog lets resident memory go before it ends the process:
+/// the reader's and the stages' own checks, which say more, come first at the limit itself.
+fn watchdog_margin(limit: u64) -> u64 {
+    (limit / 20).min(4 << 20)
+}
+
+/// Watches resident memory from a thread of its own, every millisecond, for the rest of the
+/// process: past `limit` (and a margin of 5%, at most 4 MiB) it calls `over` with the bytes
+/// held, once. The reader looks at the resident size only every so many events and the later
+/// stages at their ends; between those looks an allocation that grows with the input (a stage's
+/// per-kernel tables, a comment's text) could take the process far past the limit.
+pub(crate) fn watch(limit: u64, over: impl FnOnce(u64) + Send + 'static) {
+    let threshold = limit.saturating_add(watchdog_margin(limit));
+    let watcher = move || loop {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        match resident_bytes() {
+            Some(held) if held > threshold => return over(held),
+            Some(_) => {}
+            None => return,
+        }
+    };
+    // Where no thread can be started, the reader's and the stages' checks still hold.
+    let _ = std::thread::Builder::new()
+        .name("tracegate-memory".into())
+        .spawn(watcher);
+}
+
 /// The resident set size, from `VmRSS` (Linux); `None` elsewhere, where the guard is off.
 fn resident_bytes() -> Option<u64> {
     status_bytes("VmRSS:")

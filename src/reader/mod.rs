@@ -23,8 +23,8 @@ use rayon::prelude::*;
 
 pub use error::ReadError;
 pub(crate) use error::ReadErrorKind;
-pub(crate) use memory::OverMemory;
 pub use memory::{parse_size, ReadLimits};
+pub(crate) use memory::{watch as watch_memory, OverMemory};
 pub use model::*;
 
 /// File names a directory walk skips: the files `tracegate synth` and `check` write beside traces.

@@ -824,3 +824,32 @@ pub(crate) const OTHER_LIMIT_PCT: f64 = 5.0;
 
 #[cfg(test)]
 mod tests;
+
+/// The version of the built-in rules: the date of the newest entry of `rules.toml`'s
+/// changelog (`#  - YYYY-MM-DD: ...`), "1" before the first. A baseline records it
+/// (`[analysis] taxonomy`), so a kernel the rules now classify otherwise is named as a change
+/// of the taxonomy, not of the run.
+pub(crate) fn version() -> &'static str {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(|| changelog_version(BUILTIN_RULES))
+}
+
+fn changelog_version(text: &str) -> String {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("#  - "))
+        .filter_map(|l| l.split(':').next())
+        .filter(|d| d.len() == 10 && d.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
+        .max()
+        .map_or_else(|| "1".to_string(), str::to_string)
+}
+
+#[cfg(test)]
+mod version_tests {
+    #[test]
+    fn the_taxonomy_version_is_the_newest_changelog_date() {
+        let text = "# Changes\n#  - 2026-01-02: a\n#  - 2026-03-04: b\n[[rule]]\n";
+        assert_eq!(super::changelog_version(text), "2026-03-04");
+        assert_eq!(super::changelog_version("[[rule]]\n"), "1");
+        assert!(super::version().starts_with("20"), "{}", super::version());
+    }
+}

@@ -439,3 +439,26 @@ fn outside_fenced_blocks(md: &str) -> String {
     assert!(fence.is_none(), "an unclosed code block");
     out
 }
+
+/// Issue 39: clap's usage errors go through the output layer like every other line: exit 2, the
+/// option named, and a value holding `\n::error::` starts no workflow command on stderr.
+#[test]
+fn a_usage_error_is_exit_2_and_starts_no_workflow_command() {
+    let out = common::run(tracegate().args([
+        "check",
+        "traces/",
+        "--baseline",
+        "b.toml",
+        "--format",
+        "md\n::error title=owned::pwned",
+    ]));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("--format"), "{}", out.stderr);
+    assert!(out.stderr.contains("error title=owned"), "{}", out.stderr);
+    for line in out.stderr.lines() {
+        assert!(!line.trim_start().starts_with("::"), "{line:?}");
+    }
+    let out = common::run(tracegate().arg("--version"));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.starts_with("tracegate "), "{}", out.stdout);
+}

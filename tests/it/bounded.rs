@@ -465,3 +465,103 @@ fn synth_out_is_confined() {
     }
     assert!(!w.outside().join("synth").exists());
 }
+
+/// Issue 39: a FIFO as `GITHUB_STEP_SUMMARY` or `GITHUB_OUTPUT` (no reader ever opens it) never
+/// holds the job: each is a warning naming it, and the verdict's exit status stands; a FIFO as
+/// `--output` or `--verdict-out` is exit 2 at once, naming the flag, before any trace is read.
+#[cfg(unix)]
+#[test]
+fn a_fifo_as_step_summary_or_output_path_never_blocks() {
+    let run = run();
+    let baseline = shipped();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("summary.md");
+    mkfifo(&fifo);
+    let args = args![
+        "check",
+        &run,
+        "--baseline",
+        &baseline,
+        "--github",
+        "--comment",
+        "off"
+    ];
+    let envs: &[(&str, &std::ffi::OsStr)] = &[
+        ("GITHUB_STEP_SUMMARY", fifo.as_os_str()),
+        ("GITHUB_OUTPUT", fifo.as_os_str()),
+    ];
+    let out = run_cmd(args, Some(Path::new(env!("CARGO_MANIFEST_DIR"))), envs);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("summary.md") && out.stderr.contains("not a regular file"),
+        "{}",
+        out.stderr
+    );
+    for flag in ["--output", "--verdict-out"] {
+        let args = args![
+            "check",
+            &run,
+            "--baseline",
+            &baseline,
+            "--no-github",
+            flag,
+            &fifo
+        ];
+        let out = run_cmd(args, None, &[]);
+        assert_eq!(out.code, Some(2), "{flag}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(flag) && out.stderr.contains("not a regular file"),
+            "{}",
+            out.stderr
+        );
+    }
+}
+
+/// Issue 39: `[history]` is capped on read as on write: a history edited past its `max_runs`
+/// (here 1,200 runs, over the 1,000 any bound allows, the oldest far off) is read as its last
+/// `max_runs` runs, so `check` learns its between-run spread from those alone (and costs what
+/// they cost: `bench/history.sh`).
+#[test]
+fn a_history_past_its_bound_is_read_as_its_last_max_runs_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = std::fs::read_to_string(shipped()).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    let step = table["metrics"]["decode_step_ms"]["value"]
+        .as_float()
+        .unwrap();
+    text.push_str("\n[history]\nmax_runs = 5\n");
+    for i in 0..1200 {
+        let v = if i < 1195 {
+            10.0 * step
+        } else {
+            step * (1.0 + 0.001 * f64::from(i - 1195))
+        };
+        text.push_str(&format!(
+            "\n[[history.runs]]\ndate = \"2026-12-07\"\nvalues = {{ decode_step_ms = {v} }}\n"
+        ));
+    }
+    let baseline = dir.path().join("long-history.toml");
+    std::fs::write(&baseline, text).unwrap();
+    let out = run_cmd(
+        args![
+            "check",
+            &run(),
+            "--baseline",
+            &baseline,
+            "--format",
+            "json",
+            "--no-github"
+        ],
+        None,
+        &[],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let note = v["calibration"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["metric"] == "decode_step_ms")
+        .expect("a history note on decode_step_ms");
+    assert_eq!(note["history_runs"], 5, "{note}");
+}

@@ -523,6 +523,36 @@ fn a_timeout_is_a_warning() {
     assert!(out.stderr.contains("timed out"), "{}", out.stderr);
 }
 
+/// Issue 39: `--github-timeout` is the budget of every request together, not of each: an API
+/// that answers each page of comments within the timeout but always has a next page holds the
+/// job no longer than the budget (before, 100 pages of it).
+#[test]
+fn the_github_timeout_bounds_all_requests_together() {
+    let (_, fail) = runs();
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    let next = format!(
+        "<{}/repos/acme/infer/issues/7/comments?per_page=100&page=2>; rel=\"next\"",
+        server.uri()
+    );
+    rt.block_on(
+        Mock::given(method("GET"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!([]))
+                    .insert_header("link", next.as_str())
+                    .set_delay(std::time::Duration::from_millis(300)),
+            )
+            .mount(&server),
+    );
+    let out = check_commenting(fail, &server, &["--github-timeout", "1"]);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(out.stderr.contains("timed out"), "{}", out.stderr);
+    // About three pages fit in the budget; never the hundred a per-request timeout allowed.
+    let requests = rt.block_on(server.received_requests()).unwrap().len();
+    assert!(requests <= 6, "{requests} requests");
+}
+
 #[test]
 fn a_passing_run_creates_no_comment_unless_always() {
     let (pass, _) = runs();

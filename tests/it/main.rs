@@ -11,6 +11,7 @@ mod chart;
 mod check;
 mod check_output;
 mod comment;
+mod configuration;
 mod confinement;
 mod demo;
 mod extract_truth;
