@@ -492,6 +492,10 @@ pub(crate) struct SynthArgs {
     /// was. truth.json records the factors.
     #[arg(long, default_value_t = 0.0, value_name = "PCT")]
     pub run_jitter: f64,
+    /// per-category: each kernel category's factor drawn on its own (and a GPU-clock factor);
+    /// shared: one factor for every category of the run (they move together, sd PCT%).
+    #[arg(long, value_enum, default_value = "per-category")]
+    pub run_jitter_mode: crate::synth::JitterMode,
 }
 
 /// `--gzip-level`: 0 to 9, or `None` for `none` (plain JSON).
