@@ -137,7 +137,7 @@ pub use gate::{CheckOptions, CheckResult, Status, Verdict};
 pub use report::Format;
 pub use units::Unit;
 // Synthetic runs: `tracegate synth` as a function.
-pub use synth::{generate_to_dir as generate_synth_run, SynthOptions};
+pub use synth::{generate_to_dir as generate_synth_run, JitterMode, SynthOptions};
 
 /// The `tracegate` command line: parses `std::env::args`, runs the command and returns the exit
 /// status ([`exit`]); an error that ends the command is printed on stderr (status 2).

@@ -2,11 +2,15 @@
 //! of guessed.
 //!
 //! Each gated metric's value is the median of the runs' values. Its tolerance is the allowance
-//! that a clean run of this configuration exceeds with probability at most `--false-alarm / K`
-//! (one-sided, K the gated metrics: Bonferroni), from the runs' robust between-run spread with a
-//! small-sample correction, combined with the within-run standard error. The minimum detectable
-//! change is the smallest regression a run then fails on in at least 95% of runs. The model and
-//! a worked example are in `docs/BASELINES.md`, "How tolerances are chosen".
+//! that a clean run of this configuration exceeds with probability at most its share of
+//! `--false-alarm` (one-sided): a prediction interval, Student's t of the robust spread's degrees
+//! of freedom times the runs' between-run spread (small-sample corrected) and the within-run
+//! standard error, so that a spread estimated from few runs is not taken as known. Outliers
+//! are left out first, by a robust screen (Qn) and a leave-one-out test, so that a regressed run
+//! does not widen the spread. The minimum detectable change
+//! is the smallest regression a run then fails on in at least 95% of runs, at the upper 95%
+//! bound of the spread. The model and a worked example are in `docs/BASELINES.md`, "How
+//! tolerances are chosen".
 
 use std::collections::BTreeMap;
 
@@ -24,11 +28,14 @@ use crate::units;
 /// Fewer clean runs than this cannot be calibrated.
 pub(crate) const MIN_RUNS: usize = 3;
 /// Fewer than this is calibrated with a warning.
-pub(crate) const RECOMMENDED_RUNS: usize = 5;
+pub(crate) const RECOMMENDED_RUNS: usize = 10;
 /// The default chance that a clean run fails the whole check, percent.
 pub(crate) const DEFAULT_FALSE_ALARM_PCT: f64 = 1.0;
-/// A run further than this many between-run spreads from the median of a metric is an outlier.
+/// A run further than this many robust between-run spreads (Qn of all the runs) from the median
+/// of a metric is an outlier whatever the other test says (the gross screen).
 pub(crate) const OUTLIER_SPREADS: f64 = 6.0;
+/// The chance, over the runs of one metric, that the leave-one-out test leaves out a clean run.
+pub(crate) const OUTLIER_ALPHA: f64 = 0.01;
 /// The registry's floor: this share of the metric's starting tolerance (a count-based metric,
 /// which moves in whole steps, keeps its whole starting tolerance).
 pub(crate) const FLOOR_SHARE: f64 = 0.25;
@@ -41,12 +48,34 @@ const Z95: f64 = 1.959_964;
 /// A calibration that cannot be made: exit 2 with the reason.
 #[derive(Debug, thiserror::Error)]
 pub enum CalibrateError {
-    #[error("calibrate needs at least {MIN_RUNS} clean runs of the configuration, got {0} (5 or more is recommended)")]
+    #[error("calibrate needs at least {MIN_RUNS} clean runs of the configuration, got {0} (10 or more is recommended)")]
     TooFewRuns(usize),
     #[error("the runs are not of one configuration: {0}")]
     Mixed(String),
     #[error("{0}")]
     Option(String),
+    #[error(
+        "the same run is given twice: {0}; each run must be a separate launch of the configuration"
+    )]
+    Duplicate(String),
+}
+
+/// Refuses a run given twice: the same path, or figures identical to another run's (a copy).
+fn check_distinct(runs: &[RunFigures]) -> Result<(), CalibrateError> {
+    for (i, a) in runs.iter().enumerate() {
+        for b in &runs[..i] {
+            if a.label == b.label {
+                return Err(CalibrateError::Duplicate(a.label.clone()));
+            }
+            if !a.values.is_empty() && a.values == b.values {
+                return Err(CalibrateError::Duplicate(format!(
+                    "{} and {} have the same figures",
+                    b.label, a.label
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One clean run's figures.
@@ -161,9 +190,23 @@ pub(crate) fn c4(n: usize) -> f64 {
     (2.0 / (n as f64 - 1.0)).sqrt() * r
 }
 
-/// The between-run spread of the runs kept (after [`OUTLIER_SPREADS`] left out the outliers,
-/// which makes it robust): their standard deviation over [`c4`]; 0 below 2 runs.
+/// The between-run spread of the runs kept, once the outlier tests ([`find_outliers`]: a robust
+/// screen, then a leave-one-out test) have left out what does not belong: their standard
+/// deviation over [`c4`], with n - 1 degrees of freedom ([`spread_df`]); 0 below 2 runs. Not Qn:
+/// Qn spends efficiency on robustness (about 0.6 (n - 1) degrees of freedom at 5 to 20 runs,
+/// measured; docs/BASELINES.md), which in a prediction interval more than doubles the
+/// tolerance at 8 runs, and the outlier tests already keep a regressed run out of it.
 pub(crate) fn between_run_spread(values: &[f64]) -> f64 {
+    sd_spread(values)
+}
+
+/// The degrees of freedom of [`between_run_spread`] over `n` runs: n - 1.
+pub(crate) fn spread_df(n: usize) -> f64 {
+    n.saturating_sub(1) as f64
+}
+
+/// The standard deviation over [`c4`].
+pub(crate) fn sd_spread(values: &[f64]) -> f64 {
     let n = values.len();
     if n < 2 {
         return 0.0;
@@ -270,6 +313,9 @@ pub(crate) struct Options {
     pub false_alarm_pct: f64,
     pub min: Vec<Bound>,
     pub max: Vec<Bound>,
+    /// `--target-mdc PCT`: say how many runs would bring each metric's minimum detectable change
+    /// to this share of its value.
+    pub target_mdc_pct: Option<f64>,
 }
 
 impl Default for Options {
@@ -278,6 +324,7 @@ impl Default for Options {
             false_alarm_pct: DEFAULT_FALSE_ALARM_PCT,
             min: Vec::new(),
             max: Vec::new(),
+            target_mdc_pct: None,
         }
     }
 }
@@ -322,6 +369,9 @@ pub(crate) struct MetricCalibration {
     pub gated: bool,
     /// Why it is not gated: "too noisy to gate at this size: N more runs or a longer profile".
     pub too_noisy: Option<String>,
+    /// With `--target-mdc`: how many runs in all would bring the minimum detectable change to
+    /// the target (`Some(None)`: no number of runs would).
+    pub runs_for_target: Option<Option<usize>>,
 }
 
 impl MetricCalibration {
@@ -331,7 +381,7 @@ impl MetricCalibration {
     }
 
     /// How the tolerance was obtained, for the comment above the metric.
-    pub(crate) fn how(&self, runs: usize, z: f64) -> String {
+    pub(crate) fn how(&self, runs: usize, z: f64, df: f64) -> String {
         let shown = |v: f64| match (self.pct(v), self.unit) {
             (_, Unit::Pct) => format!("{} pp", fmt_sig(v)),
             (Some(p), _) => format!("{}%", units::fixed(p, 2)),
@@ -339,10 +389,11 @@ impl MetricCalibration {
         };
         let mut text = format!(
             "calibrated from {runs} runs: between-run spread {} (sd / c4), within-run error {}; \
-             tolerance = z {} x sqrt(spread^2 (1 + pi/2n) + within^2) = {}",
+             tolerance = t {} ({} df) x sqrt(spread^2 (1 + pi/2n) + within^2) = {}",
             shown(self.spread),
             shown(self.within),
             units::stat(z),
+            units::fixed(df, 1),
             shown(self.wanted)
         );
         // Only when the floor did it: rounding the tolerance up also leaves it above `wanted`.
@@ -350,7 +401,7 @@ impl MetricCalibration {
             text.push_str(&format!(", raised to the floor {}", shown(self.floor)));
         }
         text.push_str(&format!(
-            "; catches a regression of {} or more in 95% of runs",
+            "; catches a regression of {} or more in 95% of runs (at the spread's and the median's 95% bounds)",
             shown(self.mdc)
         ));
         if let Some(why) = &self.too_noisy {
@@ -374,12 +425,23 @@ pub(crate) struct Calibration {
     pub kept: Vec<usize>,
     pub outliers: Vec<Outlier>,
     pub false_alarm_pct: f64,
-    /// The tolerance, in sigmas, of each metric the budget sets ([`budget::z_for_budget`]:
-    /// metrics held at their floor are charged only their chance of passing it).
+    /// The tolerance, in sigmas, of each metric the budget sets ([`budget::t_for_budget`]:
+    /// Student's t of `df`; metrics held at their floor are charged only their chance of
+    /// passing it).
     pub z: f64,
+    /// The degrees of freedom of the spread ([`spread_df`] of the runs kept).
+    pub df: f64,
     pub metrics: Vec<MetricCalibration>,
     /// The kept run nearest the median decode step: its breakdown and samples go in the file.
     pub representative: usize,
+}
+
+impl Calibration {
+    /// The z that the same share of the budget would take with the spread known (the normal
+    /// quantile): what the few runs cost, for the message.
+    pub(crate) fn known_spread_z(&self) -> f64 {
+        budget::normal_quantile(1.0 - budget::t_upper_tail(self.z, self.df))
+    }
 }
 
 /// Significant digits for comments and tables.
@@ -465,30 +527,101 @@ fn gated_metrics(runs: &[&RunFigures]) -> Vec<&'static MetricDef> {
         .collect()
 }
 
-/// Runs further than [`OUTLIER_SPREADS`] between-run spreads (and twice the floor) from the
-/// median of a gated metric.
+/// How far a run is from the others, and whether that makes it an outlier.
+fn describe_outlier(def: &MetricDef, v: f64, med: f64) -> String {
+    let how = if med != 0.0 {
+        format!("{} the median", units::times(v / med))
+    } else {
+        format!("{} against a median of 0", fmt_sig(v))
+    };
+    format!("{} {how}", def.name())
+}
+
+/// The leave-one-out critical distance for `m` runs: a clean run's distance from the mean of
+/// the `m - 1` others, over their standard deviation × sqrt(1 + 1/(m - 1)), follows Student's t
+/// of m - 2 degrees of freedom; [`OUTLIER_ALPHA`] is split over the m runs, two-sided.
+pub(crate) fn outlier_critical(m: usize) -> f64 {
+    if m < 4 {
+        return f64::INFINITY;
+    }
+    budget::t_quantile(1.0 - OUTLIER_ALPHA / (2.0 * m as f64), m as f64 - 2.0)
+}
+
+/// Outliers among the runs, on any gated metric: first the gross screen (further than
+/// [`OUTLIER_SPREADS`] × Qn of all the runs from their median), then, one run at a time, the
+/// leave-one-out test ([`outlier_critical`]: the run furthest from the mean of the others, in
+/// their standard deviations, while it is beyond the critical distance), so that a +15% run
+/// among 8 clean runs at 1% jitter is named although it inflates every spread it is part of.
+/// Either way the run must also be more than twice the metric's floor from the median.
 fn find_outliers(runs: &[RunFigures], decode_step: Option<f64>, opts: &Options) -> Vec<Outlier> {
     let all: Vec<&RunFigures> = runs.iter().collect();
+    let defs = gated_metrics(&all);
     let mut reasons: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    for def in gated_metrics(&all) {
+    let floors: Vec<(f64, f64)> = defs
+        .iter()
+        .map(|def| {
+            let values: Vec<f64> = runs.iter().map(|r| r.values[&def.id]).collect();
+            let med = median(&values);
+            (med, floor_of(def, med, decode_step, opts))
+        })
+        .collect();
+    for (def, &(med, floor)) in defs.iter().zip(&floors) {
         let values: Vec<f64> = runs.iter().map(|r| r.values[&def.id]).collect();
-        let med = median(&values);
         let spread = qn_spread(&values).unwrap_or(0.0);
-        let floor = floor_of(def, med, decode_step, opts);
         let limit = (OUTLIER_SPREADS * spread).max(2.0 * floor);
         for (i, v) in values.iter().enumerate() {
             if (v - med).abs() > limit {
-                let how = if med != 0.0 {
-                    format!("{} the median", units::times(v / med))
-                } else {
-                    format!("{} against a median of 0", fmt_sig(*v))
-                };
                 reasons
                     .entry(i)
                     .or_default()
-                    .push(format!("{} {how}", def.name()));
+                    .push(describe_outlier(def, *v, med));
             }
         }
+    }
+    // The leave-one-out test on what the screen kept, worst run first.
+    loop {
+        let kept: Vec<usize> = (0..runs.len())
+            .filter(|i| !reasons.contains_key(i))
+            .collect();
+        let m = kept.len();
+        let critical = outlier_critical(m);
+        if m <= MIN_RUNS || !critical.is_finite() {
+            break;
+        }
+        // (score over the critical distance, run, metric index)
+        let mut worst: Option<(f64, usize, usize)> = None;
+        for (k, (def, &(med, floor))) in defs.iter().zip(&floors).enumerate() {
+            let values: Vec<f64> = kept.iter().map(|&i| runs[i].values[&def.id]).collect();
+            for (j, &v) in values.iter().enumerate() {
+                if (v - med).abs() <= 2.0 * floor {
+                    continue;
+                }
+                let others: Vec<f64> = values
+                    .iter()
+                    .enumerate()
+                    .filter(|&(o, _)| o != j)
+                    .map(|(_, &x)| x)
+                    .collect();
+                let mean = others.iter().sum::<f64>() / others.len() as f64;
+                let sd = sd_spread(&others) * c4(others.len());
+                let scale = sd * (1.0 + 1.0 / others.len() as f64).sqrt();
+                let score = if scale > 0.0 {
+                    (v - mean).abs() / scale / critical
+                } else {
+                    f64::INFINITY
+                };
+                if score > 1.0 && worst.is_none_or(|(w, _, _)| score > w) {
+                    worst = Some((score, kept[j], k));
+                }
+            }
+        }
+        let Some((_, i, k)) = worst else { break };
+        let (med, _) = floors[k];
+        reasons.entry(i).or_default().push(describe_outlier(
+            defs[k],
+            runs[i].values[&defs[k].id],
+            med,
+        ));
     }
     reasons
         .into_iter()
@@ -515,21 +648,57 @@ fn max_of(def: &MetricDef, value: f64, decode_step: Option<f64>, opts: &Options)
         .unwrap_or_else(|| MAX_TIMES_START * starting(def, value, decode_step).0)
 }
 
-/// The allowance at `n` runs.
-fn allowance_at(z: f64, spread: f64, within: f64, n: f64) -> f64 {
-    z * (spread * spread * (1.0 + std::f64::consts::PI / (2.0 * n)) + within * within).sqrt()
+/// The sd of a clean run's value about a baseline value that is the median of `n` runs: the
+/// between-run spread with the median's own error (π/2n) and the within-run error, in
+/// quadrature.
+pub(crate) fn sigma_at(spread: f64, within: f64, n: usize) -> f64 {
+    (spread * spread * (1.0 + std::f64::consts::PI / (2.0 * n as f64)) + within * within).sqrt()
+}
+
+/// The prediction interval's allowance at `n` runs for a metric whose share of the false-alarm
+/// budget is `share` (one-sided): Student's t of [`spread_df`]`(n)` times [`sigma_at`].
+pub(crate) fn allowance_at(share: f64, spread: f64, within: f64, n: usize) -> f64 {
+    budget::t_quantile(1.0 - share, spread_df(n)) * sigma_at(spread, within, n)
+}
+
+/// The minimum detectable change at `n` runs with this allowance: the regression a run fails on
+/// in 95% of runs although the spread be at the upper end of its 95% confidence interval and the
+/// baseline's median as far off as it is in 5% of calibrations (the two margins added, each at
+/// the one-sided 95% quantile): a claim that holds for this calibration, not only on average.
+pub(crate) fn mdc_for(allowance: f64, spread: f64, within: f64, n: usize) -> f64 {
+    let upper = spread * budget::spread_upper_bound_factor_df(spread_df(n));
+    let run = (upper * upper + within * within).sqrt();
+    let median_off = upper * (std::f64::consts::PI / (2.0 * n as f64)).sqrt();
+    allowance + Z95 * std::f64::consts::SQRT_2 * within + Z_POWER * (run + median_off)
+}
+
+/// The most runs [`runs_for`] looks at.
+const MOST_RUNS: usize = 1000;
+
+/// How many runs would bring the allowance within `max`, or the minimum detectable change within
+/// `target` (`mdc`), the spread and within-run error staying as measured; `None` when no number
+/// of runs up to 1,000 does (the floor, or the within-run error, is above it).
+fn runs_for(m: &MetricCalibration, share: f64, goal: f64, mdc: bool) -> Option<usize> {
+    (MIN_RUNS..=MOST_RUNS).find(|&n| {
+        let allowance = allowance_at(share, m.spread, m.within, n).max(m.floor);
+        let figure = if mdc {
+            mdc_for(allowance, m.spread, m.within, n)
+        } else {
+            allowance
+        };
+        figure <= goal
+    })
 }
 
 /// "N more runs or a longer profile", or only the profile when no number of runs would do.
-fn more_runs(z: f64, spread: f64, within: f64, n: usize, max: f64) -> String {
-    let more = (n + 1..=n + 1000).find(|&m| allowance_at(z, spread, within, m as f64) <= max);
-    match more {
-        Some(m) => format!(
+fn more_runs(m: &MetricCalibration, share: f64, n: usize) -> String {
+    match runs_for(m, share, m.max, false) {
+        Some(total) if total > n => format!(
             "too noisy to gate at this size: {} more runs or a longer profile",
-            m - n
+            total - n
         ),
-        None => "too noisy to gate at this size: more runs will not do; a longer profile, or a \
-                 wider --max-tolerance"
+        _ => "too noisy to gate at this size: more runs will not do; a longer profile, or a \
+              wider --max-tolerance"
             .to_string(),
     }
 }
@@ -565,7 +734,7 @@ fn measure(
         value,
         spread,
         within,
-        sigma: allowance_at(1.0, spread, within, runs.len() as f64),
+        sigma: sigma_at(spread, within, runs.len()),
         floor,
         max: max_of(def, value, decode_step, opts).max(floor),
     }
@@ -580,6 +749,7 @@ pub(crate) fn calibrate(
     if runs.len() < MIN_RUNS {
         return Err(CalibrateError::TooFewRuns(runs.len()));
     }
+    check_distinct(runs)?;
     check_same_configuration(runs)?;
     let decode_step = |rs: &[&RunFigures]| {
         let v: Vec<f64> = rs
@@ -618,20 +788,21 @@ pub(crate) fn calibrate(
         .iter()
         .map(|def| measure(def, &kept_runs, step, opts))
         .collect();
-    // A floor is charged at the spread's upper 95% bound: few runs may have seen a metric calm.
-    let upper = budget::spread_upper_bound_factor(n);
+    // The prediction interval: a clean run's distance in estimated sigmas follows Student's t
+    // of the spread's degrees of freedom, for the floors' charges as for the budget's multiplier.
+    let df = spread_df(n);
     let floor_sigmas: Vec<f64> = measured
         .iter()
         .map(|m| {
-            let sigma = allowance_at(1.0, m.spread * upper, m.within, n as f64);
-            if sigma > 0.0 {
-                m.floor / sigma
+            if m.sigma > 0.0 {
+                m.floor / m.sigma
             } else {
                 f64::INFINITY
             }
         })
         .collect();
-    let z = budget::z_for_budget(opts.false_alarm_pct / 100.0, &floor_sigmas);
+    let z = budget::t_for_budget(opts.false_alarm_pct / 100.0, &floor_sigmas, df);
+    let share = budget::t_upper_tail(z, df);
     let metrics = measured
         .into_iter()
         .map(|m| {
@@ -649,9 +820,8 @@ pub(crate) fn calibrate(
             let (_, form) = starting(def, value, step);
             let tolerance = tolerance_of(allowance, form, value);
             let written = tolerance.allowance(value, def.unit).unwrap_or(allowance);
-            let mdc = written + Z95 * std::f64::consts::SQRT_2 * within + Z_POWER * sigma;
-            let too_noisy = (written > max).then(|| more_runs(z, spread, within, n, max));
-            MetricCalibration {
+            let mdc = mdc_for(written, spread, within, n);
+            let mut c = MetricCalibration {
                 name: def.id,
                 unit: def.unit,
                 value,
@@ -664,9 +834,19 @@ pub(crate) fn calibrate(
                 allowance: written,
                 tolerance,
                 mdc,
-                gated: too_noisy.is_none(),
-                too_noisy,
+                gated: true,
+                too_noisy: None,
+                runs_for_target: None,
+            };
+            if written > max {
+                c.too_noisy = Some(more_runs(&c, share, n));
+                c.gated = false;
             }
+            if let Some(target) = opts.target_mdc_pct {
+                let goal = target / 100.0 * value.abs();
+                c.runs_for_target = Some(runs_for(&c, share, goal, true));
+            }
+            c
         })
         .collect();
     let representative = kept
@@ -687,6 +867,7 @@ pub(crate) fn calibrate(
         outliers,
         false_alarm_pct: opts.false_alarm_pct,
         z,
+        df,
         metrics,
         representative,
     })
@@ -700,6 +881,9 @@ pub struct CalibrationTable {
     pub false_alarm_pct: f64,
     pub gated_metrics: u32,
     pub z: f64,
+    /// The spread's degrees of freedom (Student's t of the tolerance).
+    #[serde(default)]
+    pub df: Option<f64>,
     #[serde(default)]
     pub sources: Vec<String>,
     #[serde(default)]
@@ -708,8 +892,39 @@ pub struct CalibrationTable {
     pub dates: Vec<String>,
     #[serde(default)]
     pub left_out: Vec<String>,
+    /// [`digest`] of the figures above and below as `calibrate` wrote them: a hand edit of any
+    /// of them (a widened tolerance, a larger run count) no longer matches.
+    #[serde(default)]
+    pub digest: Option<String>,
     #[serde(default)]
     pub metrics: BTreeMap<String, CalibratedMetric>,
+}
+
+/// FNV-1a (64 bits) of `text`, as 16 hex digits.
+fn fnv_hex(text: &str) -> String {
+    let h = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{h:016x}")
+}
+
+/// The digest of a calibration's figures: its run count, budget, multiplier, sources and each
+/// metric's spread, within-run error, tolerance, detectable change and gate, in a fixed order.
+fn digest<'a>(
+    runs: u32,
+    false_alarm_pct: f64,
+    z: f64,
+    sources: &[String],
+    metrics: impl Iterator<Item = (&'a str, f64, f64, String, f64, bool)>,
+) -> String {
+    let mut text =
+        format!("runs={runs};false_alarm_pct={false_alarm_pct:?};z={z:?};sources={sources:?}");
+    for (name, spread, within, tolerance, mdc, gated) in metrics {
+        text.push_str(&format!(
+            ";{name}:{spread:?},{within:?},{tolerance},{mdc:?},{gated}"
+        ));
+    }
+    fnv_hex(&text)
 }
 
 /// One metric of `[calibration.metrics]`.
@@ -729,6 +944,27 @@ pub struct CalibratedMetric {
 }
 
 impl CalibrationTable {
+    /// Whether the table is as `calibrate` wrote it: its digest matches its figures.
+    pub fn intact(&self) -> bool {
+        let computed = digest(
+            self.runs,
+            self.false_alarm_pct,
+            self.z,
+            &self.sources,
+            self.metrics.iter().map(|(name, m)| {
+                (
+                    name.as_str(),
+                    m.spread,
+                    m.within,
+                    m.tolerance.to_string(),
+                    m.mdc,
+                    m.gated,
+                )
+            }),
+        );
+        self.digest.as_deref() == Some(computed.as_str())
+    }
+
     /// Checks what a file can get wrong: figures not finite or negative, unknown metrics.
     pub fn validate(&self) -> Result<(), String> {
         if !(self.false_alarm_pct.is_finite() && self.z.is_finite()) {
@@ -787,7 +1023,7 @@ pub(crate) fn write_calibration(
         } else {
             t.insert("gate", value(false));
         }
-        let mut comment = format!("\n# {}\n", m.how(n, cal.z));
+        let mut comment = format!("\n# {}\n", m.how(n, cal.z, cal.df));
         if let Some(why) = &m.too_noisy {
             comment.push_str(&format!("# gate = false: {why}\n"));
         }
@@ -798,17 +1034,20 @@ pub(crate) fn write_calibration(
         "\n# Written by `tracegate baseline calibrate`: {n} clean runs; a clean run of this \
          configuration fails the check with a chance of at most {}% in all over the {} gated \
          metrics: a metric held at its floor is charged its chance of passing it, and the \
-         others share the rest (z {} each). `mdc` is the minimum detectable change: the \
-         smallest regression the check catches in 95% of runs. See docs/BASELINES.md, \"How \
-         tolerances are chosen\".\n",
+         others share the rest (Student's t {} each, of the spread's {} degrees of freedom: a \
+         prediction interval). `mdc` is the minimum detectable change: the smallest regression \
+         the check catches in 95% of runs. `digest` covers these figures: a hand edit shows as \
+         hand-set. See docs/BASELINES.md, \"How tolerances are chosen\".\n",
         cal.false_alarm_pct,
         cal.metrics.len(),
-        units::stat(cal.z)
+        units::stat(cal.z),
+        units::fixed(cal.df, 1)
     ));
     c.insert("runs", value(n as i64));
     c.insert("false_alarm_pct", value(cal.false_alarm_pct));
     c.insert("gated_metrics", value(cal.metrics.len() as i64));
     c.insert("z", value(round6(cal.z)));
+    c.insert("df", value(round6(cal.df)));
     let kept: Vec<&RunFigures> = cal.kept.iter().map(|&i| &runs[i]).collect();
     c.insert(
         "sources",
@@ -847,38 +1086,73 @@ pub(crate) fn write_calibration(
         t.insert("gated", value(m.gated));
         per_metric.insert(m.name.name(), Item::Table(t));
     }
+    let sources: Vec<String> = kept.iter().map(|r| r.label.clone()).collect();
+    let mut by_name: Vec<&MetricCalibration> = cal.metrics.iter().collect();
+    by_name.sort_by_key(|m| m.name.name());
+    let d = digest(
+        n as u32,
+        cal.false_alarm_pct,
+        round6(cal.z),
+        &sources,
+        by_name.iter().map(|m| {
+            (
+                m.name.name(),
+                round6(m.spread),
+                round6(m.within),
+                m.tolerance.to_string(),
+                round6(m.mdc),
+                m.gated,
+            )
+        }),
+    );
+    c.insert("digest", value(d));
     c.insert("metrics", Item::Table(per_metric));
     doc.insert("calibration", Item::Table(c));
     Ok(())
 }
 
 /// The stderr table: metric, between-run spread, tolerance, minimum detectable change.
-pub(crate) fn table(cal: &Calibration) -> String {
+pub(crate) fn table(cal: &Calibration, target_mdc_pct: Option<f64>) -> String {
     let relative = |m: &MetricCalibration, v: f64| match (m.pct(v), m.unit) {
         (_, Unit::Pct) => format!("{} pp", m.unit.number(v)),
         (Some(p), _) => format!("{} ({}%)", m.unit.figure(v), units::fixed(p, 2)),
         (None, _) => m.unit.figure(v),
     };
-    let mut rows = vec![[
+    let mut header = vec![
         "metric".to_string(),
         "between-run spread".to_string(),
         "tolerance".to_string(),
         "min detectable change".to_string(),
-    ]];
+    ];
+    if let Some(t) = target_mdc_pct {
+        header.push(format!("runs for a {t}% detectable change"));
+    }
+    let mut rows = vec![header];
     for m in &cal.metrics {
         let tolerance = if m.gated {
             m.tolerance.to_string()
         } else {
             format!("{} (not gated: too noisy)", m.tolerance)
         };
-        rows.push([
+        let mut row = vec![
             m.name.name().to_string(),
             relative(m, m.spread),
             tolerance,
             relative(m, m.mdc),
-        ]);
+        ];
+        if target_mdc_pct.is_some() {
+            row.push(match m.runs_for_target {
+                _ if m.unit == Unit::Pct || m.value == 0.0 => "-".to_string(),
+                Some(Some(r)) if r <= cal.kept.len() => format!("{r} (reached)"),
+                Some(Some(r)) => r.to_string(),
+                _ => "never: the spread itself, the floor or the within-run error is above it"
+                    .to_string(),
+            });
+        }
+        rows.push(row);
     }
-    let widths: Vec<usize> = (0..4)
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
@@ -892,6 +1166,43 @@ pub(crate) fn table(cal: &Calibration) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Each kept run's distance from the median, on the gated metric where it is furthest in
+/// between-run spreads: `run3: moe_us_per_layer +1.21% (0.9 spreads)`.
+pub(crate) fn distances(cal: &Calibration, runs: &[RunFigures]) -> Vec<String> {
+    cal.kept
+        .iter()
+        .map(|&i| {
+            let r = &runs[i];
+            let furthest = cal
+                .metrics
+                .iter()
+                .filter(|m| m.spread > 0.0)
+                .filter_map(|m| {
+                    let v = r.values.get(&m.name)?;
+                    Some((m, v - m.value, (v - m.value).abs() / m.spread))
+                })
+                .max_by(|a, b| a.2.total_cmp(&b.2));
+            match furthest {
+                Some((m, d, k)) => {
+                    let sign = if d >= 0.0 { "+" } else { "-" };
+                    let shown = match (m.pct(d.abs()), m.unit) {
+                        (_, Unit::Pct) => format!("{sign}{} pp", m.unit.number(d.abs())),
+                        (Some(p), _) => format!("{sign}{}%", units::fixed(p, 2)),
+                        (None, _) => format!("{sign}{}", m.unit.figure(d.abs())),
+                    };
+                    format!(
+                        "{}: {} {shown} ({} spreads)",
+                        r.label,
+                        m.name,
+                        units::fixed(k, 1)
+                    )
+                }
+                None => format!("{}: at the median of every metric", r.label),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -921,8 +1232,9 @@ mod tests {
         assert!((c4(2) - 0.797_885).abs() < 1e-6);
         assert!((c4(3) - 0.886_227).abs() < 1e-6);
         assert!((c4(10) - 0.972_659).abs() < 1e-6);
-        let s = between_run_spread(&[1.0, 2.0, 3.0]);
+        let s = sd_spread(&[1.0, 2.0, 3.0]);
         assert!((s - 1.0 / 0.886_227).abs() < 1e-5, "{s}");
+        assert_eq!(sd_spread(&[4.0]), 0.0);
         assert_eq!(between_run_spread(&[4.0]), 0.0);
     }
 
@@ -972,7 +1284,7 @@ mod tests {
             .find(|m| m.name == MetricId::MoeUsPerLayer)
             .unwrap();
         // Two gated metrics share 1%: z of 0.5% one-sided.
-        assert!((cal.z - normal_quantile(0.995)).abs() < 1e-6);
+        assert!((cal.z - budget::t_quantile(0.995, spread_df(10))).abs() < 1e-6);
         let spread_pct = moe.pct(moe.spread).unwrap();
         assert!((spread_pct - 1.0).abs() < 0.25, "{spread_pct}");
         let expected = cal.z * moe.sigma / 120.0 * 100.0;
@@ -1000,14 +1312,14 @@ mod tests {
     #[test]
     fn the_floor_and_the_maximum_bound_the_tolerance() {
         // No spread at all: the registry's floor (a quarter of 3% on the decode step).
-        let flat = calibrate(&runs(5, 0.0), &Options::default()).unwrap();
+        let flat = calibrate(&runs(5, 1e-9), &Options::default()).unwrap();
         assert_eq!(flat.metrics[0].tolerance, Tolerance::Relative(0.75));
         let opts = Options {
             min: vec!["decode_step_ms=1%".parse().unwrap()],
             max: vec!["2%".parse().unwrap()],
             ..Options::default()
         };
-        let c = calibrate(&runs(5, 0.0), &opts).unwrap();
+        let c = calibrate(&runs(5, 1e-9), &opts).unwrap();
         assert_eq!(c.metrics[0].tolerance, Tolerance::Relative(1.0));
         // Too noisy for a 2% maximum: not gated, and the message says how many more runs.
         let noisy = calibrate(&runs(5, 0.01), &opts).unwrap();
@@ -1055,11 +1367,11 @@ mod tests {
         let cal = calibrate(&runs(10, 0.01), &Options::default()).unwrap();
         let step = &cal.metrics[0];
         assert!(step.wanted > step.floor && step.allowance > step.wanted);
-        let how = step.how(10, cal.z);
+        let how = step.how(10, cal.z, cal.df);
         assert!(!how.contains("raised to the floor"), "{how}");
         // No spread: the floor sets it, and the comment says so.
-        let flat = calibrate(&runs(5, 0.0), &Options::default()).unwrap();
-        let how = flat.metrics[0].how(5, flat.z);
+        let flat = calibrate(&runs(5, 1e-9), &Options::default()).unwrap();
+        let how = flat.metrics[0].how(5, flat.z, flat.df);
         assert!(how.contains("raised to the floor 0.75%"), "{how}");
     }
 

@@ -70,6 +70,10 @@ pub struct HistoryRun {
     pub date: String,
     pub image: Option<String>,
     pub source: Option<String>,
+    /// Written by `baseline update --accept-regression`: what `check` called a regression. The
+    /// run starts a new level: what came before is not learned from with it.
+    #[serde(default)]
+    pub accepted_regression: Option<String>,
     #[serde(default)]
     pub values: BTreeMap<String, f64>,
 }
@@ -125,6 +129,41 @@ impl History {
             return None;
         }
         qn_spread(&values).map(|s| (s, values.len()))
+    }
+
+    /// Where the runs of the current level start: after the last boundary, a run of another
+    /// image than the one before it, or one recorded as an accepted regression.
+    pub fn level_start(&self) -> usize {
+        (1..self.runs.len())
+            .rev()
+            .find(|&i| {
+                self.runs[i].image != self.runs[i - 1].image
+                    || self.runs[i].accepted_regression.is_some()
+            })
+            .unwrap_or(0)
+    }
+
+    /// The runs of the current level ([`History::level_start`]).
+    pub fn current_level(&self) -> History {
+        History {
+            max_runs: self.max_runs,
+            runs: self.runs[self.level_start()..].to_vec(),
+        }
+    }
+
+    /// The median of each metric over the history's runs.
+    pub fn medians(&self) -> BTreeMap<MetricId, f64> {
+        let mut by: BTreeMap<MetricId, Vec<f64>> = BTreeMap::new();
+        for r in &self.runs {
+            for (name, v) in &r.values {
+                if let Some(id) = MetricId::from_name(name) {
+                    by.entry(id).or_default().push(*v);
+                }
+            }
+        }
+        by.into_iter()
+            .map(|(id, v)| (id, crate::stats::Statistic::Median.of(&v)))
+            .collect()
     }
 
     /// The history's runs as calibration runs (values only: no within-run error), named by
@@ -203,6 +242,7 @@ pub(crate) fn append(
     image: Option<&str>,
     source: &str,
     max_runs: Option<usize>,
+    accepted_regression: Option<&str>,
 ) -> Result<(), String> {
     let entry = doc.entry("history").or_insert_with(|| {
         let mut t = Table::new();
@@ -237,6 +277,9 @@ pub(crate) fn append(
         t.insert("image", value(image));
     }
     t.insert("source", value(source));
+    if let Some(what) = accepted_regression {
+        t.insert("accepted_regression", value(what));
+    }
     let mut values = InlineTable::new();
     for def in METRICS {
         if let Some(m) = x.metrics.get(&def.id).filter(|m| m.value.is_finite()) {
@@ -268,6 +311,7 @@ mod tests {
                     date: "2026-12-05".into(),
                     image: None,
                     source: None,
+                    accepted_regression: None,
                     values: [("decode_step_ms".to_string(), *v)].into(),
                 })
                 .collect(),
@@ -317,6 +361,22 @@ mod tests {
             run.repeat(MAX_MAX_RUNS + 1)
         );
         assert_eq!(without_dropped_runs(&odd), odd);
+    }
+
+    #[test]
+    fn the_current_level_starts_at_the_last_image_or_accepted_regression() {
+        let mut h = history(&[20.0, 20.1, 22.0, 22.1, 22.2, 24.0]);
+        assert_eq!(h.level_start(), 0);
+        for r in &mut h.runs[2..] {
+            r.image = Some("v2".into());
+        }
+        assert_eq!(h.level_start(), 2);
+        h.runs[5].accepted_regression = Some("decode_step_ms +8%".into());
+        assert_eq!(h.level_start(), 5);
+        assert_eq!(h.current_level().runs.len(), 1);
+        h.runs[5].accepted_regression = None;
+        let med = h.current_level().medians()[&MetricId::DecodeStepMs];
+        assert_eq!(med, 22.15);
     }
 
     #[test]

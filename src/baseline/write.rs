@@ -86,6 +86,13 @@ pub(crate) fn check_identity(identity: &crate::identity::Identity) -> Result<(),
     Ok(())
 }
 
+/// [`stamp_identity`] on a document's `[meta]` (a calibrated baseline's `update`).
+pub(crate) fn stamp_identity_of(doc: &mut DocumentMut, identity: &crate::identity::Identity) {
+    if let Some(meta) = doc.get_mut("meta").and_then(Item::as_table_like_mut) {
+        stamp_identity(meta, identity);
+    }
+}
+
 /// Writes the run's image and pairs into `[meta]`: a new image moves the old one to
 /// `previous_image`; pairs set their own field or go into `extra`.
 fn stamp_identity(meta: &mut dyn TableLike, identity: &crate::identity::Identity) {

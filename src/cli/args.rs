@@ -256,7 +256,7 @@ pub(crate) enum BaselineCommand {
     New(BaselineNewArgs),
     /// Rewrite a baseline's figures from a run, keeping tolerances, comments and key order.
     Update(BaselineUpdateArgs),
-    /// Write a baseline whose tolerances are measured from 3 or more clean runs (5+ recommended):
+    /// Write a baseline whose tolerances are measured from 3 or more clean runs (10+ recommended):
     /// values are the runs' medians, tolerances hold the false-alarm budget, and [calibration]
     /// says the smallest regression each metric catches.
     Calibrate(BaselineCalibrateArgs),
@@ -280,6 +280,10 @@ pub(crate) struct BaselineCalibrateArgs {
     /// The chance that a clean run fails the whole check, split evenly over the gated metrics.
     #[arg(long, value_name = "PCT", default_value = "1%")]
     pub false_alarm: String,
+    /// Say how many runs would bring each metric's minimum detectable change down to PCT% of
+    /// its value (a column of the table on stderr).
+    #[arg(long, value_name = "PCT")]
+    pub target_mdc: Option<f64>,
     /// The smallest tolerance to write: METRIC=TOL for one metric, TOL for every metric of its
     /// unit (default: a quarter of the metric's starting tolerance). Repeatable.
     #[arg(long, value_name = "[METRIC=]TOL")]
@@ -399,10 +403,15 @@ pub(crate) struct BaselineUpdateArgs {
     /// write them); without it, the baseline keeps its own set of metrics.
     #[arg(long)]
     pub add_new: bool,
-    /// A baseline with [calibration] or [history] keeps its values and only appends the run to
-    /// [history]; --rebase rewrites the values from the run too.
+    /// A baseline with [history] keeps its values and only appends the run to [history]; a
+    /// calibrated one also takes the run's image and re-derives its values from the history
+    /// since the last image (tolerances kept); --rebase rewrites the values from the run.
     #[arg(long)]
     pub rebase: bool,
+    /// Record a run that `check` calls a regression as the new level (marked
+    /// `accepted_regression` in [history]) instead of refusing it (exit 2).
+    #[arg(long)]
+    pub accept_regression: bool,
     /// Keep the last N runs in [history] (default: the file's bound, else 20).
     #[arg(long, value_name = "N")]
     pub history_size: Option<usize>,
@@ -514,6 +523,10 @@ pub(crate) struct SynthArgs {
     /// was. truth.json records the factors.
     #[arg(long, default_value_t = 0.0, value_name = "PCT")]
     pub run_jitter: f64,
+    /// per-category: each kernel category's factor drawn on its own (and a GPU-clock factor);
+    /// shared: one factor for every category of the run (they move together, sd PCT%).
+    #[arg(long, value_enum, default_value = "per-category")]
+    pub run_jitter_mode: crate::synth::JitterMode,
 }
 
 /// `--gzip-level`: 0 to 9, or `None` for `none` (plain JSON).

@@ -110,6 +110,7 @@ pub(super) fn update(args: BaselineUpdateArgs, limits: ReadLimits) -> Result<i32
     confine(&args.write)?;
     let settings = pipeline::UpdateSettings {
         write: write_settings(&args.write, limits)?,
+        accept_regression: args.accept_regression,
         add_new: args.add_new,
         rebase: args.rebase,
         history_size: args.history_size,
@@ -124,6 +125,7 @@ pub(super) fn calibrate(args: BaselineCalibrateArgs, limits: ReadLimits) -> Resu
         baseline: args.baseline.clone(),
         from_history: args.from_history.clone(),
         false_alarm: args.false_alarm.clone(),
+        target_mdc: args.target_mdc,
         min_tolerance: args.min_tolerance.clone(),
         max_tolerance: args.max_tolerance.clone(),
         config: args.analysis.config(limits),

@@ -28,6 +28,7 @@ pub(super) fn synth(args: SynthArgs, limits: pipeline::ReadLimits) -> Result<i32
         layout: args.layout,
         gzip_level: args.gzip_level.0,
         run_jitter: args.run_jitter,
+        run_jitter_mode: args.run_jitter_mode,
     };
     let summary = pipeline::synth(&options, &args.out, &limits)?;
     crate::output::note(&format!(

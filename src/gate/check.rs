@@ -95,6 +95,11 @@ pub struct CalibrationNote {
     pub history_spread: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history_runs: Option<usize>,
+    /// The baseline's `[calibration]` names the metric, but its tolerance is not the one
+    /// calibrated: edited in `[metrics]`, or the table's figures edited (its digest no longer
+    /// matches). Shown as hand-set, never as calibrated.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hand_set: bool,
 }
 
 /// The calibration notes of the metrics judged.
@@ -104,13 +109,19 @@ fn calibration_notes(b: &Baseline, metrics: &[MetricCheck]) -> Vec<CalibrationNo
         .filter(|m| m.gated)
         .filter_map(|m| {
             let base = b.metrics.get(&m.name)?;
+            let named = b
+                .calibration
+                .as_ref()
+                .is_some_and(|c| c.metrics.contains_key(m.name.name()));
             let calibrated = b.calibration.as_ref().and_then(|c| {
                 let cm = c.metrics.get(m.name.name())?;
-                // A tolerance edited since the calibration is no longer the calibrated one.
-                (cm.tolerance == base.tolerance).then_some((c.runs, cm))
+                // A tolerance edited since the calibration, or a table edited by hand (its
+                // digest no longer matches), is no longer the calibrated one.
+                (c.intact() && cm.tolerance == base.tolerance).then_some((c.runs, cm))
             });
+            let hand_set = named && calibrated.is_none();
             let history = b.history.as_ref().and_then(|h| h.spread(m.name));
-            if calibrated.is_none() && history.is_none() {
+            if calibrated.is_none() && history.is_none() && !hand_set {
                 return None;
             }
             Some(CalibrationNote {
@@ -120,6 +131,7 @@ fn calibration_notes(b: &Baseline, metrics: &[MetricCheck]) -> Vec<CalibrationNo
                 mdc_pct: calibrated.and_then(|(_, cm)| cm.mdc_pct),
                 history_spread: history.map(|(s, _)| s),
                 history_runs: history.map(|(_, n)| n),
+                hand_set,
             })
         })
         .collect()

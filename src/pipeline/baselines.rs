@@ -117,6 +117,8 @@ pub struct NewSettings {
 #[derive(Debug, Clone)]
 pub struct UpdateSettings {
     pub write: WriteSettings,
+    /// Record a run that `check` calls a regression (as one) instead of refusing it.
+    pub accept_regression: bool,
     pub add_new: bool,
     pub rebase: bool,
     pub history_size: Option<usize>,
@@ -129,6 +131,8 @@ pub struct CalibrateSettings {
     pub baseline: Option<PathBuf>,
     pub from_history: Option<PathBuf>,
     pub false_alarm: String,
+    /// `--target-mdc PCT`: how many runs would bring each detectable change to PCT%.
+    pub target_mdc: Option<f64>,
     pub min_tolerance: Vec<String>,
     pub max_tolerance: Vec<String>,
     pub config: AnalysisConfig,
@@ -202,7 +206,7 @@ fn stamp_for(
 /// device the trace names, and `tp` (`--tp`, `--meta tp=N`) is the number of ranks. Refused
 /// unless `--force`, naming the file and the fix.
 fn check_run_identity(
-    w: &WriteSettings,
+    w: (&Path, bool),
     x: &Extraction,
     hardware: Option<&str>,
     tp: Option<u32>,
@@ -232,11 +236,12 @@ fn check_run_identity(
             "--meta tp={tp} contradicts the run, which has {ranks} ranks"
         ));
     }
+    let (baseline, force) = w;
     match problems.first() {
-        Some(_) if w.force => Ok(()),
+        Some(_) if force => Ok(()),
         Some(_) => refused!(
             "{}: {}; nothing written (--force to write it anyway)",
-            w.baseline.display(),
+            baseline.display(),
             problems.join("; ")
         ),
         None => Ok(()),
@@ -282,7 +287,7 @@ pub fn new_baseline(s: &NewSettings, progress: &Progress<'_>) -> Result<Baseline
     super::require_whole(&run, &w.paths, &w.config)?;
     let x = extract(&run, &w.paths, &w.config, None)?;
     let (hardware, hardware_asserted) = baseline_hardware(&x, asserted, &w.paths)?;
-    check_run_identity(w, &x, asserted, s.tp, &w.identity)?;
+    check_run_identity((&w.baseline, w.force), &x, asserted, s.tp, &w.identity)?;
     let stamp = stamp_for(w, &x, w.identity.clone().with_producer(&run));
     let framework = s
         .framework
@@ -334,7 +339,7 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
             Some(baseline.meta.hardware.clone()).filter(|_| baseline.meta.hardware_asserted)
         })
         .unwrap_or_default();
-    check_run_identity(w, &x, None, None, &w.identity)?;
+    check_run_identity((&w.baseline, w.force), &x, None, None, &w.identity)?;
     if !w.force && !baseline.meta.hardware.is_empty() && device != baseline.meta.hardware {
         return refused!(
             "{}: the baseline is for {:?} but the run is on {:?}; refusing to overwrite (use --force)",
@@ -375,8 +380,25 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
         .transpose()?;
     let old = read_text(&w.baseline)?;
     let stamp = stamp_for(w, &x, w.identity.clone().with_producer(&run));
+    // A run `check` would call a regression is not learned as the baseline's level unless
+    // --accept-regression says it is the new one (and then it is recorded as such).
+    let regression = regression_of(&x, &baseline, &w.config)?;
+    if let Some(what) = &regression {
+        if !s.accept_regression {
+            return refused!(
+                "{}: the run is a regression against the baseline (`check` would exit 1: {what}); nothing written (--accept-regression to record it as the new level, marked as an accepted regression)",
+                w.baseline.display()
+            );
+        }
+        (progress.note)(Note::Line(format!(
+            "{}: recording the run as an accepted regression ({what})",
+            w.baseline.display()
+        )));
+    }
     // A calibrated baseline, or one with a history, learns from the run: the run joins the
-    // history and the values stay as they are unless --rebase.
+    // history and the values stay as they are unless --rebase; a calibrated one takes the
+    // run's image and re-derives its values from the history since the last boundary.
+    let calibrated = baseline.calibration.is_some();
     let (new, changes) = if learning && !s.rebase {
         (old.clone(), Default::default())
     } else {
@@ -394,8 +416,12 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
             stamp.identity.image.as_deref(),
             &stamp.source,
             s.history_size,
+            regression.as_deref(),
         )
         .map_err(|e| edit_error(&w.baseline)(&e))?;
+        if calibrated && !s.rebase {
+            rederive_calibrated(&mut doc, &stamp.identity, &w.baseline, progress)?;
+        }
         doc.to_string()
     } else {
         new
@@ -440,6 +466,118 @@ fn refuse_other_options(baseline: &Baseline, config: &AnalysisConfig) -> Result<
         baseline.path.display(),
         said.join("; ")
     )
+}
+
+/// What `check` of the run against the baseline calls a regression ("moe_us_per_layer +15.2%
+/// beyond 3.83%, ..."), or `None` when it does not.
+fn regression_of(
+    x: &Extraction,
+    baseline: &Baseline,
+    config: &AnalysisConfig,
+) -> Result<Option<String>> {
+    let file_rules = config
+        .taxonomy()
+        .map_err(PipelineError::from)?
+        .user_rules()
+        .to_vec();
+    let baseline_rules = baseline.taxonomy_rules().map_err(PipelineError::from)?;
+    let edits = crate::gate::Edits {
+        file_rules: &file_rules,
+        baseline_rules: &baseline_rules,
+        moe_layers: config.moe_layers,
+        allow_override: false,
+        // Options are compared before (refuse_other_options), or re-recorded by --rebase.
+        analysis: None,
+    };
+    let result = crate::gate::check(x, baseline, &Default::default(), &edits);
+    if result.status != crate::gate::Status::Regression {
+        return Ok(None);
+    }
+    let regressed: Vec<String> = result
+        .metrics
+        .iter()
+        .filter(|m| m.gated && m.verdict == crate::gate::Verdict::Regressed)
+        .map(|m| {
+            let change = m
+                .change_pct
+                .map(|p| {
+                    format!(
+                        " {}{}%",
+                        if p >= 0.0 { "+" } else { "" },
+                        crate::units::fixed(p, 1)
+                    )
+                })
+                .unwrap_or_default();
+            let tolerance = m
+                .tolerance
+                .as_deref()
+                .map(|t| format!(" beyond {t}"))
+                .unwrap_or_default();
+            format!("{}{change}{tolerance}", m.name)
+        })
+        .collect();
+    Ok(Some(if regressed.is_empty() {
+        result.summary.clone()
+    } else {
+        regressed.join(", ")
+    }))
+}
+
+/// `baseline update` of a calibrated baseline: the run's image in `[meta]`, and each metric's
+/// value the median of the history since its last boundary (image or accepted regression); the
+/// calibrated tolerances stay. Says so.
+fn rederive_calibrated(
+    doc: &mut toml_edit::DocumentMut,
+    identity: &crate::identity::Identity,
+    path: &Path,
+    progress: &Progress<'_>,
+) -> Result<()> {
+    crate::baseline::write::stamp_identity_of(doc, identity);
+    let history: crate::baseline::history::History =
+        toml::from_str::<toml::Table>(&doc.to_string())
+            .ok()
+            .and_then(|t| t.get("history").cloned())
+            .and_then(|h| h.try_into().ok())
+            .ok_or_else(|| {
+                BaselineWriteError::Refused(format!(
+                    "{}: [history] could not be read back",
+                    path.display()
+                ))
+            })?;
+    let level = history.current_level();
+    let medians = level.medians();
+    let metrics = doc
+        .get_mut("metrics")
+        .and_then(toml_edit::Item::as_table_mut)
+        .ok_or_else(|| {
+            BaselineWriteError::Refused(format!("{}: no [metrics] table", path.display()))
+        })?;
+    let mut changed = 0;
+    for (id, v) in &medians {
+        if let Some(t) = metrics
+            .get_mut(id.name())
+            .and_then(toml_edit::Item::as_table_mut)
+        {
+            if t.contains_key("value") {
+                t.insert(
+                    "value",
+                    toml_edit::value(crate::baseline::write::round6(*v)),
+                );
+                changed += 1;
+            }
+        }
+    }
+    (progress.note)(Note::Line(format!(
+        "{}: calibrated baseline: the run joined [history]; {changed} values re-derived as the median of the {} runs since the last image or accepted regression; the calibrated tolerances kept{}",
+        path.display(),
+        level.runs.len(),
+        identity
+            .image
+            .as_deref()
+            .map(|i| format!("; image {i} recorded"))
+            .unwrap_or_default()
+    )));
+    Ok(())
 }
 
 /// One RUN argument as the paths of its traces: a directory or file, or files joined with commas.
@@ -488,11 +626,24 @@ fn calibrate_options(s: &CalibrateSettings) -> Result<cal::Options> {
             .map_err(BaselineWriteError::Refused)?,
         min: bounds(&s.min_tolerance, "--min-tolerance")?,
         max: bounds(&s.max_tolerance, "--max-tolerance")?,
+        target_mdc_pct: match s.target_mdc {
+            Some(t) if !(t.is_finite() && t > 0.0) => {
+                return refused!("--target-mdc {t}: give a percentage above 0, e.g. 2");
+            }
+            t => t,
+        },
     })
 }
 
-/// Says what was left out, and the table.
-fn report_calibration(calibration: &cal::Calibration, total: usize, note: &dyn Fn(Note)) {
+/// Says what was left out, how far each kept run is from the median, how much the few runs
+/// widen the tolerances, and the table.
+fn report_calibration(
+    calibration: &cal::Calibration,
+    runs: &[RunFigures],
+    target_mdc: Option<f64>,
+    note: &dyn Fn(Note),
+) {
+    let total = runs.len();
     for o in &calibration.outliers {
         note(Note::Line(format!(
             "warning: {} left out as an outlier among the runs: {}",
@@ -503,7 +654,7 @@ fn report_calibration(calibration: &cal::Calibration, total: usize, note: &dyn F
     let n = calibration.kept.len();
     if n < cal::RECOMMENDED_RUNS {
         note(Note::Line(format!(
-            "warning: calibrated from {n} runs; {} or more give tolerances that are not mostly small-sample margin",
+            "warning: calibrated from {n} runs; {} or more give tolerances and detectable changes that are not mostly small-sample margin (see the table)",
             cal::RECOMMENDED_RUNS
         )));
     }
@@ -515,12 +666,24 @@ fn report_calibration(calibration: &cal::Calibration, total: usize, note: &dyn F
             )));
         }
     }
+    let z = calibration.known_spread_z();
     note(Note::Block(format!(
-        "calibrated from {n} of {total} runs, false-alarm budget {}% over {} gated metrics (z {} where it sets the tolerance):\n{}",
+        "kept runs, each by its furthest gated metric from the median:\n{}\n",
+        cal::distances(calibration, runs)
+            .iter()
+            .map(|d| format!("  {d}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )));
+    note(Note::Block(format!(
+        "calibrated from {n} of {total} runs, false-alarm budget {}% over {} gated metrics; the spread of {n} runs is itself uncertain ({} degrees of freedom), so tolerances take Student's t {} where a known spread would take z {}: tolerances and detectable changes are wider with few runs{}:\n{}",
         calibration.false_alarm_pct,
         calibration.metrics.len(),
+        crate::units::fixed(calibration.df, 1),
         crate::units::stat(calibration.z),
-        cal::table(calibration)
+        crate::units::stat(z),
+        if target_mdc.is_some() { "; the last column says how many runs in all would bring each to the target" } else { " (--target-mdc PCT says how many runs would bring each to a target)" },
+        cal::table(calibration, target_mdc)
     )));
 }
 
@@ -563,6 +726,18 @@ pub fn calibrate(s: &CalibrateSettings, progress: &Progress<'_>) -> Result<(Base
         let run: Run = read_run(&paths, &s.config, progress.on_file)?;
         super::require_whole(&run, &paths, &s.config)?;
         let x = extract(&run, &paths, &s.config, None)?;
+        // `calibrate` writes only what `new` would accept of each run: --hardware and
+        // --meta tp=N must not contradict it.
+        check_run_identity(
+            (&target, s.force),
+            &x,
+            s.hardware
+                .as_deref()
+                .map(str::trim)
+                .filter(|h| !h.is_empty()),
+            None,
+            identity,
+        )?;
         figures.push(RunFigures::from_extraction(
             &x,
             run_arg.display().to_string(),
@@ -575,7 +750,7 @@ pub fn calibrate(s: &CalibrateSettings, progress: &Progress<'_>) -> Result<(Base
         extractions.push(x);
     }
     let calibration = cal::calibrate(&figures, &opts)?;
-    report_calibration(&calibration, figures.len(), progress.note);
+    report_calibration(&calibration, &figures, s.target_mdc, progress.note);
     let x = &extractions[calibration.representative];
     let stamp = crate::baseline::write::Stamp {
         source: s.source.clone().unwrap_or_else(|| {
@@ -652,6 +827,33 @@ fn calibrate_from_history(
         );
     }
     let ranks = baseline.meta.tp.unwrap_or(1) as usize;
+    let start = history.level_start();
+    if start > 0 {
+        let r = &history.runs[start];
+        let why = match &r.accepted_regression {
+            Some(what) => format!("an accepted regression ({what})"),
+            None => format!(
+                "a new image ({} after {})",
+                r.image.as_deref().unwrap_or("none"),
+                history.runs[start - 1].image.as_deref().unwrap_or("none")
+            ),
+        };
+        (progress.note)(Note::Line(format!(
+            "{}: the history's runs 1-{start} are of an earlier level: run {} is {why}; calibrating from the {} runs since",
+            file.display(),
+            start + 1,
+            history.runs.len() - start
+        )));
+    }
+    let history = history.current_level();
+    if history.runs.len() < cal::MIN_RUNS {
+        return refused!(
+            "{}: the history holds {} runs since its last image or accepted regression; calibrate needs at least {} (`baseline update` adds one per run)",
+            file.display(),
+            history.runs.len(),
+            cal::MIN_RUNS
+        );
+    }
     let mut runs = history.as_runs(
         &baseline.meta.hardware,
         ranks,
@@ -674,7 +876,7 @@ fn calibrate_from_history(
         }
     }
     let calibration = cal::calibrate(&runs, opts)?;
-    report_calibration(&calibration, runs.len(), progress.note);
+    report_calibration(&calibration, &runs, opts.target_mdc_pct, progress.note);
     let old = read_text(file)?;
     let mut doc: toml_edit::DocumentMut = old
         .parse()

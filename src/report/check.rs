@@ -146,13 +146,10 @@ fn tolerance_cell(result: &CheckResult, m: &MetricCheck) -> String {
     let tolerance = tolerance_text(m)
         .or_else(|| m.tolerance.clone())
         .unwrap_or_else(|| MISSING.into());
-    let runs = result
-        .calibration
-        .iter()
-        .find(|c| c.metric == m.name)
-        .and_then(|c| c.calibrated_runs);
-    match runs {
+    let note = result.calibration.iter().find(|c| c.metric == m.name);
+    match note.and_then(|c| c.calibrated_runs) {
         Some(n) => format!("{tolerance} (calibrated, {n} runs)"),
+        None if note.is_some_and(|c| c.hand_set) => format!("{tolerance} (hand-set)"),
         None => tolerance,
     }
 }

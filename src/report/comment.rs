@@ -385,9 +385,7 @@ fn metric_table(result: &CheckResult, rows: &[&MetricCheck], notes: &mut Notes) 
             value(m.baseline, m.unit),
             value(m.current, m.unit),
             change(m),
-            tolerance_text(m)
-                .or_else(|| m.tolerance.clone())
-                .unwrap_or_else(|| MISSING.into()),
+            tolerance_cell(result, m),
         ];
         if catches {
             row.push(
@@ -416,17 +414,42 @@ fn metric_table(result: &CheckResult, rows: &[&MetricCheck], notes: &mut Notes) 
     t
 }
 
+/// The tolerance as the baseline states it, "(hand-set)" where the baseline's calibration names
+/// the metric but its tolerance is not the calibrated one (the calibrated ones are said once,
+/// under the table).
+fn tolerance_cell(result: &CheckResult, m: &MetricCheck) -> String {
+    let tolerance = tolerance_text(m)
+        .or_else(|| m.tolerance.clone())
+        .unwrap_or_else(|| MISSING.into());
+    let hand_set = result
+        .calibration
+        .iter()
+        .any(|c| c.metric == m.name && c.hand_set);
+    if hand_set {
+        format!("{tolerance} (hand-set)")
+    } else {
+        tolerance
+    }
+}
+
 /// "Tolerances calibrated from 6 runs (decode_step_ms set by hand). This baseline catches a
 /// decode-step regression of 2.1% or more; a smaller one passes unseen.": what a calibrated
 /// baseline can see, once; `None` for a baseline that is not calibrated.
 fn detectable_line(result: &CheckResult) -> Option<String> {
-    let runs = result.calibration.iter().find_map(|c| c.calibrated_runs)?;
     let by_hand: Vec<&str> = result
         .calibration
         .iter()
-        .filter(|c| c.calibrated_runs.is_none() && c.mdc.is_none())
+        .filter(|c| c.hand_set)
         .map(|c| c.metric.name())
         .collect();
+    let Some(runs) = result.calibration.iter().find_map(|c| c.calibrated_runs) else {
+        return (!by_hand.is_empty()).then(|| {
+            format!(
+                "Tolerances set by hand: the baseline's calibration no longer matches them ({}).",
+                by_hand.join(", ")
+            )
+        });
+    };
     let mut line = format!("Tolerances calibrated from {runs} runs");
     if !by_hand.is_empty() {
         line.push_str(&format!(" ({} set by hand)", by_hand.join(", ")));

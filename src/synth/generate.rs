@@ -218,7 +218,8 @@ impl Plan {
                 s.name = sc.protocol.1;
             }
         }
-        let run_jitter = super::jitter::RunJitter::draw(opts.seed, opts.run_jitter);
+        let run_jitter =
+            super::jitter::RunJitter::draw_mode(opts.seed, opts.run_jitter, opts.run_jitter_mode);
         if let Some(j) = &run_jitter {
             for (i, s) in specs.iter().enumerate() {
                 inj[i] *= j.factor(s);

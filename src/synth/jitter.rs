@@ -1,7 +1,9 @@
 //! Between-run variation (`synth --run-jitter PCT`): what differs between two launches of the
 //! same server on the same image (GPU clocks and thermals, which GPUs the job landed on, the
 //! collective algorithm chosen, memory layout), as one log-normal factor per kernel category and
-//! one GPU-clock factor for the whole run, all drawn from the seed.
+//! one GPU-clock factor for the whole run, all drawn from the seed; or
+//! (`--run-jitter-mode shared`) one factor that every category of the run shares, so that the
+//! categories move together (what a calibration that modelled them as independent has not seen).
 
 use serde_json::{json, Map, Value};
 
@@ -34,6 +36,16 @@ pub(crate) struct RunJitter {
     pub categories: Vec<(&'static str, f64)>,
 }
 
+/// How a run's factors move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum JitterMode {
+    /// One factor per kernel category and one GPU-clock factor, independent.
+    #[default]
+    PerCategory,
+    /// One factor for every category of the run (no separate clock factor).
+    Shared,
+}
+
 /// A standard normal draw (Box-Muller, the cosine half).
 fn normal(rng: &mut Rng) -> f64 {
     let u1 = 1.0 - rng.unit(); // (0, 1]: the logarithm stays finite
@@ -43,7 +55,14 @@ fn normal(rng: &mut Rng) -> f64 {
 
 impl RunJitter {
     /// The factors of a run of `seed` at `pct` percent; `None` at 0, where nothing is drawn.
+    #[cfg(test)]
     pub(crate) fn draw(seed: u64, pct: f64) -> Option<RunJitter> {
+        Self::draw_mode(seed, pct, JitterMode::PerCategory)
+    }
+
+    /// As [`RunJitter::draw`], in `mode`: shared draws one factor (the stream's first) and gives
+    /// it to every category, with a clock of 1.
+    pub(crate) fn draw_mode(seed: u64, pct: f64, mode: JitterMode) -> Option<RunJitter> {
         if pct <= 0.0 {
             return None;
         }
@@ -51,6 +70,14 @@ impl RunJitter {
         let mut rng = Rng::derive(seed, u32::MAX, 0x4a17_7e12);
         let sigma = pct / 100.0;
         let mut factor = || (sigma * normal(&mut rng)).exp();
+        if mode == JitterMode::Shared {
+            let f = factor();
+            return Some(RunJitter {
+                pct,
+                clock: 1.0,
+                categories: CATEGORIES.iter().map(|&c| (c, f)).collect(),
+            });
+        }
         let clock = factor();
         let categories = CATEGORIES.iter().map(|&c| (c, factor())).collect();
         Some(RunJitter {
@@ -88,6 +115,20 @@ impl RunJitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_jitter_moves_every_category_together() {
+        let j = RunJitter::draw_mode(7, 3.0, JitterMode::Shared).unwrap();
+        assert_eq!(j.clock, 1.0);
+        let f = j.categories[0].1;
+        assert_ne!(f, 1.0);
+        assert!(j.categories.iter().all(|(_, g)| *g == f));
+        // The per-category draw is the one it always was.
+        assert_eq!(
+            RunJitter::draw_mode(7, 3.0, JitterMode::PerCategory),
+            RunJitter::draw(7, 3.0)
+        );
+    }
 
     #[test]
     fn no_jitter_draws_nothing() {

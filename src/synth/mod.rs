@@ -47,7 +47,12 @@ pub struct SynthOptions {
     /// kernel category and one GPU-clock factor for the whole run, drawn from the seed. 0 (the
     /// default) draws nothing, so the run is the one it always was.
     pub run_jitter: f64,
+    /// How the run's factors move (`--run-jitter-mode`): one per category (the default), or one
+    /// shared by every category of the run.
+    pub run_jitter_mode: JitterMode,
 }
+
+pub use jitter::JitterMode;
 
 /// How a run's ranks are laid out in files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -83,6 +88,7 @@ impl Default for SynthOptions {
             layout: Layout::PerRank,
             gzip_level: Some(5),
             run_jitter: 0.0,
+            run_jitter_mode: JitterMode::PerCategory,
         }
     }
 }
