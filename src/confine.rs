@@ -12,7 +12,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// A device, a FIFO or a socket named for input is refused before any work (the command line's
 /// first check of every input path, with the confinement below).
-pub(crate) use crate::files::check_not_special;
+pub(crate) use crate::files::{check_not_special, check_output};
 
 /// Why a path is refused in a workflow.
 #[derive(Debug, thiserror::Error)]

@@ -22,11 +22,14 @@ pub use crate::analysis::compare::Comparison;
 pub use crate::gate::{CheckOptions, CheckResult, Status};
 pub use crate::identity::{resolve as resolve_identity, Identity};
 pub use crate::inspect::RunInspection;
+/// The `--max-memory` watchdog, started by the command line from the first trace read.
+pub(crate) use crate::reader::watch_memory;
 pub use crate::reader::{parse_size, ReadLimits, Run};
 pub use crate::steps::{segment::parse_duration, DEFAULT_WARMUP_STEPS};
 pub use crate::sweep::Sweep;
 pub use crate::synth::{
-    scenario_names, Injection, InjectionKind, Layout, SynthError, SynthOptions, SynthSummary,
+    scenario_names, Injection, InjectionKind, JitterMode, Layout, SynthError, SynthOptions,
+    SynthSummary,
 };
 pub use baselines::{
     calibrate, calibrate_target, check_identity, new_baseline, update_baseline, BaselineText,

@@ -421,7 +421,7 @@ pub(crate) struct BaselineUpdateArgs {
 #[command(after_help = "Examples:
   tracegate report traces/
   tracegate report traces/ --format markdown --output report.md
-  tracegate report ../shared/traces/h200-torch/graph.json.gz --format json")]
+  tracegate report examples/traces/h200-toy-moe-graph.json.gz --format json   # a real trace in the repository")]
 pub(crate) struct ReportArgs {
     /// Trace files (.json, .json.gz) or directories of them; one run.
     #[arg(required = true)]
@@ -526,7 +526,7 @@ pub(crate) struct SynthArgs {
     /// per-category: each kernel category's factor drawn on its own (and a GPU-clock factor);
     /// shared: one factor for every category of the run (they move together, sd PCT%).
     #[arg(long, value_enum, default_value = "per-category")]
-    pub run_jitter_mode: crate::synth::JitterMode,
+    pub run_jitter_mode: crate::pipeline::JitterMode,
 }
 
 /// `--gzip-level`: 0 to 9, or `None` for `none` (plain JSON).

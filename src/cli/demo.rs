@@ -86,7 +86,7 @@ pub(super) fn demo(args: DemoArgs, limits: pipeline::ReadLimits) -> Result<i32> 
         crate::text::printable(&args.inject)
     ));
     write_verdict_output(
-        &crate::report::check::render(&regressed, args.format),
+        &crate::report::comment::render(&regressed, args.format),
         None,
         false,
     )?;

@@ -18,17 +18,17 @@ pub(super) fn check(args: CheckArgs, limits: pipeline::ReadLimits) -> Result<i32
     };
     if let Some(path) = &args.verdict_out {
         write_output(
-            &crate::report::check::render(&result, crate::report::Format::Json),
+            &crate::report::comment::render(&result, crate::report::Format::Json),
             Some(path),
         )?;
     }
     write_verdict_output(
-        &crate::report::check::render(&result, args.format),
+        &crate::report::comment::render(&result, args.format),
         args.output.as_ref(),
         args.github.enabled(),
     )?;
     // The verdict in every log, whatever --output and --format say.
-    crate::output::stderr(&plain_headline(&crate::report::check::markdown(&result)));
+    crate::output::stderr(&plain_headline(&crate::report::comment::markdown(&result)));
     if args.github.enabled() {
         // Never changes the exit status: failures here are warnings.
         let options = args

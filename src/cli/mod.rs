@@ -135,7 +135,7 @@ fn watch_memory(paths: &[PathBuf], limits: &pipeline::ReadLimits) {
     };
     let run = pipeline::describe_paths(paths);
     STARTED.call_once(|| {
-        crate::reader::watch_memory(limit, move |held| {
+        pipeline::watch_memory(limit, move |held| {
             crate::output::note(&format!(
                 "error: {run}: stopped after tracegate grew past the limit: it holds {}, over the \
                  --max-memory limit of {}",
@@ -165,7 +165,7 @@ pub(crate) fn confine_paths(
     for (flag, path) in outputs {
         if let Some(path) = path {
             // A FIFO or a device would block the job or take the output anywhere.
-            crate::files::check_output(path)
+            crate::confine::check_output(path)
                 .with_context(|| format!("{flag} {}", path.display()))?;
             crate::confine::confine_output(flag, path, &env)?;
         }
@@ -178,7 +178,7 @@ pub(crate) fn confine_paths(
 pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     // A FIFO, a socket or a device is refused (writing could block the job); `/dev/null` is
     // written to, never replaced.
-    crate::files::check_output(path)?;
+    crate::confine::check_output(path)?;
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
         return std::fs::write(path, bytes);
     }

@@ -256,7 +256,9 @@ pub(crate) fn check(
         .collect();
     let mut problems = unjudgeable(x, &metrics);
     problems.extend(mismatches(x, b, opts));
-    let integrity = super::integrity::findings(x, b, edits);
+    let mut integrity = super::integrity::findings(x, b, edits);
+    // The analysis options and the built-in taxonomy against the baseline's.
+    super::configuration::findings(x, b, edits, &mut integrity);
     problems.extend(integrity.problems);
     let explanation = explain(x, b, &metrics);
     mark_artefacts(&mut metrics, &explanation);

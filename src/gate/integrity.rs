@@ -61,7 +61,6 @@ pub(crate) fn findings(x: &Extraction, b: &Baseline, edits: &Edits<'_>) -> Findi
     f.problems.extend(contradicted_breakdown(b));
     f.problems.extend(contradicted_moe_layers(b));
     moe_layers_flag(b, edits, &mut f);
-    super::configuration::findings(x, b, edits, &mut f);
     f
 }
 

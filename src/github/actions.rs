@@ -258,7 +258,7 @@ mod tests {
     use crate::gate::check::{BaselineInfo, RunSummary};
     use crate::gate::explain::Explanation;
     use crate::metrics::MetricId;
-    use crate::report::check::markdown_parts;
+    use crate::report::comment::markdown_parts;
 
     fn metric(name: MetricId, gated: bool, verdict: Verdict) -> MetricCheck {
         MetricCheck {

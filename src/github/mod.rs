@@ -126,7 +126,7 @@ impl Publication {
         Publication {
             status: result.status,
             annotations: actions::annotations(result, options.fail_on_improvement),
-            parts: crate::report::check::markdown_parts(result),
+            parts: crate::report::comment::markdown_parts(result),
             outputs: actions::step_outputs(result, options.report_path.as_deref()),
             marker: marker("baseline", &result.baseline.path),
         }

@@ -381,8 +381,14 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
     let old = read_text(&w.baseline)?;
     let stamp = stamp_for(w, &x, w.identity.clone().with_producer(&run));
     // A run `check` would call a regression is not learned as the baseline's level unless
-    // --accept-regression says it is the new one (and then it is recorded as such).
-    let regression = regression_of(&x, &baseline, &w.config)?;
+    // --accept-regression says it is the new one (and then it is recorded as such). A run
+    // analysed with other options re-records the figures (--rebase, or a baseline that does not
+    // learn): its figures are of another analysis, and no comparison with the old ones holds.
+    let regression = if options_differ(&baseline, &w.config) {
+        None
+    } else {
+        regression_of(&x, &baseline, &w.config)?
+    };
     if let Some(what) = &regression {
         if !s.accept_regression {
             return refused!(
@@ -445,6 +451,12 @@ pub fn update_baseline(s: &UpdateSettings, progress: &Progress<'_>) -> Result<Ba
         new,
         _lock: lock,
     })
+}
+
+/// The run is analysed with other options than the baseline's figures were.
+fn options_differ(baseline: &Baseline, config: &AnalysisConfig) -> bool {
+    !crate::baseline::options::differences(&baseline.analysis_options(), &config.recorded_options())
+        .is_empty()
 }
 
 /// A run analysed with other options than the baseline's figures would join its `[history]`

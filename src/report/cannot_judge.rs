@@ -3,7 +3,7 @@
 //! and the next step; a metric too noisy to judge gets its interval, its limit and how many more
 //! steps would decide it.
 
-use super::comment::{folds, head};
+use super::sections::{folds, head, run_folds};
 use super::table::{escape_markdown, Align, Table};
 use crate::gate::{CheckResult, MetricCheck};
 use crate::metrics::{Direction, MetricId};
@@ -25,7 +25,7 @@ pub(super) fn parts(result: &CheckResult) -> Vec<String> {
     body.push_str(&format!("**Next step:** {}\n\n", next_step(differs)));
     parts.push(body);
     // Kernel diffs against another configuration's baseline say nothing: only the run's details.
-    parts.extend(super::comment::run_folds(result));
+    parts.extend(run_folds(result));
     parts
 }
 

@@ -6,30 +6,25 @@
 use super::table::{
     code_span, cut, escape_markdown, free_code, free_text, printable, Align, Table,
 };
-use super::Format;
 use crate::baseline::Tolerance;
+use crate::gate::check::CalibrationNote;
 use crate::gate::explain::{Cause, Delta, Unclassified};
 use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
-use crate::metrics::MetricId;
+use crate::metrics::{Direction, MetricId};
 use crate::taxonomy::distinguishing_names;
 use crate::units::{Unit, MISSING};
 
 /// GitHub refuses comments longer than this many characters.
 pub(crate) const GITHUB_COMMENT_LIMIT: usize = 65_536;
 /// Headroom kept below the limit for a marker and a footer added by the caller.
-const BUDGET: usize = GITHUB_COMMENT_LIMIT - 2_048;
+pub(super) const BUDGET: usize = GITHUB_COMMENT_LIMIT - 2_048;
 
-pub(crate) fn render(result: &CheckResult, format: Format) -> String {
-    match format {
-        Format::Json => {
-            // `explanation.lead`: the plain "why", kept for readers of older verdicts.
-            let mut with_lead = result.clone();
-            with_lead.explanation.lead = lead(result);
-            serde_json::to_string_pretty(&with_lead).expect("check result serialises") + "\n"
-        }
-        Format::Markdown => markdown(result),
-        Format::Table => terminal(result),
-    }
+/// The verdict as JSON, with `explanation.lead` (the plain "why", kept for readers of older
+/// verdicts).
+pub(super) fn json(result: &CheckResult) -> String {
+    let mut with_lead = result.clone();
+    with_lead.explanation.lead = lead(result);
+    serde_json::to_string_pretty(&with_lead).expect("check result serialises") + "\n"
 }
 
 pub(crate) fn mark(verdict: Verdict) -> &'static str {
@@ -475,12 +470,12 @@ fn pass_words(result: &CheckResult) -> String {
         .metrics
         .iter()
         .filter_map(|m| {
-            let mdc = super::comment::undetectable(result, m)?;
+            let mdc = undetectable(result, m)?;
             Some(format!(
                 "{} {} (catches ≥ {})",
                 m.name.name(),
                 change(m),
-                super::comment::detectable_text(m, mdc)
+                detectable_text(m, mdc)
             ))
         })
         .collect();
@@ -537,6 +532,43 @@ fn host_gap_words(baseline_ms: f64, current_ms: f64) -> String {
 fn slow_words(slow: usize, iterations: usize, rank: Option<u32>) -> String {
     let of_rank = rank.map(|r| format!(" of rank {r}")).unwrap_or_default();
     format!("{slow} of {iterations} decode iterations{of_rank} between 1.5× and 2× the median")
+}
+
+/// The calibration note of a metric with a minimum detectable change.
+pub(super) fn calibration_of(result: &CheckResult, id: MetricId) -> Option<&CalibrationNote> {
+    result
+        .calibration
+        .iter()
+        .find(|c| c.metric == id && c.mdc.is_some())
+}
+
+/// The detectable change of a metric that passed although it moved its bad way by more than half
+/// its tolerance and less than what the baseline can detect: a pass that says nothing of it.
+pub(super) fn undetectable(result: &CheckResult, m: &MetricCheck) -> Option<f64> {
+    if !m.gated || m.verdict != Verdict::Ok {
+        return None;
+    }
+    let mdc = calibration_of(result, m.name)?.mdc?;
+    let worse = match m.direction {
+        Direction::Lower => m.change?,
+        Direction::Higher => -m.change?,
+    };
+    (worse > m.allowance? / 2.0 && worse < mdc).then_some(mdc)
+}
+
+/// A metric's detectable change as the table shows it: relative for a metric judged relative to
+/// its value, in its unit for one judged in an amount (a share of a near-zero skew means
+/// nothing).
+pub(super) fn detectable_text(m: &MetricCheck, mdc: f64) -> String {
+    let relative = matches!(
+        m.tolerance.as_deref().map(str::parse),
+        Some(Ok(crate::baseline::Tolerance::Relative(_)))
+    );
+    match m.baseline.filter(|b| relative && *b != 0.0) {
+        Some(b) => format!("{}%", crate::units::fixed(mdc / b.abs() * 100.0, 1)),
+        None if m.unit == Unit::Pct => format!("{} pp", Unit::Pct.number(mdc)),
+        None => m.unit.figure(mdc),
+    }
 }
 
 /// A late rank whose extra compute explains under a quarter of the others' extra waiting: its
@@ -1157,19 +1189,17 @@ pub(super) fn metric_name_cell(result: &CheckResult, m: &MetricCheck) -> String 
     }
 }
 
-/// The markdown parts, most important first; later parts are dropped to fit the budget
-/// ([`super::comment`] composes them).
-pub(crate) fn markdown_parts(result: &CheckResult) -> Vec<String> {
-    super::comment::parts(result)
-}
-
 /// Joins parts while they fit the comment budget, saying what was left out.
 pub(crate) fn fit(parts: Vec<String>, budget: usize) -> String {
     let mut out = String::new();
+    // Counted as it grows: a sweep of thousands of parts stays linear.
+    let mut chars = 0;
     let mut omitted = 0;
     for part in parts {
-        if out.chars().count() + part.chars().count() <= budget {
+        let n = part.chars().count();
+        if chars + n <= budget {
             out.push_str(&part);
+            chars += n;
         } else {
             omitted += 1;
         }
@@ -1180,11 +1210,7 @@ pub(crate) fn fit(parts: Vec<String>, budget: usize) -> String {
     out
 }
 
-pub(crate) fn markdown(result: &CheckResult) -> String {
-    fit(markdown_parts(result), BUDGET)
-}
-
-fn terminal(result: &CheckResult) -> String {
+pub(super) fn terminal(result: &CheckResult) -> String {
     let e = &result.explanation;
     let mut out = format!(
         "{}\n{}\n\n",

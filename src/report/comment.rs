@@ -6,19 +6,35 @@
 //! many more steps would decide it.
 
 use super::check::{
-    calibration_lines, change, delta_table, details, fence_for, headline, identity_line,
-    meta_table, metric_mark, metric_name_cell, moved, ms, partial_line, tolerance_text,
-    unclassified_words, value, verdict_word, why_words,
+    calibration_lines, calibration_of, change, delta_table, details, detectable_text, fit,
+    metric_mark, metric_name_cell, moved, tolerance_text, unclassified_words, undetectable, value,
+    verdict_word, why_words, BUDGET,
 };
-use super::table::{escape_html, escape_markdown, Align, Table};
-use crate::gate::check::CalibrationNote;
+use super::sections::{folds, head};
+use super::table::{escape_markdown, Align, Table};
+use super::Format;
 use crate::gate::explain::{Cause, Delta};
 use crate::gate::{CheckResult, MetricCheck, Status, Verdict};
-use crate::metrics::{Direction, MetricId};
-use crate::units::{Unit, MISSING};
+use crate::metrics::MetricId;
+use crate::units::MISSING;
+
+/// `tracegate check`'s output in `format`: the comment's markdown, the terminal table, or the
+/// verdict's JSON.
+pub(crate) fn render(result: &CheckResult, format: Format) -> String {
+    match format {
+        Format::Json => super::check::json(result),
+        Format::Markdown => markdown(result),
+        Format::Table => super::check::terminal(result),
+    }
+}
+
+/// The comment's markdown, within GitHub's comment limit.
+pub(crate) fn markdown(result: &CheckResult) -> String {
+    fit(markdown_parts(result), BUDGET)
+}
 
 /// The markdown parts, most important first; later parts are dropped to fit GitHub's limit.
-pub(crate) fn parts(result: &CheckResult) -> Vec<String> {
+pub(crate) fn markdown_parts(result: &CheckResult) -> Vec<String> {
     if !result.problems.is_empty() {
         return super::cannot_judge::parts(result);
     }
@@ -33,19 +49,6 @@ pub(crate) fn parts(result: &CheckResult) -> Vec<String> {
 
 fn gated(result: &CheckResult) -> impl Iterator<Item = &MetricCheck> {
     result.metrics.iter().filter(|m| m.gated)
-}
-
-/// The first line, the count line, the identity and partial-run lines: the comment's head.
-pub(super) fn head(result: &CheckResult, second: &str) -> String {
-    let mut head = format!("{}\n\n{second}\n\n", headline(result, true));
-    if let Some(line) = identity_line(result, true) {
-        head.push_str(&line);
-        head.push_str("\n\n");
-    }
-    if let Some(line) = partial_line(result) {
-        head.push_str(&format!("> ⚠️ {}\n\n", escape_markdown(&line)));
-    }
-    head
 }
 
 fn verdict_parts(result: &CheckResult) -> Vec<String> {
@@ -103,135 +106,6 @@ fn verdict_parts(result: &CheckResult) -> Vec<String> {
     parts.push(all_metrics(result));
     parts.extend(folds(result, folded));
     parts
-}
-
-/// The fold every comment ends with, one click for all that a reviewer rarely needs (categories
-/// within noise, the kernel diff, the kernels that moved, the run and baseline), each folded
-/// inside it; and the warnings, folded on their own.
-pub(super) fn folds(result: &CheckResult, categories: Vec<Delta>) -> Vec<String> {
-    let e = &result.explanation;
-    let noise = e.noise_ms_per_step;
-    let mut inner = String::new();
-    let mut named = Vec::new();
-    if !categories.is_empty() {
-        let summary = if result.status == Status::Pass {
-            "Categories".to_string()
-        } else {
-            format!("Categories within noise (under {} per step)", ms(noise))
-        };
-        inner.push_str(&details(
-            &escape_html(&summary),
-            &delta_table(&categories, false).to_markdown(),
-        ));
-        named.push("categories");
-    }
-    if !e.kernel_diff.is_empty() {
-        let (diff, summary) = cut_diff(&e.kernel_diff);
-        let fence = fence_for(&diff);
-        inner.push_str(&details(&summary, &format!("{fence}diff\n{diff}{fence}\n")));
-        named.push("kernels that appeared or vanished");
-    }
-    // Only kernels that moved as much as a category must to be shown: a row of ±0 is noise.
-    let kernels: Vec<Delta> = e
-        .kernels
-        .iter()
-        .filter(|d| moved(d, noise))
-        .cloned()
-        .collect();
-    if !kernels.is_empty() {
-        inner.push_str(&details(
-            &escape_html(&format!(
-                "Kernels whose time per step moved most (by {} or more)",
-                ms(noise)
-            )),
-            &delta_table(&kernels, true).to_markdown(),
-        ));
-        named.push("kernels that moved");
-    }
-    inner.push_str(&details(
-        "Run and baseline",
-        &meta_table(result).to_markdown(),
-    ));
-    named.push("run and baseline");
-    let mut parts = vec![details(&capitalised_list(&named), &inner)];
-    if !result.run.warnings.is_empty() {
-        parts.push(warnings(result));
-    }
-    parts
-}
-
-/// The run's own folds, for a comment that compared nothing: the run and baseline, the warnings.
-pub(super) fn run_folds(result: &CheckResult) -> Vec<String> {
-    let mut parts = vec![details(
-        "Run and baseline",
-        &meta_table(result).to_markdown(),
-    )];
-    if !result.run.warnings.is_empty() {
-        parts.push(warnings(result));
-    }
-    parts
-}
-
-fn warnings(result: &CheckResult) -> String {
-    let list: String = result
-        .run
-        .warnings
-        .iter()
-        .map(|w| format!("- {}\n", escape_markdown(w)))
-        .collect();
-    details("Warnings", &list)
-}
-
-/// "Categories, kernels that moved, run and baseline".
-fn capitalised_list(names: &[&str]) -> String {
-    let text = names.join(", ");
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(c) => c.to_uppercase().chain(chars).collect(),
-        None => text,
-    }
-}
-
-/// Lines of the kernel diff a comment shows; the JSON verdict has them all.
-const DIFF_LINES: usize = 20;
-/// Characters of one diff line: what fits the 900 px column in a code block at 14 px.
-const DIFF_LINE_CHARS: usize = 96;
-
-/// The kernel diff as the comment folds it: its first [`DIFF_LINES`] lines, each cut in the
-/// middle to [`DIFF_LINE_CHARS`], and the fold's summary saying how many were left out.
-fn cut_diff(diff: &str) -> (String, String) {
-    let lines: Vec<&str> = diff.lines().collect();
-    let mut out: String = lines
-        .iter()
-        .take(DIFF_LINES)
-        .map(|l| format!("{}\n", cut_middle(l, DIFF_LINE_CHARS)))
-        .collect();
-    let rest = lines.len().saturating_sub(DIFF_LINES);
-    let summary = if rest > 0 {
-        out.push_str(&format!("# … {rest} more lines in the JSON verdict\n"));
-        format!(
-            "Kernels that appeared or vanished (the first {DIFF_LINES} of {} lines)",
-            lines.len()
-        )
-    } else {
-        "Kernels that appeared or vanished".to_string()
-    };
-    (out, summary)
-}
-
-/// `line` cut to `max` characters by taking out its middle (a kernel's template arguments),
-/// marked `…`; its diff sign and its end stay.
-fn cut_middle(line: &str, max: usize) -> String {
-    let chars: Vec<char> = line.chars().collect();
-    if chars.len() <= max {
-        return line.to_string();
-    }
-    let head = max * 2 / 3;
-    let tail = max - head - 1;
-    let mut out: String = chars[..head].iter().collect();
-    out.push('…');
-    out.extend(&chars[chars.len() - tail..]);
-    out
 }
 
 /// "tracegate on AMD Instinct MI355X: **6 regressed**, 0 improved, 14 unchanged · 1
@@ -292,43 +166,6 @@ fn moved_metric(result: &CheckResult, m: &MetricCheck) -> bool {
         || (m.gated && m.verdict != Verdict::Ok)
         || (!m.gated && report_only_moved(m))
         || undetectable(result, m).is_some()
-}
-
-/// The calibration note of a metric with a minimum detectable change.
-fn calibration_of(result: &CheckResult, id: MetricId) -> Option<&CalibrationNote> {
-    result
-        .calibration
-        .iter()
-        .find(|c| c.metric == id && c.mdc.is_some())
-}
-
-/// The detectable change of a metric that passed although it moved its bad way by more than half
-/// its tolerance and less than what the baseline can detect: a pass that says nothing of it.
-pub(super) fn undetectable(result: &CheckResult, m: &MetricCheck) -> Option<f64> {
-    if !m.gated || m.verdict != Verdict::Ok {
-        return None;
-    }
-    let mdc = calibration_of(result, m.name)?.mdc?;
-    let worse = match m.direction {
-        Direction::Lower => m.change?,
-        Direction::Higher => -m.change?,
-    };
-    (worse > m.allowance? / 2.0 && worse < mdc).then_some(mdc)
-}
-
-/// A metric's detectable change as the table shows it: relative for a metric judged relative to
-/// its value, in its unit for one judged in an amount (a share of a near-zero skew means
-/// nothing).
-pub(super) fn detectable_text(m: &MetricCheck, mdc: f64) -> String {
-    let relative = matches!(
-        m.tolerance.as_deref().map(str::parse),
-        Some(Ok(crate::baseline::Tolerance::Relative(_)))
-    );
-    match m.baseline.filter(|b| relative && *b != 0.0) {
-        Some(b) => format!("{}%", crate::units::fixed(mdc / b.abs() * 100.0, 1)),
-        None if m.unit == Unit::Pct => format!("{} pp", Unit::Pct.number(mdc)),
-        None => m.unit.figure(mdc),
-    }
 }
 
 /// Notes under a table, numbered in the order the cells call them.

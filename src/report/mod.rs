@@ -5,11 +5,12 @@ pub(crate) mod analysis;
 mod cannot_judge;
 pub(crate) mod chart;
 pub(crate) mod check;
-mod comment;
+pub(crate) mod comment;
 pub(crate) mod compare;
 pub(crate) mod extract;
 pub(crate) mod inspect;
 pub(crate) mod markup;
+mod sections;
 pub(crate) mod sweep;
 pub(crate) mod table;
 

@@ -345,15 +345,19 @@ fn a_64_configuration_image_bump_fits_in_one_comment() {
     assert_eq!(out.code, Some(1), "{}", out.stderr);
     let chars = out.stdout.chars().count();
     assert!(chars < 65_536, "{chars} characters");
-    // The sweep shows the part of the tags that differs (the full names are in the identity line).
-    let bumped = " | v0.5.3 → v0.5.4 | ";
+    // One bump shared by every configuration is said once, above the table (its full names);
+    // an image column would only widen the table past the comment column.
     assert_eq!(
         out.stdout
             .lines()
-            .filter(|l| l.starts_with("| ❌ | dsr1") && l.contains(bumped))
+            .filter(|l| l.starts_with("| ❌ | dsr1"))
             .count(),
         64,
-        "every configuration has its row with its image"
+        "every configuration has its row"
+    );
+    assert!(
+        !out.stdout.contains(" | v0.5.3 → v0.5.4 | "),
+        "no image column"
     );
     assert!(out
         .stdout

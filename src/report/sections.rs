@@ -1,0 +1,152 @@
+//! The sections every comment of `check` shares, whatever it judged: its head (the first line,
+//! the second, the identity and partial-run lines) and its folds (the categories, the kernel
+//! diff, the kernels that moved, the run and baseline, the warnings).
+
+use super::check::{
+    delta_table, details, fence_for, headline, identity_line, meta_table, moved, ms, partial_line,
+};
+use super::table::{escape_html, escape_markdown};
+use crate::gate::explain::Delta;
+use crate::gate::{CheckResult, Status};
+
+/// The first line, the count line, the identity and partial-run lines: the comment's head.
+pub(super) fn head(result: &CheckResult, second: &str) -> String {
+    let mut head = format!("{}\n\n{second}\n\n", headline(result, true));
+    if let Some(line) = identity_line(result, true) {
+        head.push_str(&line);
+        head.push_str("\n\n");
+    }
+    if let Some(line) = partial_line(result) {
+        head.push_str(&format!("> ⚠️ {}\n\n", escape_markdown(&line)));
+    }
+    head
+}
+
+/// The fold every comment ends with, one click for all that a reviewer rarely needs (categories
+/// within noise, the kernel diff, the kernels that moved, the run and baseline), each folded
+/// inside it; and the warnings, folded on their own.
+pub(super) fn folds(result: &CheckResult, categories: Vec<Delta>) -> Vec<String> {
+    let e = &result.explanation;
+    let noise = e.noise_ms_per_step;
+    let mut inner = String::new();
+    let mut named = Vec::new();
+    if !categories.is_empty() {
+        let summary = if result.status == Status::Pass {
+            "Categories".to_string()
+        } else {
+            format!("Categories within noise (under {} per step)", ms(noise))
+        };
+        inner.push_str(&details(
+            &escape_html(&summary),
+            &delta_table(&categories, false).to_markdown(),
+        ));
+        named.push("categories");
+    }
+    if !e.kernel_diff.is_empty() {
+        let (diff, summary) = cut_diff(&e.kernel_diff);
+        let fence = fence_for(&diff);
+        inner.push_str(&details(&summary, &format!("{fence}diff\n{diff}{fence}\n")));
+        named.push("kernels that appeared or vanished");
+    }
+    // Only kernels that moved as much as a category must to be shown: a row of ±0 is noise.
+    let kernels: Vec<Delta> = e
+        .kernels
+        .iter()
+        .filter(|d| moved(d, noise))
+        .cloned()
+        .collect();
+    if !kernels.is_empty() {
+        inner.push_str(&details(
+            &escape_html(&format!(
+                "Kernels whose time per step moved most (by {} or more)",
+                ms(noise)
+            )),
+            &delta_table(&kernels, true).to_markdown(),
+        ));
+        named.push("kernels that moved");
+    }
+    inner.push_str(&details(
+        "Run and baseline",
+        &meta_table(result).to_markdown(),
+    ));
+    named.push("run and baseline");
+    let mut parts = vec![details(&capitalised_list(&named), &inner)];
+    if !result.run.warnings.is_empty() {
+        parts.push(warnings(result));
+    }
+    parts
+}
+
+/// The run's own folds, for a comment that compared nothing: the run and baseline, the warnings.
+pub(super) fn run_folds(result: &CheckResult) -> Vec<String> {
+    let mut parts = vec![details(
+        "Run and baseline",
+        &meta_table(result).to_markdown(),
+    )];
+    if !result.run.warnings.is_empty() {
+        parts.push(warnings(result));
+    }
+    parts
+}
+
+fn warnings(result: &CheckResult) -> String {
+    let list: String = result
+        .run
+        .warnings
+        .iter()
+        .map(|w| format!("- {}\n", escape_markdown(w)))
+        .collect();
+    details("Warnings", &list)
+}
+
+/// "Categories, kernels that moved, run and baseline".
+fn capitalised_list(names: &[&str]) -> String {
+    let text = names.join(", ");
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => text,
+    }
+}
+
+/// Lines of the kernel diff a comment shows; the JSON verdict has them all.
+const DIFF_LINES: usize = 20;
+/// Characters of one diff line: what fits the 900 px column in a code block at 14 px.
+const DIFF_LINE_CHARS: usize = 96;
+
+/// The kernel diff as the comment folds it: its first [`DIFF_LINES`] lines, each cut in the
+/// middle to [`DIFF_LINE_CHARS`], and the fold's summary saying how many were left out.
+fn cut_diff(diff: &str) -> (String, String) {
+    let lines: Vec<&str> = diff.lines().collect();
+    let mut out: String = lines
+        .iter()
+        .take(DIFF_LINES)
+        .map(|l| format!("{}\n", cut_middle(l, DIFF_LINE_CHARS)))
+        .collect();
+    let rest = lines.len().saturating_sub(DIFF_LINES);
+    let summary = if rest > 0 {
+        out.push_str(&format!("# … {rest} more lines in the JSON verdict\n"));
+        format!(
+            "Kernels that appeared or vanished (the first {DIFF_LINES} of {} lines)",
+            lines.len()
+        )
+    } else {
+        "Kernels that appeared or vanished".to_string()
+    };
+    (out, summary)
+}
+
+/// `line` cut to `max` characters by taking out its middle (a kernel's template arguments),
+/// marked `…`; its diff sign and its end stay.
+fn cut_middle(line: &str, max: usize) -> String {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= max {
+        return line.to_string();
+    }
+    let head = max * 2 / 3;
+    let tail = max - head - 1;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
