@@ -39,7 +39,7 @@ fn guide_script() -> String {
 fn the_guide_names_the_real_trace_and_every_step() {
     let script = guide_script();
     for step in [
-        "../shared/traces/",
+        "examples/traces/h200-toy-moe-graph.json.gz",
         "tracegate report",
         "tracegate baseline new",
         "tracegate check",
@@ -73,12 +73,18 @@ fn the_guide_names_the_real_trace_and_every_step() {
     );
 }
 
+/// The repository's root, where the README's commands run.
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
 #[test]
-#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
-fn the_guides_commands_run_on_the_shared_h200_trace() {
-    let shared = common::shared_traces();
+fn the_guides_commands_run_on_the_real_trace_in_the_repository() {
     // The guide's paths are relative to the checkout; the scratch directory is elsewhere.
-    let script = guide_script().replace("../shared/traces/", &format!("{}/", shared.display()));
+    let script = guide_script().replace(
+        "examples/traces/",
+        &format!("{}/examples/traces/", root().display()),
+    );
     let dir = tempfile::tempdir().unwrap();
     let bin = assert_cmd::cargo::cargo_bin("tracegate");
     let mut cmd = Command::new("bash");
@@ -122,4 +128,65 @@ fn the_guides_commands_run_on_the_shared_h200_trace() {
         "{report}"
     );
     assert!(stderr.contains("✅ PASS · "), "{stderr}");
+}
+
+/// The `Examples:` lines of every command's `--help` that name the repository's real trace.
+fn help_examples_with_the_trace() -> Vec<String> {
+    let bin = assert_cmd::cargo::cargo_bin("tracegate");
+    let mut found = Vec::new();
+    let commands: &[&[&str]] = &[
+        &["inspect"],
+        &["extract"],
+        &["check"],
+        &["sweep"],
+        &["report"],
+        &["compare"],
+        &["synth"],
+        &["demo"],
+        &["baseline", "new"],
+        &["baseline", "update"],
+        &["baseline", "calibrate"],
+    ];
+    for args in commands {
+        let out = Command::new(&bin)
+            .args(*args)
+            .arg("--help")
+            .output()
+            .unwrap();
+        let help = String::from_utf8(out.stdout).unwrap();
+        for line in help.lines().map(str::trim) {
+            if line.starts_with("tracegate ") && line.contains("examples/traces/") {
+                // The example without its comment.
+                found.push(line.split("  #").next().unwrap().trim().to_string());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_help_example_that_names_a_trace_runs_in_a_clone() {
+    let examples = help_examples_with_the_trace();
+    assert!(
+        !examples.is_empty(),
+        "no --help example names the repository's trace"
+    );
+    let bin = assert_cmd::cargo::cargo_bin("tracegate");
+    let dir = tempfile::tempdir().unwrap();
+    for example in examples {
+        // From the repository's root, as a clone runs it; anything it writes goes to scratch.
+        let script = example.replacen("tracegate", &bin.display().to_string(), 1);
+        let out = Command::new("bash")
+            .args(["-c", &script])
+            .current_dir(root())
+            .env("TMPDIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "`{example}` exited {:?}: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
