@@ -30,10 +30,9 @@ if runs.get("using") != "composite":
     errors.append("runs.using is not 'composite'")
 steps = runs.get("steps") or []
 ids = {s["id"] for s in steps if "id" in s}
-if not action.get("inputs", {}).get("traces", {}).get("required"):
-    errors.append("input 'traces' is not required")
-# One of baseline and baselines, checked by .github/check.sh: neither is required alone.
-for name in ("baseline", "baselines"):
+# One of traces (a check) and sweep (a sweep of verdicts), and with traces one of baseline and
+# baselines, checked by .github/check.sh: none is required alone.
+for name in ("traces", "sweep", "expect", "baseline", "baselines"):
     if name not in action.get("inputs", {}):
         errors.append(f"input {name!r} is missing")
 # Every input reaches a step: through env: as ${{ inputs.NAME }} (or github-token's use).

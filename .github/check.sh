@@ -15,6 +15,10 @@
 #   TRACEGATE_NAME                name: the report and verdict file stem
 #   TRACEGATE_COMMENT             comment: off, always or on-regression
 #   RUN_IMAGE, RUN_META           image, meta (not TRACEGATE_IMAGE/_META_*, which tracegate reads)
+#   TRACEGATE_SWEEP               sweep: verdict files or directories (split and confined as
+#                                 traces are): run `tracegate sweep` over them instead of check
+#   TRACEGATE_EXPECT              expect: configurations that must have a verdict, one per line
+#                                 or comma-separated, each an --expect
 #
 # The runner reads every line the step prints as a possible workflow command, and
 # $GITHUB_OUTPUT as `name=value` lines. So, as tracegate itself does (src/output.rs):
@@ -168,36 +172,49 @@ lines_of() {
 
 baseline="${TRACEGATE_BASELINE:-}"
 baselines="${TRACEGATE_BASELINES:-}"
-if [ -n "$baseline" ] && [ -n "$baselines" ]; then
-    fail "give baseline (one file) or baselines (a directory to pick from), not both"
-elif [ -z "$baseline" ] && [ -z "$baselines" ]; then
-    fail "give baseline (one file) or baselines (a directory to pick from)"
-fi
-
-# Each value as `--option=VALUE`: a value that starts with `-` stays the option's value.
 args=()
-if [ -n "$baseline" ]; then
-    args+=("--baseline=$baseline")
+if [ -n "${TRACEGATE_SWEEP:-}" ]; then
+    # Sweep mode: the verdicts of a matrix merged; the check's inputs have no place here.
+    for input in TRACEGATE_TRACES TRACEGATE_BASELINE TRACEGATE_BASELINES TRACEGATE_KEY \
+        TRACEGATE_HARDWARE TRACEGATE_RULES; do
+        [ -z "${!input:-}" ] || fail "sweep merges verdict files: leave the check's inputs (traces, baseline, baselines, key, hardware, rules) empty"
+    done
+    expect="${TRACEGATE_EXPECT:-}"
+    lines_of "${expect//,/$'\n'}"
+    for name in ${lines[@]+"${lines[@]}"}; do
+        args+=("--expect=$name")
+    done
 else
-    args+=("--baselines=$baselines")
+    if [ -n "$baseline" ] && [ -n "$baselines" ]; then
+        fail "give baseline (one file) or baselines (a directory to pick from), not both"
+    elif [ -z "$baseline" ] && [ -z "$baselines" ]; then
+        fail "give baseline (one file) or baselines (a directory to pick from)"
+    fi
+
+    # Each value as `--option=VALUE`: a value that starts with `-` stays the option's value.
+    if [ -n "$baseline" ]; then
+        args+=("--baseline=$baseline")
+    else
+        args+=("--baselines=$baselines")
+    fi
+    lines_of "${TRACEGATE_KEY:-}"
+    for pair in ${lines[@]+"${lines[@]}"}; do
+        args+=("--key=$pair")
+    done
+    if [ -n "${TRACEGATE_HARDWARE:-}" ]; then
+        args+=("--hardware=$TRACEGATE_HARDWARE")
+    fi
+    if [ -n "${TRACEGATE_RULES:-}" ]; then
+        args+=("--rules=$TRACEGATE_RULES")
+    fi
+    case "${TRACEGATE_FAIL_ON_IMPROVEMENT:-false}" in
+        true) args+=(--fail-on-improvement) ;;
+        false | "") ;;
+        *)
+            fail "fail-on-improvement is true or false, not '$(printable "$TRACEGATE_FAIL_ON_IMPROVEMENT")'"
+            ;;
+    esac
 fi
-lines_of "${TRACEGATE_KEY:-}"
-for pair in ${lines[@]+"${lines[@]}"}; do
-    args+=("--key=$pair")
-done
-if [ -n "${TRACEGATE_HARDWARE:-}" ]; then
-    args+=("--hardware=$TRACEGATE_HARDWARE")
-fi
-if [ -n "${TRACEGATE_RULES:-}" ]; then
-    args+=("--rules=$TRACEGATE_RULES")
-fi
-case "${TRACEGATE_FAIL_ON_IMPROVEMENT:-false}" in
-    true) args+=(--fail-on-improvement) ;;
-    false | "") ;;
-    *)
-        fail "fail-on-improvement is true or false, not '$(printable "$TRACEGATE_FAIL_ON_IMPROVEMENT")'"
-        ;;
-esac
 if [ -n "${RUN_IMAGE:-}" ]; then
     args+=("--image=$RUN_IMAGE")
 fi
@@ -221,40 +238,55 @@ glob() {
     # shellcheck disable=SC2206
     matches=($1)
 }
-words=()
-IFS=$' \t\r\n' read -r -d '' -a words <<< "${TRACEGATE_TRACES:-}" || true
-traces=()
-for word in ${words[@]+"${words[@]}"}; do
-    case "$word" in
-        *[][*?]*) ;;
-        *)
-            traces+=("$word")
-            continue
-            ;;
-    esac
-    case "/$word/" in
-        */../*) fail "traces: the glob '$(printable "$word")' leaves the workspace ('..')" ;;
-    esac
-    case "$word" in
-        /*)
-            inside=false
-            for root in "$workspace" "${RUNNER_TEMP:-}"; do
-                case "$root" in
-                    /*) ;;
-                    *) continue ;;
-                esac
-                case "$word" in
-                    "${root%/}"/*) inside=true ;;
-                esac
-            done
-            [ "$inside" = true ] ||
-                fail "traces: the glob '$(printable "$word")' is outside the workspace and the runner's temporary directory"
-            ;;
-    esac
-    glob "$word"
-    traces+=("${matches[@]}")
-done
-[ "${#traces[@]}" -gt 0 ] || fail "traces is empty: give the run's trace files or directories"
+# The words of input $1's value $2 as paths, into the array `found`.
+found=()
+paths_of() {
+    local input="$1" word root inside
+    local words=()
+    IFS=$' \t\r\n' read -r -d '' -a words <<< "$2" || true
+    found=()
+    for word in ${words[@]+"${words[@]}"}; do
+        case "$word" in
+            *[][*?]*) ;;
+            *)
+                found+=("$word")
+                continue
+                ;;
+        esac
+        case "/$word/" in
+            */../*) fail "$input: the glob '$(printable "$word")' leaves the workspace ('..')" ;;
+        esac
+        case "$word" in
+            /*)
+                inside=false
+                for root in "$workspace" "${RUNNER_TEMP:-}"; do
+                    case "$root" in
+                        /*) ;;
+                        *) continue ;;
+                    esac
+                    case "$word" in
+                        "${root%/}"/*) inside=true ;;
+                    esac
+                done
+                [ "$inside" = true ] ||
+                    fail "$input: the glob '$(printable "$word")' is outside the workspace and the runner's temporary directory"
+                ;;
+        esac
+        glob "$word"
+        found+=("${matches[@]}")
+    done
+}
+
+if [ -n "${TRACEGATE_SWEEP:-}" ]; then
+    paths_of sweep "$TRACEGATE_SWEEP"
+    [ "${#found[@]}" -gt 0 ] || fail "sweep is empty: give the verdict files or directories"
+    verdicts=("${found[@]}")
+else
+    paths_of traces "${TRACEGATE_TRACES:-}"
+    traces=(${found[@]+"${found[@]}"})
+fi
+[ -n "${TRACEGATE_SWEEP:-}" ] || [ "${#traces[@]}" -gt 0 ] ||
+    fail "traces is empty: give the run's trace files or directories"
 
 # The report and the verdict JSON: NAME.md and NAME.json under $RUNNER_TEMP/tracegate/, NAME
 # the name input, else the baseline file's stem, else "verdict". In a matrix whose verdict
@@ -266,7 +298,9 @@ mkdir -p "$out"
 name="${TRACEGATE_NAME:-}"
 from=""
 if [ -z "$name" ]; then
-    if [ -n "$baseline" ]; then
+    if [ -n "${TRACEGATE_SWEEP:-}" ]; then
+        name=sweep
+    elif [ -n "$baseline" ]; then
         name="$(basename "$baseline" .toml)"
         from=" (the baseline file's stem: give the name input)"
     else
@@ -293,13 +327,21 @@ safe_lines() {
     done
 }
 
-# The exit status is the verdict's: 0 pass, 1 regression, 2 could not judge.
+# The exit status is the verdict's: 0 pass, 1 regression, 2 could not judge. A sweep's report
+# is `report-path` (tracegate announces its --output), its verdict the sweep's JSON.
 exec 3>&1
 set +e
-tracegate check "${args[@]}" \
-    --github "--comment=${TRACEGATE_COMMENT:-on-regression}" \
-    "--output=$out/$name.md" "--verdict-out=$out/$name.json" ${extra[@]+"${extra[@]}"} \
-    -- "${traces[@]}" 2>&1 1>&3 3>&- | safe_lines >&2
+if [ -n "${TRACEGATE_SWEEP:-}" ]; then
+    tracegate sweep "${args[@]}" "--name=$name" \
+        --github "--comment=${TRACEGATE_COMMENT:-on-regression}" \
+        "--output=$out/$name.md" ${extra[@]+"${extra[@]}"} \
+        -- "${verdicts[@]}" 2>&1 1>&3 3>&- | safe_lines >&2
+else
+    tracegate check "${args[@]}" \
+        --github "--comment=${TRACEGATE_COMMENT:-on-regression}" \
+        "--output=$out/$name.md" "--verdict-out=$out/$name.json" ${extra[@]+"${extra[@]}"} \
+        -- "${traces[@]}" 2>&1 1>&3 3>&- | safe_lines >&2
+fi
 status="${PIPESTATUS[0]}"
 set -e
 exec 3>&-

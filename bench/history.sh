@@ -28,7 +28,8 @@ with open(out, "w") as f:
     for i in range(runs):
         f.write(f'\n[[history.runs]]\ndate = "2026-12-07"\nsource = "run {i}"\nvalues = {{ {inline} }}\n')
 PY
-ls -l "$work/baseline.toml" | awk '{printf "baseline: %.1f MB, %s history runs\n", $5/1e6, '"$runs"'}'
+awk -v bytes="$(stat -c %s "$work/baseline.toml")" -v runs="$runs" \
+    'BEGIN { printf "baseline: %.1f MB, %s history runs\n", bytes / 1e6, runs }'
 /usr/bin/time -f "check: %e s wall, %M KB peak RSS, exit %x" \
   "$bin" check "$work/run" --baseline "$work/baseline.toml" --format json >/dev/null 2>"$work/err" || true
 tail -1 "$work/err"

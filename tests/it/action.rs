@@ -294,6 +294,71 @@ fn baselines_key_and_hardware_pick_the_baseline_with_the_real_binary() {
     assert!(step.stderr.contains("✅ PASS · "), "{}", step.stderr);
 }
 
+#[test]
+fn the_sweep_mode_merges_a_matrix_s_verdicts_and_fills_report_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let verdicts = dir.path().join("verdicts");
+    std::fs::create_dir(&verdicts).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("tracegate");
+    // Two gate jobs' verdicts, each of its own baseline and named by its job (the action's
+    // `name`), one a regression.
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("baselines/dsr1-fp4-mi355x-sglang-tp4-conc64.toml");
+    for (job, inject) in [
+        ("mi355x-clean", None),
+        ("mi355x-slow", Some("allreduce=1.5")),
+    ] {
+        let baseline = dir.path().join(format!("{job}-baseline.toml"));
+        std::fs::copy(&shipped, &baseline).unwrap();
+        let run = common::mi355x_run(inject);
+        let out = common::tracegate()
+            .arg("check")
+            .arg(&run)
+            .arg("--baseline")
+            .arg(&baseline)
+            .args(["--format", "json", "--no-github", "--verdict-out"])
+            .arg(verdicts.join(format!("{job}.json")))
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_some_and(|c| c <= 1));
+    }
+    let verdicts_input = verdicts.display().to_string();
+    let inputs = [
+        ("sweep", verdicts_input.as_str()),
+        // The jobs' names, one of them without a verdict.
+        ("expect", "mi355x-clean,mi355x-slow\nb200-crashed"),
+        ("name", "profile-sweep"),
+        ("comment", "off"),
+    ];
+    let step = run_step(dir.path(), bin.parent().unwrap(), &inputs);
+    assert_eq!(step.code, 1, "{}", step.stderr);
+    let outputs = runner_outputs(&step.github_output).unwrap();
+    let report = step.temp.join("tracegate/profile-sweep.md");
+    assert!(
+        outputs.contains(&("report-path".to_string(), report.display().to_string())),
+        "{}",
+        step.github_output
+    );
+    let md = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        md.contains("3 configurations, 1 regressed, 1 could not be judged, 1 passed"),
+        "{md}"
+    );
+    assert!(md.contains("b200-crashed"), "{md}");
+    // A check input beside sweep is refused: the step does one thing.
+    let mixed = run_step(
+        dir.path(),
+        bin.parent().unwrap(),
+        &[("sweep", "verdicts"), ("traces", "x")],
+    );
+    assert_eq!(mixed.code, 2, "{}", mixed.stderr);
+    assert!(
+        mixed.stderr.contains("leave the check's inputs"),
+        "{}",
+        mixed.stderr
+    );
+}
+
 /// The step outputs the runner reads from `$GITHUB_OUTPUT`, as its file command does
 /// (actions/runner, `SetOutputFileCommand` on Linux): lines split at `\n`, empty lines skipped;
 /// `NAME=VALUE` when the first `=` comes before any `<<`, else `NAME<<DELIMITER` and the lines up

@@ -187,14 +187,7 @@ fn an_outlier_run_is_named_on_stderr_and_left_out() {
     let out = calibrate(&runs, &baseline);
     assert_exit(&out, 0);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let warning = stderr
-        .lines()
-        .find(|l| l.contains("left out as an outlier"))
-        .unwrap_or_else(|| panic!("no outlier named: {stderr}"));
-    assert!(
-        warning.contains(&slow_moe.display().to_string()) && warning.contains("moe_us_per_layer"),
-        "{warning}"
-    );
+    outlier_warning(&stderr, &slow_moe, "moe_us_per_layer");
     assert_eq!(
         stderr.matches("left out as an outlier").count(),
         1,
@@ -352,14 +345,19 @@ fn runs_that_name_no_device_need_hardware_and_record_it_as_asserted() {
 
 /// `baseline update` of `run` into `baseline` with `extra` arguments.
 fn update(run: &Path, baseline: &Path, extra: &[&str]) -> std::process::Output {
-    tracegate()
-        .args(["baseline", "update"])
-        .arg(run)
-        .arg("--baseline")
-        .arg(baseline)
-        .args(extra)
-        .output()
-        .unwrap()
+    common::with_run_and_baseline(&["baseline", "update"], run, baseline, extra)
+}
+
+/// The line of `stderr` that names `run` as the outlier left out, for `metric`.
+fn outlier_warning(stderr: &str, run: &Path, metric: &str) {
+    let warning = stderr
+        .lines()
+        .find(|l| l.contains("left out as an outlier"))
+        .unwrap_or_else(|| panic!("no outlier named: {stderr}"));
+    assert!(
+        warning.contains(&run.display().to_string()) && warning.contains(metric),
+        "{warning}"
+    );
 }
 
 /// Eight clean seeds and one with MoE 15% slower, at 1% jitter (issue 39's reproduction).
@@ -378,14 +376,8 @@ fn a_fifteen_percent_moe_run_among_eight_clean_runs_is_left_out_and_named() {
     let out = calibrate(&runs, &baseline);
     assert_exit(&out, 0);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let warning = stderr
-        .lines()
-        .find(|l| l.contains("left out as an outlier"))
-        .unwrap_or_else(|| panic!("the +15% run was kept: {stderr}"));
-    assert!(
-        warning.contains(&slow.display().to_string()) && warning.contains("moe_us_per_layer"),
-        "{warning}"
-    );
+    // The +15% run is not kept.
+    outlier_warning(&stderr, &slow, "moe_us_per_layer");
     assert!(stderr.contains("calibrated from 8 of 9 runs"), "{stderr}");
     // Each kept run's distance from the median is on stderr.
     assert!(

@@ -142,11 +142,13 @@ fn a_calibrated_baseline_says_what_it_catches_and_a_change_below_it_is_not_no_ch
         "--scenario",
         "mi355x-dsr1-fp4-tp4",
         "--seed",
-        "16",
+        "13",
         "--run-jitter",
         "2",
         "--python-functions-per-step",
         "0",
+        "--inject",
+        "moe=1.1",
     ]);
     let out = tracegate()
         .arg("check")
@@ -161,8 +163,8 @@ fn a_calibrated_baseline_says_what_it_catches_and_a_change_below_it_is_not_no_ch
         .replace(&dir.path().display().to_string(), "<tmp>");
     assert!(md.contains("| catches ≥ |"), "{md}");
     assert!(md.contains("Tolerances calibrated from "), "{md}");
-    // The decode step moved by less than this baseline can detect: the pass says so, and its
-    // row does too; it is not "no change".
+    // A 10% slower MoE moves the decode step by less than a 5-run calibration can detect: the
+    // pass says so, and its row does too; it is not "no change".
     let first = md.lines().next().unwrap();
     assert!(first.starts_with("✅ **PASS**"), "{first}");
     assert!(
@@ -181,4 +183,60 @@ fn a_calibrated_baseline_says_what_it_catches_and_a_change_below_it_is_not_no_ch
     // The calibration note is said once, not in every tolerance cell.
     assert!(!md.contains("(calibrated, "), "{md}");
     insta::assert_snapshot!("comment_calibrated", md);
+}
+
+/// The repository's real H200 trace (a CUDA-graph decode of a small MoE decoder).
+const REAL_TRACE: &str = "examples/traces/h200-toy-moe-graph.json.gz";
+
+#[test]
+fn a_real_trace_s_regression_comment_reads_as_the_synthetic_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let baseline = dir.path().join("toy-moe-h200-tp1.toml");
+    let out = tracegate()
+        .current_dir(root)
+        .arg("baseline")
+        .arg("new")
+        .arg(REAL_TRACE)
+        .arg("--baseline")
+        .arg(&baseline)
+        .args(["--model", "toy-moe", "--precision", "bf16"])
+        .output()
+        .unwrap();
+    common::assert_exit(&out, 0);
+    // A baseline recorded when the decode step was 10% faster: the run is a regression.
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    let step = table["metrics"]["decode_step_ms"]["value"]
+        .as_float()
+        .unwrap();
+    let faster = text.replacen(
+        &format!("value = {step}"),
+        &format!("value = {}", (step / 1.1 * 1000.0).round() / 1000.0),
+        1,
+    );
+    assert_ne!(faster, text);
+    std::fs::write(&baseline, faster).unwrap();
+    let out = tracegate()
+        .current_dir(root)
+        .arg("check")
+        .arg(REAL_TRACE)
+        .arg("--baseline")
+        .arg(&baseline)
+        .args(["--format", "markdown", "--no-github"])
+        .output()
+        .unwrap();
+    // The baseline's date is the day the test runs.
+    let date = regex::Regex::new(r"\b20[0-9]{2}-[0-9]{2}-[0-9]{2}\b").unwrap();
+    let md = String::from_utf8(out.stdout)
+        .unwrap()
+        .replace(&dir.path().display().to_string(), "<tmp>");
+    let md = date.replace_all(&md, "<date>").into_owned();
+    assert_eq!(out.status.code(), Some(1), "{md}");
+    assert!(
+        md.starts_with("❌ **REGRESSION** · toy-moe-h200-tp1 · decode step +10."),
+        "{md}"
+    );
+    assert!(md.contains("tracegate on NVIDIA H200: **"), "{md}");
+    insta::assert_snapshot!("comment_real_trace", md);
 }
