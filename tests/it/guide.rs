@@ -130,6 +130,33 @@ fn the_guides_commands_run_on_the_real_trace_in_the_repository() {
     assert!(stderr.contains("✅ PASS · "), "{stderr}");
 }
 
+#[test]
+fn every_command_block_outside_the_guide_is_marked_as_a_template() {
+    // The guide's blocks run (above); every other sh or yaml block says what it is, so that a
+    // reader does not take a server recipe for a command that runs in a clone.
+    let mut outside = README.to_string();
+    while let Some(start) = outside.find("<!-- guide:begin -->") {
+        let end = outside[start..].find("<!-- guide:end -->").unwrap() + start;
+        outside.replace_range(start..end, "");
+    }
+    let lines: Vec<&str> = outside.lines().collect();
+    let mut blocks = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let fence = line.trim_start();
+        if fence == "```sh" || fence == "```yaml" {
+            blocks += 1;
+            let first = lines[i + 1].trim_start();
+            assert!(
+                ["# template", "# synopsis", "# benchmarks", "# in a clone"]
+                    .iter()
+                    .any(|m| first.starts_with(m)),
+                "a README block is not marked as a template: {first}"
+            );
+        }
+    }
+    assert!(blocks >= 6, "{blocks} blocks");
+}
+
 /// The `Examples:` lines of every command's `--help` that name the repository's real trace.
 fn help_examples_with_the_trace() -> Vec<String> {
     let bin = assert_cmd::cargo::cargo_bin("tracegate");
