@@ -167,6 +167,9 @@ pub struct RunSummary {
     /// Sequences decoded per step, where the trace says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch: Option<f64>,
+    /// The serving framework the trace tells (`sglang`, `vllm`), where it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub framework: Option<String>,
     /// `device` was asserted with `--hardware`, not read from the trace.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub hardware_asserted: bool,
@@ -276,6 +279,7 @@ pub(crate) fn check(
         partial_ranks: x.run.partial_ranks.clone(),
         decode_steps_kept: x.steps.values().map(|s| s.decode_kept).min().unwrap_or(0),
         batch: x.decode_batch,
+        framework: x.run.framework.clone(),
         warnings: x.warnings.iter().cloned().chain(integrity.notes).collect(),
         identity: Default::default(),
     };

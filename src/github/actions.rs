@@ -296,6 +296,7 @@ mod tests {
                 partial_ranks: None,
                 decode_steps_kept: 1,
                 batch: None,
+                framework: None,
                 hardware_asserted: false,
                 hardware_from_baseline: false,
                 warnings: vec![],

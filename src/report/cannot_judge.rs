@@ -29,8 +29,8 @@ pub(super) fn parts(result: &CheckResult) -> Vec<String> {
     parts
 }
 
-/// The configuration side by side, `≠` where it differs: hardware, ranks, batch and the decode
-/// step's scale; whether any differs.
+/// The configuration side by side, `≠` where it differs: hardware, ranks, batch, framework and
+/// the decode step's scale; whether any differs.
 fn differences(result: &CheckResult) -> (Table, bool) {
     let meta = &result.baseline.meta;
     let run = &result.run;
@@ -60,9 +60,15 @@ fn differences(result: &CheckResult) -> (Table, bool) {
             run.batch.map(|b| Unit::Count.number(b)),
         ));
     }
+    if meta.framework.is_some() || run.framework.is_some() {
+        rows.push(("framework", meta.framework.clone(), run.framework.clone()));
+    }
     let mut differs = false;
     for (what, base, now) in rows {
-        let differ = base.is_some() && now.is_some() && base != now;
+        let differ = match (&base, &now) {
+            (Some(b), Some(n)) => !b.eq_ignore_ascii_case(n),
+            _ => false,
+        };
         differs |= differ;
         t.row(vec![
             if differ { "≠" } else { "" }.to_string(),
