@@ -3,8 +3,10 @@
 //! and the next step; a metric too noisy to judge gets its interval, its limit and how many more
 //! steps would decide it.
 
+use super::check::{tolerance_of, worse_change};
 use super::sections::{folds, head, run_folds};
 use super::table::{escape_markdown, Align, Table};
+use crate::baseline::Tolerance;
 use crate::gate::{CheckResult, MetricCheck};
 use crate::metrics::{Direction, MetricId};
 use crate::units::{Unit, MISSING};
@@ -152,10 +154,7 @@ pub(super) fn too_noisy(result: &CheckResult, noisy: &[&MetricCheck]) -> Vec<Str
 fn noisy_row(m: &MetricCheck) -> Vec<String> {
     let base = m.baseline.unwrap_or(0.0);
     let unit = m.unit;
-    let relative = matches!(
-        m.tolerance.as_deref().map(str::parse),
-        Some(Ok(crate::baseline::Tolerance::Relative(_)))
-    ) && base != 0.0;
+    let relative = matches!(tolerance_of(m), Some(Tolerance::Relative(_))) && base != 0.0;
     // In the tolerance's terms: percent of the baseline (two decimals: the interval of a noisy
     // metric is narrow), else the metric's unit.
     let signed = |v: f64| {
@@ -187,11 +186,7 @@ fn noisy_row(m: &MetricCheck) -> Vec<String> {
 fn more_steps(m: &MetricCheck) -> Option<usize> {
     let (lo, hi) = m.interval?;
     let half = (hi - lo) / 2.0;
-    let worse = match m.direction {
-        Direction::Lower => m.change?,
-        Direction::Higher => -m.change?,
-    };
-    let distance = (worse - m.allowance?).abs();
+    let distance = (worse_change(m)? - m.allowance?).abs();
     let n = m.samples as f64;
     if distance <= 0.0 || n == 0.0 {
         return None;

@@ -74,7 +74,7 @@ pub(crate) fn value(v: Option<f64>, unit: Unit) -> String {
 }
 
 /// The tolerance a metric was judged with, as its baseline states it.
-fn tolerance_of(m: &MetricCheck) -> Option<Tolerance> {
+pub(super) fn tolerance_of(m: &MetricCheck) -> Option<Tolerance> {
     m.tolerance.as_deref()?.parse().ok()
 }
 
@@ -549,21 +549,23 @@ pub(super) fn undetectable(result: &CheckResult, m: &MetricCheck) -> Option<f64>
         return None;
     }
     let mdc = calibration_of(result, m.name)?.mdc?;
-    let worse = match m.direction {
+    let worse = worse_change(m)?;
+    (worse > m.allowance? / 2.0 && worse < mdc).then_some(mdc)
+}
+
+/// A metric's change in its bad direction (positive: worse), in its unit.
+pub(super) fn worse_change(m: &MetricCheck) -> Option<f64> {
+    Some(match m.direction {
         Direction::Lower => m.change?,
         Direction::Higher => -m.change?,
-    };
-    (worse > m.allowance? / 2.0 && worse < mdc).then_some(mdc)
+    })
 }
 
 /// A metric's detectable change as the table shows it: relative for a metric judged relative to
 /// its value, in its unit for one judged in an amount (a share of a near-zero skew means
 /// nothing).
 pub(super) fn detectable_text(m: &MetricCheck, mdc: f64) -> String {
-    let relative = matches!(
-        m.tolerance.as_deref().map(str::parse),
-        Some(Ok(crate::baseline::Tolerance::Relative(_)))
-    );
+    let relative = matches!(tolerance_of(m), Some(Tolerance::Relative(_)));
     match m.baseline.filter(|b| relative && *b != 0.0) {
         Some(b) => format!("{}%", crate::units::fixed(mdc / b.abs() * 100.0, 1)),
         None if m.unit == Unit::Pct => format!("{} pp", Unit::Pct.number(mdc)),
@@ -578,7 +580,7 @@ fn idle_not_busy(compute_excess_ms: f64, wait_change_ms: f64) -> bool {
 }
 
 /// A sentence's words with its first letter upper-case.
-fn capitalised(text: &str) -> String {
+pub(super) fn capitalised(text: &str) -> String {
     let mut chars = text.chars();
     match chars.next() {
         Some(c) => c.to_uppercase().chain(chars).collect(),

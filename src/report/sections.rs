@@ -3,11 +3,13 @@
 //! diff, the kernels that moved, the run and baseline, the warnings).
 
 use super::check::{
-    delta_table, details, fence_for, headline, identity_line, meta_table, moved, ms, partial_line,
+    capitalised, delta_table, details, fence_for, headline, identity_line, meta_table, moved, ms,
+    partial_line,
 };
 use super::table::{escape_html, escape_markdown};
 use crate::gate::explain::Delta;
 use crate::gate::{CheckResult, Status};
+use crate::taxonomy::names::cut_middle;
 
 /// The first line, the count line, the identity and partial-run lines: the comment's head.
 pub(super) fn head(result: &CheckResult, second: &str) -> String {
@@ -70,7 +72,7 @@ pub(super) fn folds(result: &CheckResult, categories: Vec<Delta>) -> Vec<String>
         &meta_table(result).to_markdown(),
     ));
     named.push("run and baseline");
-    let mut parts = vec![details(&capitalised_list(&named), &inner)];
+    let mut parts = vec![details(&capitalised(&named.join(", ")), &inner)];
     if !result.run.warnings.is_empty() {
         parts.push(warnings(result));
     }
@@ -99,16 +101,6 @@ fn warnings(result: &CheckResult) -> String {
     details("Warnings", &list)
 }
 
-/// "Categories, kernels that moved, run and baseline".
-fn capitalised_list(names: &[&str]) -> String {
-    let text = names.join(", ");
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(c) => c.to_uppercase().chain(chars).collect(),
-        None => text,
-    }
-}
-
 /// Lines of the kernel diff a comment shows; the JSON verdict has them all.
 const DIFF_LINES: usize = 20;
 /// Characters of one diff line: what fits the 900 px column in a code block at 14 px.
@@ -121,7 +113,7 @@ fn cut_diff(diff: &str) -> (String, String) {
     let mut out: String = lines
         .iter()
         .take(DIFF_LINES)
-        .map(|l| format!("{}\n", cut_middle(l, DIFF_LINE_CHARS)))
+        .map(|l| format!("{}\n", cut_middle(l, DIFF_LINE_CHARS, None)))
         .collect();
     let rest = lines.len().saturating_sub(DIFF_LINES);
     let summary = if rest > 0 {
@@ -134,19 +126,4 @@ fn cut_diff(diff: &str) -> (String, String) {
         "Kernels that appeared or vanished".to_string()
     };
     (out, summary)
-}
-
-/// `line` cut to `max` characters by taking out its middle (a kernel's template arguments),
-/// marked `…`; its diff sign and its end stay.
-fn cut_middle(line: &str, max: usize) -> String {
-    let chars: Vec<char> = line.chars().collect();
-    if chars.len() <= max {
-        return line.to_string();
-    }
-    let head = max * 2 / 3;
-    let tail = max - head - 1;
-    let mut out: String = chars[..head].iter().collect();
-    out.push('…');
-    out.extend(&chars[chars.len() - tail..]);
-    out
 }
