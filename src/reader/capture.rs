@@ -400,12 +400,17 @@ pub fn capture_batch(path: &Path) -> Option<u64> {
     batch_in_name(&name)
 }
 
-/// `N` of `bs_N` (or `bs-N`, `bsN`) in a file name.
+/// `N` of `bs_N` (or `bs-N`, `bsN`) in a file name, where `bs` starts a word (not `abs_2`).
 fn batch_in_name(name: &str) -> Option<u64> {
-    let at = name.find("bs")?;
-    let rest = name[at + 2..].trim_start_matches(['_', '-']);
-    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse().ok()
+    name.match_indices("bs").find_map(|(at, _)| {
+        let word_start = name[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_ascii_alphanumeric());
+        let rest = name[at + 2..].trim_start_matches(['_', '-']);
+        let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+        word_start.then(|| digits.parse().ok()).flatten()
+    })
 }
 
 #[cfg(test)]

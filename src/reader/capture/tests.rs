@@ -142,4 +142,6 @@ fn the_batch_of_a_capture_comes_from_execution_details_before_its_name() {
     assert_eq!(capture_batch(&named), Some(64));
     let unnamed = write(dir.path(), "capture.json", "");
     assert_eq!(capture_batch(&unnamed), None);
+    let not_a_batch = write(dir.path(), "abs_2_rank1_bs-8.json", "");
+    assert_eq!(capture_batch(&not_a_batch), Some(8));
 }
