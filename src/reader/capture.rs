@@ -134,8 +134,10 @@ fn dims(v: Option<serde_json::Value>) -> Vec<Vec<u64>> {
         .collect()
 }
 
+/// A launch without `args.kernel` (an older profiler) is still a kernel, named by its runtime
+/// call: names cannot align then, but positions can.
 fn launch_kind(name: &str, kernel: bool) -> Option<CaptureKind> {
-    if kernel {
+    if kernel || name.contains("LaunchKernel") || name.contains("LaunchCooperativeKernel") {
         Some(CaptureKind::Kernel)
     } else if name.contains("Memcpy") {
         Some(CaptureKind::Memcpy)

@@ -145,3 +145,29 @@ fn the_batch_of_a_capture_comes_from_execution_details_before_its_name() {
     let not_a_batch = write(dir.path(), "abs_2_rank1_bs-8.json", "");
     assert_eq!(capture_batch(&not_a_batch), Some(8));
 }
+
+#[test]
+fn a_launch_without_its_kernel_name_is_kept_under_the_runtime_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = [
+        x("cuda_runtime", "cudaStreamBeginCapture", 1.0, 1.0, ""),
+        x(
+            "cuda_driver",
+            "cuLaunchKernel",
+            2.0,
+            1.0,
+            r#""correlation":4"#,
+        ),
+        x("cuda_runtime", "cudaStreamGetCaptureInfo", 3.0, 1.0, ""),
+        x("cuda_runtime", "cudaStreamEndCapture", 4.0, 1.0, ""),
+    ];
+    let text = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+    let path = write(dir.path(), "old.json", &text);
+    let capture = read_capture(&path).unwrap();
+    let kept: Vec<_> = capture
+        .launches
+        .iter()
+        .map(|l| (l.kind, l.kernel.as_str()))
+        .collect();
+    assert_eq!(kept, [(CaptureKind::Kernel, "cuLaunchKernel")]);
+}
