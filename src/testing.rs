@@ -3,10 +3,15 @@
 //! `tests/` drives directly; in unit tests, hand-built rank traces whose times are given in ns so
 //! that expected figures are exact.
 
+pub use crate::analysis::capture::gemm::{gemm_throughput, GemmThroughput};
+pub use crate::analysis::capture::join::{
+    attribute, replay_batch, replays, Refusal, MIN_MATCH_RATE,
+};
 pub use crate::baseline::tolerance::Tolerance;
 pub use crate::metrics::{extract, ExtractOptions};
 pub use crate::reader::{
-    model::MAX_NAME, read_file, read_file_parallel_only, read_file_with_threads, read_run,
+    capture_batch, model::MAX_NAME, read_capture, read_file, read_file_parallel_only,
+    read_file_with_threads, read_run,
 };
 pub use crate::stats::{bootstrap_interval, Statistic};
 pub use crate::synth::generate_to_dir;

@@ -10,6 +10,7 @@
 //! form of [`RunAnalysis`] (documented in `docs/REPORT.md`).
 
 pub(crate) mod balance;
+pub(crate) mod capture;
 pub(crate) mod comm;
 pub(crate) mod compare;
 pub(crate) mod coverage;

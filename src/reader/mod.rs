@@ -3,6 +3,7 @@
 //! Files are streamed (never held whole in memory) and read in parallel, one file per task.
 //! Only this module sees JSON.
 
+mod capture;
 mod error;
 mod event;
 mod fast;
@@ -21,6 +22,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
+#[cfg(any(test, feature = "testing"))]
+pub use capture::{capture_batch, read_capture};
+#[allow(unreachable_pub)] // `pub` for `testing` until the command line reaches it
+pub use capture::{Capture, CaptureKind, CaptureLaunch, CaptureOp};
 pub use error::ReadError;
 pub(crate) use error::ReadErrorKind;
 pub use memory::{parse_size, ReadLimits};

@@ -7,6 +7,7 @@ mod action;
 mod bad_input;
 mod bounded;
 mod calibrate;
+mod capture;
 mod chart;
 mod check;
 mod check_output;
