@@ -16,17 +16,60 @@ pub(crate) struct Links<'a> {
     trace: &'a RankTrace,
     launch_by_corr: HashMap<u64, usize>,
     op_by_ext: HashMap<u64, usize>,
-    ops_by_tid: HashMap<u64, ThreadOps>,
+    ops_by_tid: HashMap<u64, Nesting>,
+    frames_by_tid: HashMap<u64, Nesting>,
 }
 
-/// The CPU ops of one host thread, in start order, each with the op that was open when it began.
+/// The spans of one host thread (ops or Python frames), in start order, each with the span that
+/// was open when it began.
 #[derive(Default)]
-struct ThreadOps {
-    ops: Vec<usize>,
-    /// Position in `ops` of the latest-starting op still open when this one started. Every op
-    /// that encloses a time after an op's start is on that op's chain of parents, so the
-    /// innermost one is found in a few steps instead of a walk over earlier siblings.
+struct Nesting {
+    /// Indices into the trace's list, in start order.
+    spans: Vec<usize>,
+    /// Position in `spans` of the latest-starting span still open when this one started. Every
+    /// span that encloses a time after a span's start is on that span's chain of parents, so
+    /// the innermost one is found in a few steps instead of a walk over earlier siblings.
     parent: Vec<u32>,
+}
+
+impl Nesting {
+    /// Per thread, from `(tid, start, end)` of each span in start order.
+    fn by_thread(spans: impl Iterator<Item = (u64, i64, i64)>) -> HashMap<u64, Nesting> {
+        // Per thread: the nesting, and the spans still open (end, position), innermost last.
+        let mut by_tid: HashMap<u64, (Nesting, Vec<(i64, u32)>)> = HashMap::default();
+        for (i, (tid, ts, end)) in spans.enumerate() {
+            let (thread, open) = by_tid.entry(tid).or_default();
+            // A span popped here ended before a later one began: it encloses nothing after.
+            while open.last().is_some_and(|&(e, _)| e < ts) {
+                open.pop();
+            }
+            let at = thread.spans.len() as u32;
+            thread.parent.push(open.last().map_or(NO_PARENT, |&(_, p)| p));
+            thread.spans.push(i);
+            open.push((end, at));
+        }
+        by_tid.into_iter().map(|(tid, (n, _))| (tid, n)).collect()
+    }
+
+    /// The innermost span that holds `[ts, end]`, then each enclosing one outwards.
+    fn enclosing(&self, ts: i64, end: i64, span: impl Fn(usize) -> (i64, i64)) -> Vec<usize> {
+        let mut out = Vec::new();
+        let after = self.spans.partition_point(|&i| span(i).0 <= ts);
+        let Some(mut at) = after.checked_sub(1).map(|a| a as u32) else {
+            return out;
+        };
+        for _ in 0..MAX_CHAIN_WALKED {
+            let i = self.spans[at as usize];
+            if span(i).1 >= end {
+                out.push(i);
+            }
+            at = self.parent[at as usize];
+            if at == NO_PARENT {
+                break;
+            }
+        }
+        out
+    }
 }
 
 impl<'a> Links<'a> {
@@ -38,21 +81,19 @@ impl<'a> Links<'a> {
             .map(|(i, l)| (l.correlation, i))
             .collect();
         let mut op_by_ext = HashMap::default();
-        let mut ops_by_tid: HashMap<u64, ThreadOps> = HashMap::default();
         for (i, op) in trace.cpu_ops.iter().enumerate() {
             if let Some(ext) = op.external_id {
                 op_by_ext.entry(ext).or_insert(i);
             }
-            ops_by_tid.entry(op.tid).or_default().ops.push(i);
         }
-        for thread in ops_by_tid.values_mut() {
-            thread.parent = open_parents(trace, &thread.ops);
-        }
+        let ops = trace.cpu_ops.iter().map(|o| (o.tid, o.ts, o.ts + o.dur));
+        let frames = trace.python_frames.iter().map(|f| (f.tid, f.ts, f.ts + f.dur));
         Links {
             trace,
             launch_by_corr,
             op_by_ext,
-            ops_by_tid,
+            ops_by_tid: Nesting::by_thread(ops),
+            frames_by_tid: Nesting::by_thread(frames),
         }
     }
 
@@ -73,45 +114,39 @@ impl<'a> Links<'a> {
         by_id.or_else(|| launch.and_then(|l| self.enclosing_op(l.tid, l.ts)))
     }
 
+    /// The ops that enclose op `op` on its thread, innermost first (not `op` itself).
+    pub(crate) fn ops_around(&self, op: usize) -> Vec<usize> {
+        let o = &self.trace.cpu_ops[op];
+        let Some(thread) = self.ops_by_tid.get(&o.tid) else {
+            return Vec::new();
+        };
+        let ops = &self.trace.cpu_ops;
+        let mut around = thread.enclosing(o.ts, o.ts + o.dur, |i| (ops[i].ts, ops[i].ts + ops[i].dur));
+        around.retain(|&i| i != op);
+        around
+    }
+
+    /// The Python frames around a launch on its thread, innermost first (indices into
+    /// [`RankTrace::python_frames`]).
+    pub(crate) fn frames_around(&self, launch: &Launch) -> Vec<usize> {
+        let Some(thread) = self.frames_by_tid.get(&launch.tid) else {
+            return Vec::new();
+        };
+        let frames = &self.trace.python_frames;
+        thread.enclosing(launch.ts, launch.ts + launch.dur, |i| {
+            (frames[i].ts, frames[i].ts + frames[i].dur)
+        })
+    }
+
     /// The innermost (latest-starting) CPU op on `tid` that encloses time `ts`.
     fn enclosing_op(&self, tid: u64, ts: i64) -> Option<usize> {
         let thread = self.ops_by_tid.get(&tid)?;
         let ops = &self.trace.cpu_ops;
-        let after = thread.ops.partition_point(|&i| ops[i].ts <= ts);
-        let mut at = after.checked_sub(1)? as u32;
-        for _ in 0..MAX_CHAIN_WALKED {
-            let i = thread.ops[at as usize];
-            if ops[i].ts + ops[i].dur >= ts {
-                return Some(i);
-            }
-            at = thread.parent[at as usize];
-            if at == NO_PARENT {
-                return None;
-            }
-        }
-        None
+        thread
+            .enclosing(ts, ts, |i| (ops[i].ts, ops[i].ts + ops[i].dur))
+            .first()
+            .copied()
     }
-}
-
-/// For each op of one thread (`thread_ops`, in start order), the position of the latest-starting
-/// earlier op that had not ended when it started. An op popped here ended before a later op
-/// began, so it cannot enclose any time from then on.
-fn open_parents(trace: &RankTrace, thread_ops: &[usize]) -> Vec<u32> {
-    let ops = &trace.cpu_ops;
-    let mut parent = Vec::with_capacity(thread_ops.len());
-    let mut open: Vec<u32> = Vec::new();
-    for (at, &i) in thread_ops.iter().enumerate() {
-        while let Some(&top) = open.last() {
-            let t = thread_ops[top as usize];
-            if ops[t].ts + ops[t].dur >= ops[i].ts {
-                break;
-            }
-            open.pop();
-        }
-        parent.push(open.last().copied().unwrap_or(NO_PARENT));
-        open.push(at as u32);
-    }
-    parent
 }
 
 #[cfg(test)]

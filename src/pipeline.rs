@@ -17,6 +17,7 @@ use crate::reader::ReadError;
 use crate::taxonomy::{Taxonomy, TaxonomyError};
 
 mod baselines;
+mod captures;
 
 pub use crate::analysis::compare::Comparison;
 pub use crate::gate::{CheckOptions, CheckResult, Status};
@@ -31,6 +32,7 @@ pub use crate::synth::{
     scenario_names, Injection, InjectionKind, JitterMode, Layout, SynthError, SynthOptions,
     SynthSummary,
 };
+pub use captures::{capture_dirs, CaptureChoice, CAPTURE_DIR};
 pub use baselines::{
     calibrate, calibrate_target, check_identity, new_baseline, update_baseline, BaselineText,
     BaselineWriteError, CalibrateSettings, NewSettings, Note, Progress, UpdateSettings,
@@ -57,6 +59,11 @@ pub struct AnalysisConfig {
     /// which, and a later run must hold the same ones. Without it the commands that gate refuse
     /// a partial run.
     pub partial_ranks: bool,
+    /// Where graph captures are taken from, to give replayed kernels their op, shapes and
+    /// Python scope.
+    pub capture: CaptureChoice,
+    /// Python scope frames per row of the model view (`--scope-depth`).
+    pub scope_depth: usize,
     /// Memory, longest string and threads for this analysis alone: the reader and every stage
     /// after it run under them, on a thread pool built for the call.
     pub limits: ReadLimits,
@@ -72,6 +79,8 @@ impl Default for AnalysisConfig {
             step_gap: None,
             warmup_asked: false,
             partial_ranks: false,
+            capture: CaptureChoice::default(),
+            scope_depth: crate::analysis::code::scope::DEFAULT_DEPTH,
             limits: ReadLimits::default(),
         }
     }
@@ -220,13 +229,21 @@ fn extract_here(
     Ok(extraction)
 }
 
-/// The full analysis of a run already read (`report`, `compare`): the gated figures where decode
-/// steps exist, the whole trace otherwise.
-pub fn analyse(run: &Run, config: &AnalysisConfig) -> Result<RunAnalysis, PipelineError> {
-    config.limits.install(|| analyse_here(run, config))
+/// The full analysis of a run already read from `paths` (`report`, `compare`): the gated figures
+/// where decode steps exist, the whole trace otherwise.
+pub fn analyse(
+    run: &Run,
+    paths: &[PathBuf],
+    config: &AnalysisConfig,
+) -> Result<RunAnalysis, PipelineError> {
+    config.limits.install(|| analyse_here(run, paths, config))
 }
 
-fn analyse_here(run: &Run, config: &AnalysisConfig) -> Result<RunAnalysis, PipelineError> {
+fn analyse_here(
+    run: &Run,
+    paths: &[PathBuf],
+    config: &AnalysisConfig,
+) -> Result<RunAnalysis, PipelineError> {
     let limits = &config.limits;
     let taxonomy = config.taxonomy()?;
     let classes = taxonomy.classify_run(run);
@@ -237,6 +254,8 @@ fn analyse_here(run: &Run, config: &AnalysisConfig) -> Result<RunAnalysis, Pipel
     let options = AnalysisOptions {
         warmup_steps: config.warmup_steps,
         step_gap: config.step_gap,
+        captures: captures::read_captures(run, &capture_dirs(paths, &config.capture))?,
+        scope_depth: config.scope_depth,
     };
     let analysis = crate::analysis::analyse_run(run, &classes, extraction.as_ref(), &options);
     stage_done("analysing the run", run, limits)?;
@@ -264,10 +283,39 @@ pub fn check(
             allow_override: options.allow_override,
             analysis: Some(&analysis),
         };
-        let result = crate::gate::check(&extraction, baseline, options, &edits);
+        let mut result = crate::gate::check(&extraction, baseline, options, &edits);
         stage_done("gating", run, &config.limits)?;
+        result.explanation.site = lead_site(run, paths, config, &extraction, &result)?;
         Ok(result)
     })
+}
+
+/// The code behind the kernel the Why names: only that kernel's calls in the kept decode steps
+/// are looked at, and the captures are read only when it was replayed from a graph.
+fn lead_site(
+    run: &Run,
+    paths: &[PathBuf],
+    config: &AnalysisConfig,
+    extraction: &Extraction,
+    result: &CheckResult,
+) -> Result<Option<crate::analysis::code::lead::LeadSite>, PipelineError> {
+    let Some(kernel) = result.explanation.cause.kernel() else {
+        return Ok(None);
+    };
+    let captures = captures::read_captures(run, &capture_dirs(paths, &config.capture))?;
+    let ids: Vec<Option<crate::reader::model::NameId>> =
+        run.traces.iter().map(|t| t.names.lookup(kernel)).collect();
+    let wanted = |t: usize, i: usize| {
+        ids[t].is_some_and(|id| run.traces[t].gpu.get(i).is_some_and(|a| a.name == id))
+    };
+    let sites = crate::analysis::code::code_sites(run, &captures, &wanted);
+    Ok(crate::analysis::code::lead::lead_site(
+        run,
+        &sites,
+        &extraction.rank_steps,
+        kernel,
+        config.scope_depth,
+    ))
 }
 
 /// What a run holds, for `inspect`: files, ranks, event counts, steps found (no taxonomy).

@@ -4,9 +4,8 @@
 //! that expected figures are exact.
 
 pub use crate::analysis::capture::gemm::{gemm_throughput, GemmThroughput};
-pub use crate::analysis::capture::join::{
-    attribute, replay_batch, replays, Refusal, MIN_MATCH_RATE,
-};
+pub use crate::analysis::capture::join::{attribute, replay_batch, Refusal, MIN_MATCH_RATE};
+pub use crate::analysis::code::graph::replays;
 pub use crate::baseline::tolerance::Tolerance;
 pub use crate::metrics::{extract, ExtractOptions};
 pub use crate::reader::{
@@ -64,6 +63,8 @@ impl TraceBuilder {
                 collective_names: Vec::new(),
                 launch_dims: Vec::new(),
                 stats: ReadStats::default(),
+                python_frames: Vec::new(),
+                graph_nodes: Vec::new(),
                 producer: Default::default(),
             },
             classes: Vec::new(),

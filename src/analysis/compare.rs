@@ -30,6 +30,8 @@ pub struct Comparison {
     pub figures: Vec<MetricRow>,
     /// Time per category per step (or per rank over the whole trace), ms.
     pub categories: Vec<MetricRow>,
+    /// Time per Python scope per step (or per rank), ms: the scopes with most time in any run.
+    pub scopes: Vec<MetricRow>,
     /// Words side by side (allreduce kernel and protocol, main kernels).
     pub facts: Vec<FactRow>,
     /// Per category: the top kernels of each run and those only one run uses.
@@ -259,6 +261,13 @@ pub(crate) fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
         .filter(|&&c| runs.iter().any(|(_, a)| category_ms(a, c).is_some()))
         .map(|&c| metric_row(c.key(), c.label(), Unit::Ms, values(&|a| category_ms(a, c))))
         .collect();
+    let scopes = scope_names(runs)
+        .into_iter()
+        .map(|scope| {
+            let ms = |a: &RunAnalysis| a.code.scopes.iter().find(|r| r.scope == scope).map(|r| r.ms);
+            metric_row(&scope, &scope, Unit::Ms, values(&ms))
+        })
+        .collect();
     let facts_of = |f: &dyn Fn(&RunAnalysis) -> Option<String>| -> Vec<Option<String>> {
         runs.iter().map(|(_, a)| f(a)).collect()
     };
@@ -369,7 +378,24 @@ pub(crate) fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
         metrics,
         figures,
         categories,
+        scopes,
         facts,
         libraries,
     }
 }
+
+/// Python scopes compared: the first [`SCOPES_COMPARED`] of each run, by time, first seen first.
+fn scope_names(runs: &[(String, &RunAnalysis)]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for (_, a) in runs {
+        for row in a.code.scopes.iter().take(SCOPES_COMPARED) {
+            if !names.contains(&row.scope) {
+                names.push(row.scope.clone());
+            }
+        }
+    }
+    names
+}
+
+/// Scopes per run in the comparison.
+const SCOPES_COMPARED: usize = 12;

@@ -11,6 +11,7 @@
 
 pub(crate) mod balance;
 pub(crate) mod capture;
+pub(crate) mod code;
 pub(crate) mod comm;
 pub(crate) mod compare;
 pub(crate) mod coverage;
@@ -52,6 +53,10 @@ pub(crate) struct AnalysisOptions {
     pub warmup_steps: usize,
     /// `--step-gap`, ns.
     pub step_gap: Option<i64>,
+    /// Graph captures to join replays to (`--capture`, or found beside the run).
+    pub captures: Vec<code::CaptureInput>,
+    /// Python scope frames per row of the model view (`--scope-depth`).
+    pub scope_depth: usize,
 }
 
 /// The whole analysis of one run.
@@ -77,6 +82,8 @@ pub struct RunAnalysis {
     /// `None` without a prefill step.
     pub prefill: Option<prefill::PrefillSection>,
     pub shapes: ShapesSection,
+    /// Time per op and shape and per Python scope (issue 41).
+    pub code: code::view::ModelView,
     pub coverage: coverage::Coverage,
     /// Kernels in `other`, with a rule to paste for those no rule matched.
     pub unclassified: unclassified::UnclassifiedSection,
@@ -350,9 +357,37 @@ pub(crate) fn analyse_run(
             .map(|x| balance::balance_section(&ctx, x)),
         prefill: prefill::prefill_section(&ctx),
         shapes: crate::analysis::shapes::shape_section(run, classes, rank_steps, scope),
+        code: model_view(&ctx, options),
         coverage: coverage::coverage(run),
         unclassified,
     }
+}
+
+/// The model view over the activities in scope, every rank pooled.
+fn model_view(ctx: &Context<'_>, options: &AnalysisOptions) -> code::view::ModelView {
+    let (mut activities, mut units) = (Vec::new(), 0usize);
+    for rs in ctx.rank_steps {
+        let (acts, n) = ctx.rank_activities(rs);
+        units += n;
+        let mut by_trace: std::collections::BTreeMap<usize, Vec<u32>> = Default::default();
+        for (t, i) in acts {
+            by_trace.entry(t).or_default().push(i);
+        }
+        activities.extend(by_trace);
+    }
+    let mut wanted: Vec<Vec<bool>> = ctx.run.traces.iter().map(|t| vec![false; t.gpu.len()]).collect();
+    for (t, indices) in &activities {
+        for &i in indices {
+            wanted[*t][i as usize] = true;
+        }
+    }
+    let sites = code::code_sites(ctx.run, &options.captures, &|t, i| wanted[t][i]);
+    let in_scope = code::view::InScope {
+        activities,
+        per: units as f64,
+        scope: ctx.scope,
+    };
+    code::view::model_view(ctx.run, &sites, &in_scope, options.scope_depth.max(1))
 }
 
 fn decode_figures(rank_steps: &[RankSteps], extraction: Option<&Extraction>) -> DecodeFigures {

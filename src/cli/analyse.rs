@@ -42,7 +42,7 @@ pub(super) fn extract(args: ExtractArgs, limits: pipeline::ReadLimits) -> Result
 /// Reads and analyses one run for `report` and `compare`.
 fn analyse_report(paths: &[PathBuf], config: &AnalysisConfig) -> Result<pipeline::RunAnalysis> {
     let run = read_run(paths, config)?;
-    Ok(pipeline::analyse(&run, config)?)
+    Ok(pipeline::analyse(&run, paths, config)?)
 }
 
 pub(super) fn report(args: ReportArgs, limits: pipeline::ReadLimits) -> Result<i32> {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::pipeline::AnalysisConfig;
+use crate::pipeline::{AnalysisConfig, CaptureChoice};
 use crate::report::{ExtractFormat, Format};
 
 #[derive(Debug, Parser)]
@@ -590,6 +590,18 @@ pub(crate) struct AnalysisArgs {
     /// it, `check` and `baseline` refuse a partial run (exit 2).
     #[arg(long)]
     pub partial_ranks: bool,
+    /// Graph captures (SGLang's --enable-profile-cuda-graph, vLLM's capture_torch_profiler) that
+    /// give replayed kernels their op, shapes and Python scope [default: a capture_traces/
+    /// directory beside the traces or under the run's directory].
+    #[arg(long, value_name = "DIR", conflicts_with = "no_capture")]
+    pub capture: Option<PathBuf>,
+    /// Join no capture, not even one found beside the traces.
+    #[arg(long)]
+    pub no_capture: bool,
+    /// Python scope frames shown per row of the model view (1: the innermost nn.Module, or the
+    /// innermost frame of the model's own code).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub scope_depth: u16,
 }
 
 impl AnalysisArgs {
@@ -605,6 +617,12 @@ impl AnalysisArgs {
             step_gap: self.step_gap,
             warmup_asked: self.warmup_steps.is_some(),
             partial_ranks: self.partial_ranks,
+            capture: match (&self.capture, self.no_capture) {
+                (_, true) => CaptureChoice::Off,
+                (Some(dir), _) => CaptureChoice::Dir(dir.clone()),
+                (None, false) => CaptureChoice::Auto,
+            },
+            scope_depth: usize::from(self.scope_depth),
             limits,
         }
     }

@@ -123,7 +123,12 @@ pub(crate) fn read_run(
         bar.set_position(done as u64);
     });
     bar.finish_and_clear();
-    Ok(run?)
+    let run = run?;
+    // A capture directory, given or found beside the traces, is an input like a trace.
+    for dir in pipeline::capture_dirs(paths, &config.capture) {
+        confine_paths(&[("--capture", Some(&dir))], &[])?;
+    }
+    Ok(run)
 }
 
 /// From the first run read on, `--max-memory` is watched for the rest of the command (analysis,

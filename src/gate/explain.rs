@@ -54,6 +54,20 @@ const MATERIAL_SHARE_OF_TOLERANCE: f64 = 0.05;
 /// The one cause of a run's change, as facts: the report words it, once. The first that holds
 /// wins, in this order: time moved into unclassified kernels (the figures that follow miss it),
 /// stalled decode steps, a straggling rank, a slower collective, a category led by a renamed
+impl Cause {
+    /// The kernel the cause names, if it names one.
+    pub fn kernel(&self) -> Option<&str> {
+        match self {
+            Cause::Unclassified { kernel, .. }
+            | Cause::Straggler { kernel, .. }
+            | Cause::SlowerCollective { kernel, .. }
+            | Cause::Category { kernel, .. } => kernel.as_deref(),
+            Cause::Renamed { new, .. } => Some(new),
+            _ => None,
+        }
+    }
+}
+
 /// kernel, a category, a step that moved outside kernel time; `None` when nothing moved.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -232,6 +246,10 @@ pub struct Explanation {
     pub renamed: Vec<Renamed>,
     /// Unified diff of the sorted kernel-name lists (baseline → current), empty when equal.
     pub kernel_diff: String,
+    /// The code that launched the kernel the cause names (its scope, op and shapes), where the
+    /// run's trace or its graph capture says; set by the pipeline after the gate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub site: Option<crate::analysis::code::lead::LeadSite>,
     pub straggler: Option<Straggler>,
     /// Kernel time in `other` worth a word: above 5% of kernel time, or risen over the
     /// baseline's share (a finding in its own right: that time counts in no category).
@@ -639,6 +657,7 @@ pub(crate) fn explain(x: &Extraction, b: &Baseline, metrics: &[MetricCheck]) -> 
         vanished,
         renamed,
         kernel_diff,
+        site: None,
         straggler,
         unclassified,
         slower_transfer,

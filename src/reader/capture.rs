@@ -6,9 +6,6 @@
 //! ranges and the `python_function` frames are kept, then joined by time containment on each
 //! host thread.
 
-#![cfg_attr(not(feature = "testing"), allow(dead_code))]
-// `pub` for `testing` until the command line reaches it.
-#![allow(unreachable_pub)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +18,7 @@ use super::{file, ReadError, ReadErrorKind};
 mod nest;
 
 /// What a captured launch put into the graph.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CaptureKind {
     Kernel,
     Memcpy,
@@ -400,6 +397,19 @@ pub fn capture_batch(path: &Path) -> Option<u64> {
         }
     }
     batch_in_name(&name)
+}
+
+/// The rank a capture was recorded on, from its name: SGLang's `bs_32_rank3`, vLLM's
+/// `graph_capture_rank_3`.
+pub fn capture_rank(path: &Path) -> Option<u32> {
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let at = name.rfind("rank")?;
+    let digits: String = name[at + 4..]
+        .trim_start_matches(['_', '-'])
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok()
 }
 
 /// `N` of `bs_N` (or `bs-N`, `bsN`) in a file name, where `bs` starts a word (not `abs_2`).

@@ -929,6 +929,8 @@ fn finish_trace(
         },
         launch_dims: sink.launch_dims,
         stats: sink.stats,
+        python_frames: Vec::new(),
+        graph_nodes: Vec::new(),
         producer: Default::default(),
     }
 }

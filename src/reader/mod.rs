@@ -22,9 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-#[cfg(any(test, feature = "testing"))]
-pub use capture::{capture_batch, read_capture};
-#[allow(unreachable_pub)] // `pub` for `testing` until the command line reaches it
+pub use capture::{capture_batch, capture_rank, read_capture};
 pub use capture::{Capture, CaptureKind, CaptureLaunch, CaptureOp};
 pub use error::ReadError;
 pub(crate) use error::ReadErrorKind;
@@ -70,6 +68,28 @@ pub(crate) fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError>
         files.extend(found);
     }
     Ok(files)
+}
+
+/// The capture traces of a `capture_traces/` directory, sorted by name (its
+/// `execution_details.json` index is not one).
+pub(crate) fn capture_files(dir: &Path) -> Result<Vec<PathBuf>, ReadError> {
+    let err = |kind| ReadError {
+        path: dir.to_path_buf(),
+        kind,
+    };
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| err(ReadErrorKind::Io(e)))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.file_name().is_some_and(|n| {
+                    let n = n.to_string_lossy();
+                    is_trace_name(&n) && n != "execution_details.json"
+                })
+        })
+        .collect();
+    found.sort();
+    Ok(found)
 }
 
 /// Reads one file, with one thread per core and no limit but the default longest string; a

@@ -342,6 +342,23 @@ pub struct CpuOp {
     pub input_types: Option<NameId>,
 }
 
+/// One `python_function` frame kept by the reader (see [`RankTrace::python_frames`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PyFrame {
+    pub name: NameId,
+    pub ts: i64,
+    pub dur: i64,
+    pub tid: u64,
+}
+
+/// The `graph node id` of a replayed kernel (PyTorch >= 2.12), found by its start and stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphNodeKey {
+    pub ts: i64,
+    pub stream: u64,
+    pub node: u64,
+}
+
 /// One runtime or driver call (`cuda_runtime`, `cuda_driver`; HIP calls keep these categories).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Launch {
@@ -507,6 +524,10 @@ pub struct RankTrace {
     /// (kernel name, collective name) of kernels that carry c10d's `Collective name`, sorted by
     /// kernel name: the trace's own word that the kernel is that collective.
     pub collective_names: Vec<(NameId, NameId)>,
+    /// `python_function` frames that enclose a runtime launch, sorted by start.
+    pub python_frames: Vec<PyFrame>,
+    /// Replayed kernels' `graph node id`, sorted by start.
+    pub graph_nodes: Vec<GraphNodeKey>,
     /// Who made the trace, from its top-level keys (`vllm_version`, `host_name`,
     /// `PT_PROFILER_*`), by the name each takes in the run's identity (`vllm`, `host`, `job`...).
     pub producer: BTreeMap<String, String>,
@@ -527,6 +548,17 @@ impl RankTrace {
             .take_while(|k| k.ts == activity.ts)
             .find(|k| k.stream == activity.stream())
             .map(|k| (self.name(k.group), k.seq))
+    }
+
+    /// The `graph node id` of a replayed kernel, where the trace recorded it.
+    pub fn graph_node_of(&self, activity: &GpuActivity) -> Option<u64> {
+        let keys = &self.graph_nodes;
+        let from = keys.partition_point(|k| k.ts < activity.ts);
+        keys[from..]
+            .iter()
+            .take_while(|k| k.ts == activity.ts)
+            .find(|k| k.stream == activity.stream())
+            .map(|k| k.node)
     }
 
     /// Grid and block of an activity, where the trace recorded them.

@@ -225,6 +225,7 @@ fn render_text(a: &RunAnalysis, m: &'static dyn Markup) -> String {
     whole_trace(&mut d, a);
     prefill(&mut d, a);
     shapes(&mut d, a);
+    super::code::code(&mut d, a);
     coverage(&mut d, a);
     unclassified(&mut d, a);
     d.out.trim_end().to_string() + "\n"

@@ -588,6 +588,48 @@ pub(super) fn capitalised(text: &str) -> String {
     }
 }
 
+/// The cause in a few words with the code behind its kernel, for the headline.
+pub(crate) fn cause_with_site(e: &crate::gate::explain::Explanation) -> Words {
+    let w = cause_words(&e.cause);
+    match &e.site {
+        Some(site) if e.cause.kernel().is_some() => site_words(w, site, (", in ", ", from (")),
+        _ => w,
+    }
+}
+
+/// `, in `nn.Module: FusedMoE` (`fused_experts`, 64×7168×2048 ×58 layers)`.
+/// `lead`: the words before the scope, and before the parenthesis where there is no scope.
+fn site_words(
+    w: Words,
+    site: &crate::analysis::code::lead::LeadSite,
+    lead: (&str, &str),
+) -> Words {
+    let mut inner: Vec<Words> = Vec::new();
+    if let Some(op) = &site.op {
+        inner.push(Words::default().name(op.clone()));
+    }
+    let calls = match site.layers {
+        Some(n) => format!("×{n} layers"),
+        None => format!("×{} per step", crate::units::count(site.calls_per_step)),
+    };
+    let shape = site.shape.as_deref().map(|s| crate::report::table::cut_to(s, 60));
+    inner.push(Words::default().text(match shape {
+        Some(s) => format!("{s} {calls}"),
+        None => calls,
+    }));
+    let mut w = match &site.scope {
+        Some(scope) => w.text(lead.0).name(scope.clone()).text(" ("),
+        None => w.text(lead.1),
+    };
+    for (i, part) in inner.into_iter().enumerate() {
+        if i > 0 {
+            w = w.text(", ");
+        }
+        w.0.extend(part.0);
+    }
+    w.text(")")
+}
+
 /// The cause in a few words, for the headline.
 pub(crate) fn cause_words(cause: &Cause) -> Words {
     let w = Words::default();
@@ -697,8 +739,26 @@ pub(crate) fn cause_words(cause: &Cause) -> Words {
     }
 }
 
-/// "Why": the cause in one sentence, then at most one supporting sentence.
+/// "Why": the cause in one sentence, then at most one supporting sentence, then the code behind
+/// the kernel it names.
 pub(crate) fn why_words(result: &CheckResult) -> Words {
+    let e = &result.explanation;
+    let w = why_cause_words(result);
+    match &e.site {
+        Some(site) if e.cause.kernel().is_some() => {
+            let mut w = site_words(w, site, (" The kernel runs in ", " The kernel runs from ("));
+            if let Some(last) = w.0.last_mut() {
+                if let Piece::Text(t) = last {
+                    t.push('.');
+                }
+            }
+            w
+        }
+        _ => w,
+    }
+}
+
+fn why_cause_words(result: &CheckResult) -> Words {
     let e = &result.explanation;
     let w = Words::default();
     let name = |n: &str| super::short_name(n);
@@ -951,7 +1011,7 @@ fn headline_parts(result: &CheckResult) -> Vec<Words> {
         Status::Regression => parts.push(
             Words::default()
                 .text("cause: ")
-                .text(cause_words(&result.explanation.cause).plain()),
+                .text(cause_with_site(&result.explanation).plain()),
         ),
         Status::CannotJudge => {
             let why = match result.problems.first() {

@@ -209,6 +209,10 @@ fn render_text(c: &Comparison, markdown: bool) -> String {
     }
     d.heading(3, "Time per category");
     d.table(&metric_table(c, &c.categories, "Category (ms)"));
+    if !c.scopes.is_empty() {
+        d.heading(3, "Time per Python scope");
+        d.table(&metric_table(c, &c.scopes, "Scope (ms)").code_column(0));
+    }
     d.heading(3, "Kernel libraries per category");
     for lib in &c.libraries {
         d.folded_table(lib.category.label(), &library_table(c, lib));

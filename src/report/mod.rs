@@ -5,6 +5,7 @@ pub(crate) mod analysis;
 mod cannot_judge;
 pub(crate) mod chart;
 pub(crate) mod check;
+mod code;
 pub(crate) mod comment;
 pub(crate) mod compare;
 pub(crate) mod extract;

@@ -23,6 +23,8 @@ pub struct GemmShape {
     pub m: u64,
     pub n: u64,
     pub k: u64,
+    /// Products in a batched GEMM (`aten::bmm`); 1 otherwise.
+    pub batch: u64,
     /// A's dtype as the trace writes it (`c10::BFloat16`).
     pub dtype: String,
     pub dtype_bytes: u64,
@@ -30,12 +32,12 @@ pub struct GemmShape {
 
 impl GemmShape {
     pub fn flops(&self) -> f64 {
-        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+        2.0 * self.batch as f64 * self.m as f64 * self.n as f64 * self.k as f64
     }
 
     pub fn bytes(&self) -> f64 {
         let (m, n, k) = (self.m as f64, self.n as f64, self.k as f64);
-        (m * k + k * n + m * n) * self.dtype_bytes as f64
+        self.batch as f64 * (m * k + k * n + m * n) * self.dtype_bytes as f64
     }
 }
 
@@ -55,7 +57,7 @@ pub struct GemmThroughput {
 /// Where A and B are among an op's inputs, and whether B is [N,K].
 fn layout(op: &str) -> Option<(usize, usize, bool)> {
     match op {
-        "aten::mm" | "aten::matmul" => Some((0, 1, false)),
+        "aten::mm" | "aten::matmul" | "aten::bmm" => Some((0, 1, false)),
         "aten::addmm" => Some((1, 2, false)),
         "aten::linear" => Some((0, 1, true)),
         _ if op.ends_with("gemm_a16w16") => Some((0, 1, true)),
@@ -81,23 +83,44 @@ fn dtype_bytes(dtype: &str) -> Option<u64> {
 
 /// The GEMM an op call is, if it is one with 2-D operands whose inner dimensions agree.
 pub fn gemm_shape(op: &CaptureOp) -> Option<GemmShape> {
-    let (a, b, b_is_nk) = layout(&op.name)?;
-    let (da, db) = (op.input_dims.get(a)?, op.input_dims.get(b)?);
-    let ([m, k], [b0, b1]) = (da.as_slice(), db.as_slice()) else {
+    gemm_shape_of(&op.name, &op.input_dims, &op.input_types)
+}
+
+/// [`gemm_shape`] of an op given by its name, `Input Dims` and `Input type`.
+pub fn gemm_shape_of(name: &str, dims: &[Vec<u64>], types: &[String]) -> Option<GemmShape> {
+    let (a, b, b_is_nk) = layout(name)?;
+    let (da, db) = (dims.get(a)?, dims.get(b)?);
+    // A batched product: [B, M, K] × [B, K, N].
+    if let ([ba, m, k], [bb, b0, b1]) = (da.as_slice(), db.as_slice()) {
+        if ba == bb && b0 == k && !b_is_nk {
+            return shape(name, types.get(a)?, [*m, *b1, *k], *ba);
+        }
+    }
+    // A of more than two dims (a linear layer's [batch, tokens, K]): its leading dims are M.
+    let (&k, lead) = da.split_last()?;
+    if lead.is_empty() {
+        return None;
+    }
+    let m = lead.iter().product::<u64>();
+    let [b0, b1] = db.as_slice() else {
         return None;
     };
     let (kb, n) = if b_is_nk { (*b1, *b0) } else { (*b0, *b1) };
-    if kb != *k {
+    if kb != k {
         return None;
     }
-    let dtype = op.input_types.get(a)?.clone();
+    shape(name, types.get(a)?, [m, n, k], 1)
+}
+
+fn shape(name: &str, dtype: &str, [m, n, k]: [u64; 3], batch: u64) -> Option<GemmShape> {
     Some(GemmShape {
-        op: op.name.clone(),
-        m: *m,
+        op: name.to_string(),
+        m,
         n,
-        k: *k,
-        dtype_bytes: dtype_bytes(&dtype)?,
-        dtype,
+        k,
+        batch,
+        dtype_bytes: dtype_bytes(dtype)?,
+        dtype: dtype.to_string(),
     })
 }
 

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::reader::model::{GpuKind, RankTrace};
+use crate::reader::model::RankTrace;
 use crate::reader::{Capture, CaptureKind, CaptureLaunch};
 
 /// Below this share of replayed kernels matched, nothing is attributed.
@@ -235,44 +235,6 @@ pub fn attribute<'a>(
         replay,
         join,
     })
-}
-
-/// The kernels of each graph replay of a rank (those carrying a graph launch's correlation), in
-/// start order, one list per graph launch in launch order.
-pub fn replays(trace: &RankTrace) -> Vec<Vec<ReplayKernel>> {
-    let mut graph_launches: Vec<_> = trace.launches.iter().filter(|l| l.graph).collect();
-    graph_launches.sort_by_key(|l| l.ts);
-    let index: HashMap<u64, usize> = graph_launches
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (l.correlation, i))
-        .collect();
-    let mut out: Vec<Vec<(i64, ReplayKernel)>> = vec![Vec::new(); graph_launches.len()];
-    for a in &trace.gpu {
-        let Some(&i) = a.correlation().and_then(|c| index.get(&c)) else {
-            continue;
-        };
-        let kind = match a.kind() {
-            GpuKind::Kernel => CaptureKind::Kernel,
-            GpuKind::Memcpy => CaptureKind::Memcpy,
-            GpuKind::Memset => CaptureKind::Memset,
-        };
-        out[i].push((
-            a.ts,
-            ReplayKernel {
-                kind,
-                name: trace.name(a.name).to_string(),
-                dur_ns: a.dur,
-                graph_node: None,
-            },
-        ));
-    }
-    out.into_iter()
-        .map(|mut r| {
-            r.sort_by_key(|(ts, _)| *ts);
-            r.into_iter().map(|(_, k)| k).collect()
-        })
-        .collect()
 }
 
 /// The batch a replay ran, from `bs=N` in its annotations (SGLang's `step[DECODE bs=32]`), where

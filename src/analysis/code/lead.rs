@@ -1,0 +1,87 @@
+//! The code behind the kernel a check's Why names: the site with most of its time in the steady
+//! decode steps, its scope, op, shapes, and calls per step.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::Serialize;
+
+use crate::reader::Run;
+use crate::steps::RankSteps;
+
+use super::scope::{innermost_instance, scope_of};
+use super::view::{gemm_of, op_label, shapes_text};
+use super::{CodeSites, OpCall, NO_SITE};
+
+/// Where the named kernel was launched from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeadSite {
+    pub kernel: String,
+    /// The Python scope (`nn.Module: FusedMoE`), where its stack has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// The op stack label (`aiter::gemm_a16w16 › aten::mm`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
+    /// `M×N×K` of a GEMM, else the tensor inputs' dims.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+    /// Distinct instances of the scope's module (`FusedMoE_0` … `_57`: 58 layers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layers: Option<usize>,
+    /// Calls of the kernel from this site per decode step.
+    pub calls_per_step: f64,
+    /// The ops, innermost first, with their dims and dtypes (for a repro).
+    pub ops: Vec<OpCall>,
+    /// Python frames, outermost first.
+    pub python: Vec<String>,
+}
+
+/// The site of `kernel` with most time in the kept decode steps; `None` when none of its calls
+/// has a site.
+pub(crate) fn lead_site(
+    run: &Run,
+    sites: &CodeSites,
+    rank_steps: &[RankSteps],
+    kernel: &str,
+    depth: usize,
+) -> Option<LeadSite> {
+    let mut time: HashMap<u32, (i64, usize)> = HashMap::new();
+    let mut steps = 0usize;
+    for rs in rank_steps {
+        steps += rs.decode.len();
+        for step in &rs.decode {
+            let trace = &run.traces[step.trace];
+            for &i in &step.activities {
+                let a = &trace.gpu[i as usize];
+                let id = sites.of[step.trace][i as usize];
+                if id == NO_SITE || trace.name(a.name) != kernel {
+                    continue;
+                }
+                let entry = time.entry(id).or_default();
+                entry.0 += a.dur;
+                entry.1 += 1;
+            }
+        }
+    }
+    let (&id, &(_, calls)) = time.iter().max_by_key(|(id, (ns, _))| (*ns, std::cmp::Reverse(**id)))?;
+    let site = &sites.sites[id as usize];
+    // Layers: the module instances this kernel was launched from, over all its sites.
+    let layers: BTreeSet<(String, u64)> = time
+        .keys()
+        .filter_map(|&s| innermost_instance(&sites.sites[s as usize].python))
+        .collect();
+    let shape = match gemm_of(site) {
+        Some(g) => Some(format!("{}×{}×{}", g.m, g.n, g.k)),
+        None => op_label(site).map(|(_, op)| shapes_text(op)).filter(|s| !s.is_empty()),
+    };
+    Some(LeadSite {
+        kernel: kernel.to_string(),
+        scope: scope_of(&site.python, depth),
+        op: op_label(site).map(|(label, _)| label),
+        shape,
+        layers: (layers.len() > 1).then_some(layers.len()),
+        calls_per_step: calls as f64 / steps.max(1) as f64,
+        ops: site.op.iter().chain(site.library_op.iter()).cloned().collect(),
+        python: site.python.clone(),
+    })
+}

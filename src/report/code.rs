@@ -1,0 +1,149 @@
+//! The model-level view of `report`: time per Python scope and per op and shape, and how graph
+//! replays got theirs. Nothing here computes a figure; see [`crate::analysis::code`].
+
+use super::analysis::Doc;
+use super::table::Align;
+use crate::analysis::code::view::ModelView;
+use crate::analysis::code::CaptureStatus;
+use crate::analysis::{RunAnalysis, Scope};
+use crate::units::{Unit, MISSING};
+
+/// Characters of an op or scope name in the view's tables.
+const NAME_WIDTH: usize = 40;
+
+pub(crate) fn code(d: &mut Doc, a: &RunAnalysis) {
+    let v = &a.code;
+    d.heading(3, "Code: time per Python scope and per op");
+    graph_sources(d, v);
+    if v.ops.is_empty() && v.scopes.is_empty() {
+        d.para(
+            "No kernel in scope has an op or a Python frame (record with record_shapes=True and \
+             with_stack=True; replayed graphs need their capture).",
+        );
+        return;
+    }
+    let unit = match v.scope {
+        Scope::Decode => "step",
+        Scope::WholeTrace => "rank",
+    };
+    d.para(&format!(
+        "{} of kernel time in scope has an op, {} a Python scope (the innermost `nn.Module`, else \
+         the innermost frame of the model's own code; depth {}). Per {unit}, pooled over ranks.",
+        Unit::Pct.figure(v.attributed_pct),
+        Unit::Pct.figure(v.scoped_pct),
+        v.depth
+    ));
+    scopes(d, v, unit);
+    ops(d, v, unit);
+}
+
+fn graph_sources(d: &mut Doc, v: &ModelView) {
+    for g in &v.graph {
+        let line = match &g.status {
+            CaptureStatus::Joined {
+                file,
+                in_trace,
+                method,
+                replays_joined,
+                replays,
+                kernels_matched,
+                kernels_replayed,
+                match_pct,
+            } => format!(
+                "Rank {}: graph replays joined to {} by {method}: {kernels_matched} of \
+                 {kernels_replayed} replayed kernels matched ({}), {replays_joined} of {replays} \
+                 replays.",
+                g.rank,
+                if *in_trace {
+                    format!("the capture in its own trace {}", d.name(&file.display().to_string()))
+                } else {
+                    d.name(&file.display().to_string())
+                },
+                Unit::Pct.figure(*match_pct),
+            ),
+            CaptureStatus::NotJoined { reason } => format!(
+                "Rank {}: no attribution for its graph-replayed kernels: {}.",
+                g.rank,
+                super::table::free_text(reason)
+            ),
+        };
+        d.para(&line);
+    }
+}
+
+fn scopes(d: &mut Doc, v: &ModelView, unit: &str) {
+    if v.scopes.is_empty() {
+        return;
+    }
+    let rows = v
+        .scopes
+        .iter()
+        .map(|r| {
+            vec![
+                r.scope.clone(),
+                r.instances.map_or_else(|| MISSING.into(), |n| n.to_string()),
+                crate::units::count(r.calls),
+                Unit::Ms.number(r.ms),
+                Unit::Pct.number(r.pct),
+                r.lead_op.clone().unwrap_or_else(|| MISSING.into()),
+            ]
+        })
+        .collect();
+    let calls = format!("Calls per {unit}");
+    let ms = format!("ms per {unit}");
+    d.long_table(
+        &[
+            ("Python scope", Align::Left),
+            ("Instances", Align::Right),
+            (&calls, Align::Right),
+            (&ms, Align::Right),
+            ("% of time", Align::Right),
+            ("Lead op", Align::Left),
+        ],
+        Some((0, NAME_WIDTH)),
+        rows,
+        "scopes",
+    );
+}
+
+fn ops(d: &mut Doc, v: &ModelView, unit: &str) {
+    if v.ops.is_empty() {
+        return;
+    }
+    let rows = v
+        .ops
+        .iter()
+        .map(|r| {
+            let (tflops, tbps) = r.gemm.as_ref().map_or_else(
+                || (MISSING.to_string(), MISSING.to_string()),
+                |g| (crate::units::fixed(g.tflops, 1), crate::units::fixed(g.tbps, 2)),
+            );
+            vec![
+                r.op.clone(),
+                if r.shapes.is_empty() { MISSING.into() } else { r.shapes.clone() },
+                r.dtypes.join(", "),
+                crate::units::count(r.calls),
+                Unit::Us.number(r.us_per_call),
+                Unit::Pct.number(r.pct),
+                tflops,
+                tbps,
+            ]
+        })
+        .collect();
+    let calls = format!("Calls per {unit}");
+    d.long_table(
+        &[
+            ("Op", Align::Left),
+            ("Input shapes", Align::Left),
+            ("Dtypes", Align::Left),
+            (&calls, Align::Right),
+            ("µs per call", Align::Right),
+            ("% of time", Align::Right),
+            ("TFLOP/s", Align::Right),
+            ("TB/s", Align::Right),
+        ],
+        Some((0, NAME_WIDTH)),
+        rows,
+        "ops",
+    );
+}
