@@ -2,8 +2,9 @@
 //! replays got theirs. Nothing here computes a figure; see [`crate::analysis::code`].
 
 use super::analysis::Doc;
+use super::markup::Inline;
 use super::table::Align;
-use crate::analysis::code::view::ModelView;
+use crate::analysis::code::view::{ModelView, OpRow};
 use crate::analysis::code::CaptureStatus;
 use crate::analysis::{RunAnalysis, Scope};
 use crate::units::{Unit, MISSING};
@@ -55,20 +56,24 @@ fn graph_sources(d: &mut Doc, v: &ModelView) {
                  replays.",
                 g.rank,
                 if *in_trace {
-                    format!("the capture in its own trace {}", d.name(&file.display().to_string()))
+                    format!("the capture in its own trace {}", path_code(d, file))
                 } else {
-                    d.name(&file.display().to_string())
+                    path_code(d, file)
                 },
                 Unit::Pct.figure(*match_pct),
             ),
             CaptureStatus::NotJoined { reason } => format!(
                 "Rank {}: no attribution for its graph-replayed kernels: {}.",
                 g.rank,
-                super::table::free_text(reason)
+                d.m.inline(&Inline::Text(reason))
             ),
         };
         d.para(&line);
     }
+}
+
+fn path_code(d: &Doc, path: &std::path::Path) -> String {
+    d.m.inline(&Inline::Code(&path.display().to_string()))
 }
 
 fn scopes(d: &mut Doc, v: &ModelView, unit: &str) {
@@ -120,7 +125,7 @@ fn ops(d: &mut Doc, v: &ModelView, unit: &str) {
             );
             vec![
                 r.op.clone(),
-                if r.shapes.is_empty() { MISSING.into() } else { r.shapes.clone() },
+                shapes_cell(r),
                 r.dtypes.join(", "),
                 crate::units::count(r.calls),
                 Unit::Us.number(r.us_per_call),
@@ -147,3 +152,16 @@ fn ops(d: &mut Doc, v: &ModelView, unit: &str) {
         "ops",
     );
 }
+
+/// A GEMM's `M×N×K`, else each tensor input's dims, cut to what a table column holds.
+fn shapes_cell(r: &OpRow) -> String {
+    match (&r.gemm, r.shapes.is_empty()) {
+        (Some(g), _) if g.batch > 1 => format!("{}× {}×{}×{} (M×N×K)", g.batch, g.m, g.n, g.k),
+        (Some(g), _) => format!("{}×{}×{} (M×N×K)", g.m, g.n, g.k),
+        (None, true) => MISSING.into(),
+        (None, false) => super::table::cut_to(&r.shapes, SHAPES_WIDTH),
+    }
+}
+
+/// Characters of an op's input dims in the op table; the JSON holds them whole.
+const SHAPES_WIDTH: usize = 48;
