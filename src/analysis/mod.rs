@@ -519,7 +519,7 @@ mod tests {
             extraction.as_ref(),
             &AnalysisOptions {
                 warmup_steps: 0,
-                step_gap: None,
+                ..Default::default()
             },
         )
     }

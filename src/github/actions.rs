@@ -317,6 +317,7 @@ mod tests {
                 vanished: vec![],
                 renamed: vec![],
                 kernel_diff: String::new(),
+                site: None,
                 straggler: None,
                 unclassified: None,
                 slower_transfer: None,

@@ -8,7 +8,7 @@ use tracegate::testing::{
     MIN_MATCH_RATE,
 };
 
-use crate::common::shared_traces;
+use crate::common::{run_ok, shared_traces, tracegate};
 
 /// The rows of a CSV file written by pandas: fields quoted where they hold commas or quotes.
 fn csv_rows(path: &Path) -> Vec<Vec<String>> {
@@ -37,6 +37,121 @@ fn csv_rows(path: &Path) -> Vec<Vec<String>> {
         rows.push(row);
     }
     rows
+}
+
+/// `report --format json` of a run, with these extra arguments.
+fn report_json(run: &Path, args: &[&str]) -> serde_json::Value {
+    let out = run_ok(tracegate().arg("report").arg(run).args(["--format", "json"]).args(args));
+    serde_json::from_slice(&out.stdout).expect("report JSON")
+}
+
+fn sglang_decode_dir() -> std::path::PathBuf {
+    shared_traces().join("../captures/tracelens/inference/sglang_decode")
+}
+
+fn gemm_csv() -> Vec<Vec<String>> {
+    csv_rows(&sglang_decode_dir().join("perf_csvs/GEMM.csv"))
+}
+
+#[test]
+#[ignore = "needs ../shared/captures: cargo test -- --include-ignored"]
+fn report_joins_the_sglang_replay_to_its_capture_and_gives_every_tracelens_gemm_its_shape_and_throughput(
+) {
+    let replay =
+        shared_traces().join("tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
+    let capture = sglang_decode_dir().join("capture_traces");
+    let report = report_json(&replay, &["--capture", capture.to_str().unwrap()]);
+    let code = &report["code"];
+    let graph = &code["graph"][0];
+    assert_eq!(graph["status"], "joined", "{graph}");
+    assert!(graph["match_pct"].as_f64().unwrap() >= 95.0, "{graph}");
+    let ops = code["ops"].as_array().unwrap();
+    let rows = gemm_csv();
+    let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
+    let (op, m, n, k, tflops, tbps) = (
+        col("name"),
+        col("param: M"),
+        col("param: N"),
+        col("param: K"),
+        col("TFLOPS/s_median"),
+        col("TB/s_median"),
+    );
+    let num = |row: &[String], c: usize| row[c].parse::<f64>().unwrap();
+    for row in &rows[1..] {
+        let shape = (num(row, m) as u64, num(row, n) as u64, num(row, k) as u64);
+        // The row of this shape whose op stack holds TraceLens's op.
+        let found = ops
+            .iter()
+            .find(|o| {
+                let g = &o["gemm"];
+                o["op"].as_str().unwrap().contains(row[op].as_str())
+                    && (g["m"].as_u64(), g["n"].as_u64(), g["k"].as_u64())
+                        == (Some(shape.0), Some(shape.1), Some(shape.2))
+            })
+            .unwrap_or_else(|| panic!("{} {shape:?} not among the ops", row[op]));
+        let err = |ours: &serde_json::Value, theirs: f64| {
+            (ours.as_f64().unwrap() - theirs).abs() / theirs
+        };
+        let (ef, eb) = (
+            err(&found["gemm"]["tflops"], num(row, tflops)),
+            err(&found["gemm"]["tbps"], num(row, tbps)),
+        );
+        eprintln!("{} {shape:?}: TFLOP/s off by {:.3}%, TB/s by {:.3}%", row[op], ef * 100.0, eb * 100.0);
+        assert!(ef <= 0.02 && eb <= 0.02, "{} {shape:?}: {found}", row[op]);
+    }
+    // Every replayed GEMM of the aiter op is also the aten::mm under it.
+    assert!(ops
+        .iter()
+        .any(|o| o["op"] == "aiter::gemm_a16w16 › aten::mm"));
+    // The scopes: the model's modules.
+    let scopes: Vec<&str> = code["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["scope"].as_str().unwrap())
+        .collect();
+    assert!(scopes.contains(&"nn.Module: RadixAttention"), "{scopes:?}");
+}
+
+#[test]
+#[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
+fn the_h200_graph_run_takes_its_shapes_from_the_capture_in_its_own_trace_by_position() {
+    let report = report_json(&shared_traces().join("h200-torch/graph.json.gz"), &[]);
+    let graph = &report["code"]["graph"][0];
+    assert_eq!(graph["status"], "joined", "{graph}");
+    assert_eq!(graph["in_trace"], true);
+    assert_eq!(graph["method"], "position");
+    assert_eq!(graph["kernels_matched"], graph["kernels_replayed"]);
+    // 30 replays of 308 kernels and 18 memcpys and memsets each, as many as the capture holds.
+    assert_eq!(graph["kernels_replayed"], 30 * (308 + 18));
+    // The routed experts are padded bmms of the model's hidden size (1024).
+    let ops = report["code"]["ops"].as_array().unwrap();
+    assert!(ops.iter().any(|o| o["op"] == "aten::bmm" && o["gemm"]["k"] == 1024), "{ops:#?}");
+    // With no capture allowed, nothing is attributed, and the report says why.
+    let off = report_json(&shared_traces().join("h200-torch/graph.json.gz"), &["--no-capture"]);
+    let graph = &off["code"]["graph"][0];
+    assert_eq!(graph["status"], "not_joined");
+    assert!(graph["reason"].as_str().unwrap().contains("no capture trace"));
+}
+
+#[test]
+#[ignore = "needs ../shared/captures: cargo test -- --include-ignored"]
+fn the_sglang_capture_attributes_nothing_to_the_vllm_replay_and_says_why() {
+    let replay = shared_traces().join("tracelens/inference/vllm_decode_full/graph_execution.json.gz");
+    let capture = sglang_decode_dir().join("capture_traces");
+    let report = report_json(&replay, &["--capture", capture.to_str().unwrap()]);
+    let graph = &report["code"]["graph"][0];
+    assert_eq!(graph["status"], "not_joined", "{graph}");
+    let reason = graph["reason"].as_str().unwrap();
+    assert!(reason.contains("bs_32_rank0") && reason.contains("under 95%"), "{reason}");
+    // No replayed kernel got a site: the only ops are the eager ones outside the graph.
+    let replayed_ops = report["code"]["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["op"].as_str().unwrap().contains("attention"))
+        .count();
+    assert_eq!(replayed_ops, 0);
 }
 
 #[test]
