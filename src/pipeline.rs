@@ -254,7 +254,7 @@ fn analyse_here(
     let options = AnalysisOptions {
         warmup_steps: config.warmup_steps,
         step_gap: config.step_gap,
-        captures: captures::read_captures(run, &capture_dirs(paths, &config.capture))?,
+        captures: captures::read_captures(run, paths, &config.capture)?,
         scope_depth: config.scope_depth,
     };
     let analysis = crate::analysis::analyse_run(run, &classes, extraction.as_ref(), &options);
@@ -302,7 +302,7 @@ fn lead_site(
     let Some(kernel) = result.explanation.cause.kernel() else {
         return Ok(None);
     };
-    let captures = captures::read_captures(run, &capture_dirs(paths, &config.capture))?;
+    let captures = captures::read_captures(run, paths, &config.capture)?;
     let ids: Vec<Option<crate::reader::model::NameId>> =
         run.traces.iter().map(|t| t.names.lookup(kernel)).collect();
     let wanted = |t: usize, i: usize| {

@@ -52,16 +52,18 @@ pub fn capture_dirs(paths: &[PathBuf], choice: &CaptureChoice) -> Vec<PathBuf> {
 /// The captures the run's replays may be joined to: of the directories, those of a rank and
 /// batch the run replays (read in parallel); and each single-rank trace that holds a capture
 /// of its own and no capture file of its rank.
+/// Nothing with [`CaptureChoice::Off`].
 pub(crate) fn read_captures(
     run: &Run,
-    dirs: &[PathBuf],
+    paths: &[PathBuf],
+    choice: &CaptureChoice,
 ) -> Result<Vec<CaptureInput>, PipelineError> {
     let wanted = replayed(run);
-    if wanted.is_empty() {
+    if wanted.is_empty() || *choice == CaptureChoice::Off {
         return Ok(Vec::new());
     }
     let mut files = Vec::new();
-    for dir in dirs {
+    for dir in &capture_dirs(paths, choice) {
         files.extend(crate::reader::capture_files(dir)?);
     }
     let chosen: Vec<(PathBuf, Option<u64>, Option<u32>)> = files
