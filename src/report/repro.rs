@@ -225,7 +225,7 @@ fn torch_dtype(trace_type: &str) -> Result<&'static str, String> {
         Dtype::Fp64 => Ok("torch.float64"),
         narrow => Err(format!(
             "is {shown} ({}): the plain PyTorch op has no kernel for it (a scaled op such as \
-             torch._scaled_mm is another call)",
+             `torch._scaled_mm` is another call)",
             narrow.key()
         )),
     }
