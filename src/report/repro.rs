@@ -353,7 +353,12 @@ fn script_named(kernel: &ReproKernel, file_name: &str) -> Option<String> {
     build.push_str(&format!("    return lambda: {}", mapping.call));
     // The record as a JSON string inside a Python string literal: JSON's string escapes are
     // Python's, so no outside text reaches the code.
-    let record = serde_json::to_string(&record_json(kernel)).expect("strings serialise");
+    let compact = serde_json::to_string(&Record {
+        schema: REPRO_SCHEMA,
+        kernel,
+    })
+    .expect("repro records serialise");
+    let record = serde_json::to_string(&compact).expect("strings serialise");
     Some(
         SCRIPT
             .replace("@NAME@", file_name)

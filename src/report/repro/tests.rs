@@ -136,7 +136,10 @@ fn the_script_builds_the_recorded_shapes_and_dtypes() {
     assert!(script.contains("    a = make(dims[0], torch.float16, device)\n"));
     assert!(script.contains("    b = make(dims[1], torch.float16, device)\n"));
     // The shapes come from the record, embedded as a JSON string.
-    assert!(script.contains(r#"\"input_dims\": [\n"#), "{script}");
+    assert!(
+        script.contains(r#"\"input_dims\":[[32,64],[64,128]]"#),
+        "{script}"
+    );
     let k = kernel("aten::mm", &[&[32, 64], &[64, 128]], &["float", "float"]);
     assert!(torch_script(&k)
         .unwrap()
