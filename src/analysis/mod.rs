@@ -17,6 +17,7 @@ pub(crate) mod compare;
 pub(crate) mod coverage;
 pub(crate) mod overlap;
 pub(crate) mod prefill;
+pub(crate) mod roofline;
 pub(crate) mod shapes;
 pub(crate) mod unclassified;
 

@@ -11,6 +11,7 @@ pub(crate) mod compare;
 pub(crate) mod extract;
 pub(crate) mod inspect;
 pub(crate) mod markup;
+pub(crate) mod repro;
 mod sections;
 pub(crate) mod sweep;
 pub(crate) mod table;
