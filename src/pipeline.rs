@@ -64,6 +64,9 @@ pub struct AnalysisConfig {
     pub capture: CaptureChoice,
     /// Python scope frames per row of the model view (`--scope-depth`).
     pub scope_depth: usize,
+    /// `--peak`: peak FLOP/s per dtype and HBM bandwidth over (or instead of) the device's
+    /// datasheet table (`bf16=989T,hbm=4.8T`).
+    pub peak: Option<String>,
     /// Memory, longest string and threads for this analysis alone: the reader and every stage
     /// after it run under them, on a thread pool built for the call.
     pub limits: ReadLimits,
@@ -81,6 +84,7 @@ impl Default for AnalysisConfig {
             partial_ranks: false,
             capture: CaptureChoice::default(),
             scope_depth: crate::analysis::code::scope::DEFAULT_DEPTH,
+            peak: None,
             limits: ReadLimits::default(),
         }
     }
@@ -97,6 +101,9 @@ pub enum PipelineError {
     Baseline(#[from] BaselineError),
     #[error(transparent)]
     Synth(#[from] crate::synth::SynthError),
+    /// `--peak` that does not parse (the message names the flag).
+    #[error("{0}")]
+    Peak(String),
     #[error("no built-in baseline for scenario {scenario:?}; valid: {valid}")]
     NoShippedBaseline { scenario: String, valid: String },
     #[error(transparent)]
@@ -146,6 +153,17 @@ impl AnalysisConfig {
             hta_comm: self.hta_comm,
             step_gap: self.step_gap,
         }
+    }
+
+    /// `--peak` parsed.
+    pub(crate) fn peak_override(
+        &self,
+    ) -> Result<Option<crate::analysis::roofline::PeakOverride>, PipelineError> {
+        self.peak
+            .as_deref()
+            .map(crate::analysis::roofline::parse_peak)
+            .transpose()
+            .map_err(PipelineError::Peak)
     }
 
     pub fn extract_options(&self) -> ExtractOptions {
@@ -256,6 +274,7 @@ fn analyse_here(
         step_gap: config.step_gap,
         captures: captures::read_captures(run, paths, &config.capture)?,
         scope_depth: config.scope_depth,
+        peak: config.peak_override()?,
     };
     let analysis = crate::analysis::analyse_run(run, &classes, extraction.as_ref(), &options);
     stage_done("analysing the run", run, limits)?;
@@ -448,6 +467,11 @@ pub fn demo_run(
 /// Reads a baseline file.
 pub fn load_baseline(path: &Path) -> Result<Baseline, PipelineError> {
     Ok(Baseline::load(path)?)
+}
+
+/// Checks a `--peak` value (`bf16=989T,hbm=4.8T`) as the command line reads it.
+pub fn parse_peak_text(text: &str) -> Result<String, String> {
+    crate::analysis::roofline::parse_peak(text).map(|_| text.to_string())
 }
 
 /// The paths of a run, for the head of an error message: the first three and how many more.

@@ -58,6 +58,8 @@ pub(crate) struct AnalysisOptions {
     pub captures: Vec<code::CaptureInput>,
     /// Python scope frames per row of the model view (`--scope-depth`).
     pub scope_depth: usize,
+    /// `--peak`: peak figures over (or instead of) the device's table.
+    pub peak: Option<roofline::PeakOverride>,
 }
 
 /// The whole analysis of one run.
@@ -388,7 +390,28 @@ fn model_view(ctx: &Context<'_>, options: &AnalysisOptions) -> code::view::Model
         per: units as f64,
         scope: ctx.scope,
     };
-    code::view::model_view(ctx.run, &sites, &in_scope, options.scope_depth.max(1))
+    let peaks = device_peaks(ctx.run, options.peak.as_ref());
+    code::view::model_view(ctx.run, &sites, &in_scope, options.scope_depth.max(1), peaks)
+}
+
+/// The peaks of the run's device: its table, `--peak` over it, or why there is none.
+pub(crate) fn device_peaks(
+    run: &Run,
+    peak: Option<&roofline::PeakOverride>,
+) -> Result<roofline::DevicePeaks, String> {
+    let device = run
+        .traces
+        .iter()
+        .find_map(|t| t.device.as_ref().map(|d| d.name.clone()))
+        .filter(|n| !n.is_empty());
+    let matched = match &device {
+        Some(name) => roofline::match_device(name),
+        None => Err("the trace names no device: pass --peak".to_string()),
+    };
+    match peak {
+        Some(p) => Ok(p.apply(device.as_deref().unwrap_or("unknown device"), matched)),
+        None => matched.cloned(),
+    }
 }
 
 fn decode_figures(rank_steps: &[RankSteps], extraction: Option<&Extraction>) -> DecodeFigures {

@@ -602,6 +602,11 @@ pub(crate) struct AnalysisArgs {
     /// innermost frame of the model's own code).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     pub scope_depth: u16,
+    /// Peak figures for the roofline, over the device's datasheet table or for a device without
+    /// one: comma-separated KEY=VALUE, KEY a dtype (fp64, fp32, tf32, bf16, fp16, fp8, fp6, fp4,
+    /// int8; FLOP/s) or hbm (bytes/s), VALUE with G, T or P: bf16=989T,hbm=4.8T.
+    #[arg(long, value_name = "SPEC", value_parser = crate::pipeline::parse_peak_text)]
+    pub peak: Option<String>,
 }
 
 impl AnalysisArgs {
@@ -623,6 +628,7 @@ impl AnalysisArgs {
                 (None, false) => CaptureChoice::Auto,
             },
             scope_depth: usize::from(self.scope_depth),
+            peak: self.peak.clone(),
             limits,
         }
     }

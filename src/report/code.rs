@@ -6,6 +6,7 @@ use super::markup::Inline;
 use super::table::Align;
 use crate::analysis::code::view::{ModelView, OpRow};
 use crate::analysis::code::CaptureStatus;
+use crate::analysis::roofline::{Bound, Limit};
 use crate::analysis::{RunAnalysis, Scope};
 use crate::units::{Unit, MISSING};
 
@@ -35,7 +36,35 @@ pub(crate) fn code(d: &mut Doc, a: &RunAnalysis) {
         v.depth
     ));
     scopes(d, v, unit);
+    roofline_note(d, v);
     ops(d, v, unit);
+}
+
+/// Which peaks the GEMMs are held to, or why none.
+fn roofline_note(d: &mut Doc, v: &ModelView) {
+    if !v.ops.iter().any(|r| r.gemm.is_some()) {
+        return;
+    }
+    let line = match &v.peaks {
+        Ok(p) => format!(
+            "GEMMs against the roofline of {} ({}): memory-bound below the ridge point (peak \
+             FLOP/s over HBM bandwidth), compute-bound above; the share is of the bound that \
+             applies.",
+            d.m.inline(&Inline::Text(&p.device)),
+            d.m.inline(&Inline::Text(&p.source)),
+        ),
+        Err(why) => format!("No roofline: {}.", d.m.inline(&Inline::Text(why))),
+    };
+    d.para(&line);
+}
+
+/// `memory 64%`, `compute 41%`, or why neither.
+fn bound_cell(b: &Bound) -> String {
+    match (b.limit, b.pct_of_limit) {
+        (Some(Limit::Memory), Some(p)) => format!("memory {}", Unit::Pct.figure(p)),
+        (Some(Limit::Compute), Some(p)) => format!("compute {}", Unit::Pct.figure(p)),
+        _ => MISSING.to_string(),
+    }
 }
 
 fn graph_sources(d: &mut Doc, v: &ModelView) {
@@ -123,6 +152,11 @@ fn ops(d: &mut Doc, v: &ModelView, unit: &str) {
                 || (MISSING.to_string(), MISSING.to_string()),
                 |g| (crate::units::fixed(g.tflops, 1), crate::units::fixed(g.tbps, 2)),
             );
+            let bound = r
+                .gemm
+                .as_ref()
+                .and_then(|g| g.bound.as_ref())
+                .map_or_else(|| MISSING.to_string(), bound_cell);
             vec![
                 r.op.clone(),
                 shapes_cell(r),
@@ -132,6 +166,7 @@ fn ops(d: &mut Doc, v: &ModelView, unit: &str) {
                 Unit::Pct.number(r.pct),
                 tflops,
                 tbps,
+                bound,
             ]
         })
         .collect();
@@ -146,6 +181,7 @@ fn ops(d: &mut Doc, v: &ModelView, unit: &str) {
             ("% of time", Align::Right),
             ("TFLOP/s", Align::Right),
             ("TB/s", Align::Right),
+            ("Bound", Align::Left),
         ],
         Some((0, NAME_WIDTH)),
         rows,

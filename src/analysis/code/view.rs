@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::analysis::capture::gemm::{gemm_shape_of, GemmShape};
+use crate::analysis::roofline::{bound, parse_dtype, Bound, DevicePeaks};
 use crate::analysis::Scope;
 use crate::reader::Run;
 use crate::stats::median;
@@ -56,6 +57,9 @@ pub struct GemmFigures {
     pub tflops: f64,
     /// Decimal TB/s.
     pub tbps: f64,
+    /// Against the device's roofline, where it has a peak table (or `--peak` gives one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
 }
 
 /// One Python scope.
@@ -84,6 +88,8 @@ pub struct ModelView {
     pub scoped_pct: f64,
     pub ops: Vec<OpRow>,
     pub scopes: Vec<ScopeRow>,
+    /// The peaks the GEMMs are judged against, or why there are none.
+    pub peaks: Result<DevicePeaks, String>,
     /// Ranks that replay graphs: how their kernels got sites, or why not.
     pub graph: Vec<GraphSites>,
 }
@@ -175,7 +181,13 @@ pub(crate) struct InScope {
 }
 
 /// The model view of the activities in scope.
-pub(crate) fn model_view(run: &Run, sites: &CodeSites, in_scope: &InScope, depth: usize) -> ModelView {
+pub(crate) fn model_view(
+    run: &Run,
+    sites: &CodeSites,
+    in_scope: &InScope,
+    depth: usize,
+    peaks: Result<DevicePeaks, String>,
+) -> ModelView {
     let mut ops: HashMap<(String, String, Vec<String>), Acc> = HashMap::new();
     let mut scopes: HashMap<String, (Acc, BTreeMap<String, i64>, std::collections::BTreeSet<u64>)> =
         HashMap::new();
@@ -219,7 +231,7 @@ pub(crate) fn model_view(run: &Run, sites: &CodeSites, in_scope: &InScope, depth
             let site = &sites.sites[acc.site.unwrap_or_default()];
             let us_per_call = acc.per_call_ns() / 1e3;
             OpRow {
-                gemm: gemm_of(site).map(|g| figures(&g, us_per_call)),
+                gemm: gemm_of(site).map(|g| figures(&g, us_per_call, peaks.as_ref().ok())),
                 scope: scope_of(&site.python, depth),
                 calls: acc.calls() as f64 / per,
                 ms: acc.ns as f64 / 1e6 / per,
@@ -252,6 +264,7 @@ pub(crate) fn model_view(run: &Run, sites: &CodeSites, in_scope: &InScope, depth
         scoped_pct: pct(scoped),
         ops: op_rows,
         scopes: scope_rows,
+        peaks,
         graph: sites
             .graph
             .iter()
@@ -273,9 +286,13 @@ fn dtypes(op: &OpCall) -> Vec<String> {
     out
 }
 
-/// FLOPs, bytes and throughput of one call of a GEMM taking `us_per_call`.
-pub(crate) fn figures(g: &GemmShape, us_per_call: f64) -> GemmFigures {
+/// FLOPs, bytes and throughput of one call of a GEMM taking `us_per_call`, and its bound on
+/// the device where `peaks` are known.
+pub(crate) fn figures(g: &GemmShape, us_per_call: f64, peaks: Option<&DevicePeaks>) -> GemmFigures {
     let seconds = us_per_call / 1e6;
+    let bound = peaks.zip(parse_dtype(&g.dtype)).map(|(peaks, dtype)| {
+        bound(g.flops(), g.bytes(), seconds, dtype.dtype, peaks)
+    });
     let rate = |x: f64| if seconds > 0.0 { x / seconds / 1e12 } else { 0.0 };
     GemmFigures {
         m: g.m,
@@ -287,5 +304,6 @@ pub(crate) fn figures(g: &GemmShape, us_per_call: f64) -> GemmFigures {
         bytes_per_call: g.bytes(),
         tflops: rate(g.flops()),
         tbps: rate(g.bytes()),
+        bound,
     }
 }
