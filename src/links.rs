@@ -44,7 +44,9 @@ impl Nesting {
                 open.pop();
             }
             let at = thread.spans.len() as u32;
-            thread.parent.push(open.last().map_or(NO_PARENT, |&(_, p)| p));
+            thread
+                .parent
+                .push(open.last().map_or(NO_PARENT, |&(_, p)| p));
             thread.spans.push(i);
             open.push((end, at));
         }
@@ -87,7 +89,10 @@ impl<'a> Links<'a> {
             }
         }
         let ops = trace.cpu_ops.iter().map(|o| (o.tid, o.ts, o.ts + o.dur));
-        let frames = trace.python_frames.iter().map(|f| (f.tid, f.ts, f.ts + f.dur));
+        let frames = trace
+            .python_frames
+            .iter()
+            .map(|f| (f.tid, f.ts, f.ts + f.dur));
         Links {
             trace,
             launch_by_corr,
@@ -121,7 +126,8 @@ impl<'a> Links<'a> {
             return Vec::new();
         };
         let ops = &self.trace.cpu_ops;
-        let mut around = thread.enclosing(o.ts, o.ts + o.dur, |i| (ops[i].ts, ops[i].ts + ops[i].dur));
+        let mut around =
+            thread.enclosing(o.ts, o.ts + o.dur, |i| (ops[i].ts, ops[i].ts + ops[i].dur));
         around.retain(|&i| i != op);
         around
     }

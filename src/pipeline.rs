@@ -32,12 +32,12 @@ pub use crate::synth::{
     scenario_names, Injection, InjectionKind, JitterMode, Layout, SynthError, SynthOptions,
     SynthSummary,
 };
-pub use captures::{capture_dirs, CaptureChoice, CAPTURE_DIR};
 pub use baselines::{
     calibrate, calibrate_target, check_identity, new_baseline, update_baseline, BaselineText,
     BaselineWriteError, CalibrateSettings, NewSettings, Note, Progress, UpdateSettings,
     WriteSettings,
 };
+pub use captures::{capture_dirs, CaptureChoice, CAPTURE_DIR};
 
 /// How a run is analysed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -328,12 +328,14 @@ fn lead_site(
         ids[t].is_some_and(|id| run.traces[t].gpu.get(i).is_some_and(|a| a.name == id))
     };
     let sites = crate::analysis::code::code_sites(run, &captures, &wanted);
+    let peaks = crate::analysis::device_peaks(run, config.peak_override()?.as_ref());
     Ok(crate::analysis::code::lead::lead_site(
         run,
         &sites,
         &extraction.rank_steps,
         kernel,
         config.scope_depth,
+        peaks.as_ref().ok(),
     ))
 }
 

@@ -264,7 +264,13 @@ pub(crate) fn compare(runs: &[(String, &RunAnalysis)]) -> Comparison {
     let scopes = scope_names(runs)
         .into_iter()
         .map(|scope| {
-            let ms = |a: &RunAnalysis| a.code.scopes.iter().find(|r| r.scope == scope).map(|r| r.ms);
+            let ms = |a: &RunAnalysis| {
+                a.code
+                    .scopes
+                    .iter()
+                    .find(|r| r.scope == scope)
+                    .map(|r| r.ms)
+            };
             metric_row(&scope, &scope, Unit::Ms, values(&ms))
         })
         .collect();

@@ -378,7 +378,12 @@ fn model_view(ctx: &Context<'_>, options: &AnalysisOptions) -> code::view::Model
         }
         activities.extend(by_trace);
     }
-    let mut wanted: Vec<Vec<bool>> = ctx.run.traces.iter().map(|t| vec![false; t.gpu.len()]).collect();
+    let mut wanted: Vec<Vec<bool>> = ctx
+        .run
+        .traces
+        .iter()
+        .map(|t| vec![false; t.gpu.len()])
+        .collect();
     for (t, indices) in &activities {
         for &i in indices {
             wanted[*t][i as usize] = true;
@@ -391,7 +396,13 @@ fn model_view(ctx: &Context<'_>, options: &AnalysisOptions) -> code::view::Model
         scope: ctx.scope,
     };
     let peaks = device_peaks(ctx.run, options.peak.as_ref());
-    code::view::model_view(ctx.run, &sites, &in_scope, options.scope_depth.max(1), peaks)
+    code::view::model_view(
+        ctx.run,
+        &sites,
+        &in_scope,
+        options.scope_depth.max(1),
+        peaks,
+    )
 }
 
 /// The peaks of the run's device: its table, `--peak` over it, or why there is none.

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::analysis::code::CaptureInput;
-use crate::analysis::code::graph::replay_indices;
 use crate::analysis::capture::join::replay_batch;
+use crate::analysis::code::graph::replay_indices;
+use crate::analysis::code::CaptureInput;
 use crate::reader::{capture_batch, capture_rank, read_capture, Run};
 
 use super::PipelineError;

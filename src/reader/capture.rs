@@ -6,7 +6,6 @@
 //! ranges and the `python_function` frames are kept, then joined by time containment on each
 //! host thread.
 
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

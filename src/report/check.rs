@@ -599,11 +599,7 @@ pub(crate) fn cause_with_site(e: &crate::gate::explain::Explanation) -> Words {
 
 /// `, in `nn.Module: FusedMoE` (`fused_experts`, 64×7168×2048 ×58 layers)`.
 /// `lead`: the words before the scope, and before the parenthesis where there is no scope.
-fn site_words(
-    w: Words,
-    site: &crate::analysis::code::lead::LeadSite,
-    lead: (&str, &str),
-) -> Words {
+fn site_words(w: Words, site: &crate::analysis::code::lead::LeadSite, lead: (&str, &str)) -> Words {
     let mut inner: Vec<Words> = Vec::new();
     if let Some(op) = &site.op {
         inner.push(Words::default().name(op.clone()));
@@ -612,7 +608,10 @@ fn site_words(
         Some(n) => format!("×{n} layers"),
         None => format!("×{} per step", crate::units::count(site.calls_per_step)),
     };
-    let shape = site.shape.as_deref().map(|s| crate::report::table::cut_to(s, 60));
+    let shape = site
+        .shape
+        .as_deref()
+        .map(|s| crate::report::table::cut_to(s, 60));
     inner.push(Words::default().text(match shape {
         Some(s) => format!("{s} {calls}"),
         None => calls,

@@ -115,7 +115,8 @@ fn scopes(d: &mut Doc, v: &ModelView, unit: &str) {
         .map(|r| {
             vec![
                 r.scope.clone(),
-                r.instances.map_or_else(|| MISSING.into(), |n| n.to_string()),
+                r.instances
+                    .map_or_else(|| MISSING.into(), |n| n.to_string()),
                 crate::units::count(r.calls),
                 Unit::Ms.number(r.ms),
                 Unit::Pct.number(r.pct),
@@ -150,7 +151,12 @@ fn ops(d: &mut Doc, v: &ModelView, unit: &str) {
         .map(|r| {
             let (tflops, tbps) = r.gemm.as_ref().map_or_else(
                 || (MISSING.to_string(), MISSING.to_string()),
-                |g| (crate::units::fixed(g.tflops, 1), crate::units::fixed(g.tbps, 2)),
+                |g| {
+                    (
+                        crate::units::fixed(g.tflops, 1),
+                        crate::units::fixed(g.tbps, 2),
+                    )
+                },
             );
             let bound = r
                 .gemm

@@ -80,6 +80,45 @@ struct Record<'a> {
     kernel: &'a ReproKernel,
 }
 
+/// The records of a check: the kernel its Why names, where the trace or its capture gave that
+/// kernel a site (the op, shapes and scope); none otherwise.
+pub(crate) fn records(result: &crate::gate::CheckResult) -> Vec<ReproKernel> {
+    let e = &result.explanation;
+    let Some(site) = e.site.as_ref().filter(|_| e.cause.kernel().is_some()) else {
+        return Vec::new();
+    };
+    let Some(op) = site.ops.first() else {
+        return Vec::new();
+    };
+    // The baseline's time per call of the kernel (of the name it had there, if renamed).
+    let baseline_ns = e
+        .kernels
+        .iter()
+        .find(|d| d.name == site.kernel)
+        .filter(|d| d.baseline_calls_per_step > 0.0)
+        .map(|d| d.baseline_ms_per_step / d.baseline_calls_per_step * 1e6);
+    let bound = site.gemm.as_ref().and_then(|g| g.bound.clone());
+    let mut record = ReproKernel {
+        kernel: site.kernel.clone(),
+        ops: site.ops.iter().map(|o| o.name.clone()).collect(),
+        op: op.name.clone(),
+        python_scope: site.scope.clone(),
+        input_dims: op.input_dims.clone(),
+        input_types: op.input_types.clone(),
+        input_strides: None,
+        baseline_ns,
+        run_ns: site.us_per_call * 1e3,
+        calls_per_step: site.calls_per_step,
+        flops_per_call: site.gemm.as_ref().map(|g| g.flops_per_call),
+        bytes_per_call: site.gemm.as_ref().map(|g| g.bytes_per_call),
+        pct_of_peak: bound.as_ref().and_then(|b| b.pct_of_limit),
+        bound,
+        torch_equivalent: TorchEquivalent::None(String::new()),
+    };
+    record.torch_equivalent = torch_equivalent(&record);
+    vec![record]
+}
+
 /// The record as the `.json` file holds it.
 pub(crate) fn record_json(kernel: &ReproKernel) -> String {
     let record = Record {

@@ -6,7 +6,7 @@ use super::check::{
     capitalised, delta_table, details, fence_for, headline, identity_line, meta_table, moved, ms,
     partial_line,
 };
-use super::table::{escape_html, escape_markdown};
+use super::table::{code_span, escape_html, escape_markdown};
 use crate::gate::explain::Delta;
 use crate::gate::{CheckResult, Status};
 use crate::taxonomy::names::cut_middle;
@@ -67,6 +67,10 @@ pub(super) fn folds(result: &CheckResult, categories: Vec<Delta>) -> Vec<String>
         ));
         named.push("kernels that moved");
     }
+    if let Some((summary, body)) = code_behind(result) {
+        inner.push_str(&details(&summary, &body));
+        named.push("the code behind the kernel");
+    }
     inner.push_str(&details(
         "Run and baseline",
         &meta_table(result).to_markdown(),
@@ -77,6 +81,87 @@ pub(super) fn folds(result: &CheckResult, categories: Vec<Delta>) -> Vec<String>
         parts.push(warnings(result));
     }
     parts
+}
+
+/// The fold on the kernel the Why names: its op stack, shapes and dtypes, Python stack, bound,
+/// and what `check --repro` writes for it.
+fn code_behind(result: &CheckResult) -> Option<(String, String)> {
+    let e = &result.explanation;
+    let site = e.site.as_ref().filter(|_| e.cause.kernel().is_some())?;
+    let summary = escape_html(&format!(
+        "The code behind {}",
+        crate::report::short_name(&site.kernel)
+    ));
+    let mut body = String::new();
+    let stack: Vec<String> = site.ops.iter().rev().map(|o| code_span(&o.name)).collect();
+    if !stack.is_empty() {
+        body.push_str(&format!("- Op: {}\n", stack.join(" › ")));
+    }
+    if let Some(op) = site.ops.first() {
+        body.push_str(&format!(
+            "- Input Dims {}, types {}\n",
+            code_span(&format!("{:?}", op.input_dims)),
+            code_span(&op.input_types.join(", "))
+        ));
+    }
+    if let Some(b) = site.gemm.as_ref().and_then(|g| g.bound.as_ref()) {
+        body.push_str(&format!("- {}\n", escape_markdown(&bound_words(b))));
+    }
+    let records = super::repro::records(result);
+    match records.first().map(|r| &r.torch_equivalent) {
+        Some(super::repro::TorchEquivalent::Call(call)) => body.push_str(&format!(
+            "- `tracegate check --repro DIR` writes its record and a script timing {} at these \
+             shapes.\n",
+            code_span(call)
+        )),
+        Some(super::repro::TorchEquivalent::None(why)) => body.push_str(&format!(
+            "- `tracegate check --repro DIR` writes its record; no script: {}.\n",
+            escape_markdown(why)
+        )),
+        None => {}
+    }
+    if !site.python.is_empty() {
+        let frames: Vec<&str> = site
+            .python
+            .iter()
+            .rev()
+            .take(8)
+            .map(String::as_str)
+            .collect();
+        let text = crate::report::table::printable(&frames.join("\n")).into_owned() + "\n";
+        let fence = fence_for(&text);
+        body.push_str(&format!(
+            "\nPython stack, innermost first:\n\n{fence}text\n{text}{fence}\n"
+        ));
+    }
+    Some((summary, body))
+}
+
+/// `memory-bound: 57.6% of HBM bandwidth (3.05 of 5.3 TB/s, AMD Instinct MI300X)`.
+fn bound_words(b: &crate::analysis::roofline::Bound) -> String {
+    use crate::analysis::roofline::Limit;
+    match (b.limit, b.pct_of_limit) {
+        (Some(Limit::Memory), Some(p)) => format!(
+            "Memory-bound: {} of HBM bandwidth ({} of {} TB/s, {})",
+            crate::units::Unit::Pct.figure(p),
+            crate::units::fixed(b.achieved_tbps, 2),
+            b.peak_tbps
+                .map_or_else(|| "?".into(), |t| crate::units::trimmed(t, 2)),
+            b.device
+        ),
+        (Some(Limit::Compute), Some(p)) => format!(
+            "Compute-bound: {} of peak FLOP/s ({} of {} TFLOP/s, {})",
+            crate::units::Unit::Pct.figure(p),
+            crate::units::fixed(b.achieved_tflops, 1),
+            b.peak_tflops
+                .map_or_else(|| "?".into(), |t| crate::units::trimmed(t, 1)),
+            b.device
+        ),
+        _ => format!(
+            "No bound: {}",
+            b.why_not.as_deref().unwrap_or("the peaks are unknown")
+        ),
+    }
 }
 
 /// The run's own folds, for a comment that compared nothing: the run and baseline, the warnings.

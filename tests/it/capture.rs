@@ -41,7 +41,13 @@ fn csv_rows(path: &Path) -> Vec<Vec<String>> {
 
 /// `report --format json` of a run, with these extra arguments.
 fn report_json(run: &Path, args: &[&str]) -> serde_json::Value {
-    let out = run_ok(tracegate().arg("report").arg(run).args(["--format", "json"]).args(args));
+    let out = run_ok(
+        tracegate()
+            .arg("report")
+            .arg(run)
+            .args(["--format", "json"])
+            .args(args),
+    );
     serde_json::from_slice(&out.stdout).expect("report JSON")
 }
 
@@ -96,7 +102,12 @@ fn report_joins_the_sglang_replay_to_its_capture_and_gives_every_tracelens_gemm_
             err(&found["gemm"]["tflops"], num(row, tflops)),
             err(&found["gemm"]["tbps"], num(row, tbps)),
         );
-        eprintln!("{} {shape:?}: TFLOP/s off by {:.3}%, TB/s by {:.3}%", row[op], ef * 100.0, eb * 100.0);
+        eprintln!(
+            "{} {shape:?}: TFLOP/s off by {:.3}%, TB/s by {:.3}%",
+            row[op],
+            ef * 100.0,
+            eb * 100.0
+        );
         assert!(ef <= 0.02 && eb <= 0.02, "{} {shape:?}: {found}", row[op]);
     }
     // Every replayed GEMM of the aiter op is also the aten::mm under it.
@@ -126,24 +137,38 @@ fn the_h200_graph_run_takes_its_shapes_from_the_capture_in_its_own_trace_by_posi
     assert_eq!(graph["kernels_replayed"], 30 * (308 + 18));
     // The routed experts are padded bmms of the model's hidden size (1024).
     let ops = report["code"]["ops"].as_array().unwrap();
-    assert!(ops.iter().any(|o| o["op"] == "aten::bmm" && o["gemm"]["k"] == 1024), "{ops:#?}");
+    assert!(
+        ops.iter()
+            .any(|o| o["op"] == "aten::bmm" && o["gemm"]["k"] == 1024),
+        "{ops:#?}"
+    );
     // With no capture allowed, nothing is attributed, and the report says why.
-    let off = report_json(&shared_traces().join("h200-torch/graph.json.gz"), &["--no-capture"]);
+    let off = report_json(
+        &shared_traces().join("h200-torch/graph.json.gz"),
+        &["--no-capture"],
+    );
     let graph = &off["code"]["graph"][0];
     assert_eq!(graph["status"], "not_joined");
-    assert!(graph["reason"].as_str().unwrap().contains("no capture trace"));
+    assert!(graph["reason"]
+        .as_str()
+        .unwrap()
+        .contains("no capture trace"));
 }
 
 #[test]
 #[ignore = "needs ../shared/captures: cargo test -- --include-ignored"]
 fn the_sglang_capture_attributes_nothing_to_the_vllm_replay_and_says_why() {
-    let replay = shared_traces().join("tracelens/inference/vllm_decode_full/graph_execution.json.gz");
+    let replay =
+        shared_traces().join("tracelens/inference/vllm_decode_full/graph_execution.json.gz");
     let capture = sglang_decode_dir().join("capture_traces");
     let report = report_json(&replay, &["--capture", capture.to_str().unwrap()]);
     let graph = &report["code"]["graph"][0];
     assert_eq!(graph["status"], "not_joined", "{graph}");
     let reason = graph["reason"].as_str().unwrap();
-    assert!(reason.contains("bs_32_rank0") && reason.contains("under 95%"), "{reason}");
+    assert!(
+        reason.contains("bs_32_rank0") && reason.contains("under 95%"),
+        "{reason}"
+    );
     // No replayed kernel got a site: the only ops are the eager ones outside the graph.
     let replayed_ops = report["code"]["ops"]
         .as_array()

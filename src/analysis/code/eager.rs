@@ -73,7 +73,11 @@ fn op_call(trace: &RankTrace, index: usize) -> OpCall {
         .map(|d| {
             parse_input_dims(trace.name(d))
                 .into_iter()
-                .map(|dims| dims.into_iter().filter_map(|d| u64::try_from(d).ok()).collect())
+                .map(|dims| {
+                    dims.into_iter()
+                        .filter_map(|d| u64::try_from(d).ok())
+                        .collect()
+                })
                 .collect()
         })
         .unwrap_or_default();

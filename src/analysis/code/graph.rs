@@ -111,7 +111,10 @@ pub(crate) fn attribute(
              vLLM's capture_torch_profiler write capture_traces/)"
                 .to_string()
         } else {
-            format!("no capture of rank {} among the captures given", trace.rank.index)
+            format!(
+                "no capture of rank {} among the captures given",
+                trace.rank.index
+            )
         };
         return Some(CaptureStatus::NotJoined { reason });
     }

@@ -9,8 +9,10 @@ use crate::reader::Run;
 use crate::steps::RankSteps;
 
 use super::scope::{innermost_instance, scope_of};
-use super::view::{gemm_of, op_label, shapes_text};
+use super::view::{figures, gemm_of, op_label, shapes_text, GemmFigures};
 use super::{CodeSites, OpCall, NO_SITE};
+use crate::analysis::roofline::DevicePeaks;
+use crate::stats::median;
 
 /// Where the named kernel was launched from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -30,6 +32,11 @@ pub struct LeadSite {
     pub layers: Option<usize>,
     /// Calls of the kernel from this site per decode step.
     pub calls_per_step: f64,
+    /// The median time of one call of the kernel from this site, µs.
+    pub us_per_call: f64,
+    /// FLOPs, bytes, throughput and bound of a GEMM site.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gemm: Option<GemmFigures>,
     /// The ops, innermost first, with their dims and dtypes (for a repro).
     pub ops: Vec<OpCall>,
     /// Python frames, outermost first.
@@ -44,8 +51,10 @@ pub(crate) fn lead_site(
     rank_steps: &[RankSteps],
     kernel: &str,
     depth: usize,
+    peaks: Option<&DevicePeaks>,
 ) -> Option<LeadSite> {
     let mut time: HashMap<u32, (i64, usize)> = HashMap::new();
+    let mut durations: HashMap<u32, Vec<f64>> = HashMap::new();
     let mut steps = 0usize;
     for rs in rank_steps {
         steps += rs.decode.len();
@@ -60,19 +69,30 @@ pub(crate) fn lead_site(
                 let entry = time.entry(id).or_default();
                 entry.0 += a.dur;
                 entry.1 += 1;
+                durations.entry(id).or_default().push(a.dur as f64);
             }
         }
     }
-    let (&id, &(_, calls)) = time.iter().max_by_key(|(id, (ns, _))| (*ns, std::cmp::Reverse(**id)))?;
+    let (&id, &(_, calls)) = time
+        .iter()
+        .max_by_key(|(id, (ns, _))| (*ns, std::cmp::Reverse(**id)))?;
     let site = &sites.sites[id as usize];
     // Layers: the module instances this kernel was launched from, over all its sites.
     let layers: BTreeSet<(String, u64)> = time
         .keys()
         .filter_map(|&s| innermost_instance(&sites.sites[s as usize].python))
         .collect();
+    let us_per_call = durations
+        .get_mut(&id)
+        .and_then(|d| median(d))
+        .unwrap_or_default()
+        / 1e3;
+    let gemm = gemm_of(site).map(|g| figures(&g, us_per_call, peaks));
     let shape = match gemm_of(site) {
         Some(g) => Some(format!("{}×{}×{}", g.m, g.n, g.k)),
-        None => op_label(site).map(|(_, op)| shapes_text(op)).filter(|s| !s.is_empty()),
+        None => op_label(site)
+            .map(|(_, op)| shapes_text(op))
+            .filter(|s| !s.is_empty()),
     };
     Some(LeadSite {
         kernel: kernel.to_string(),
@@ -81,7 +101,14 @@ pub(crate) fn lead_site(
         shape,
         layers: (layers.len() > 1).then_some(layers.len()),
         calls_per_step: calls as f64 / steps.max(1) as f64,
-        ops: site.op.iter().chain(site.library_op.iter()).cloned().collect(),
+        us_per_call,
+        gemm,
+        ops: site
+            .op
+            .iter()
+            .chain(site.library_op.iter())
+            .cloned()
+            .collect(),
         python: site.python.clone(),
     })
 }

@@ -32,9 +32,9 @@ const MODULE_PREFIX: &str = "nn.Module: ";
 pub(crate) fn module_class(frame: &str) -> &str {
     match frame.strip_prefix(MODULE_PREFIX) {
         Some(class) => {
-            let cut = class
-                .rfind('_')
-                .filter(|&at| at + 1 < class.len() && class[at + 1..].bytes().all(|b| b.is_ascii_digit()));
+            let cut = class.rfind('_').filter(|&at| {
+                at + 1 < class.len() && class[at + 1..].bytes().all(|b| b.is_ascii_digit())
+            });
             &frame[..MODULE_PREFIX.len() + cut.unwrap_or(class.len())]
         }
         None => frame,

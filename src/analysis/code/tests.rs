@@ -34,6 +34,9 @@ fn without_module_frames_the_innermost_frame_of_the_models_code_is_the_scope() {
         scope_of(&python, 1).as_deref(),
         Some("vllm/model_executor/models/qwen2.py(94): forward")
     );
-    assert_eq!(scope_of(&stack(&["threading.py(1032): _bootstrap"]), 1), None);
+    assert_eq!(
+        scope_of(&stack(&["threading.py(1032): _bootstrap"]), 1),
+        None
+    );
     assert_eq!(scope_of(&[], 3), None);
 }

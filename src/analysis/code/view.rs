@@ -45,7 +45,7 @@ pub struct OpRow {
 }
 
 /// A GEMM's throughput from its shape and time per call.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GemmFigures {
     pub m: u64,
     pub n: u64,
@@ -223,7 +223,13 @@ pub(crate) fn model_view(
             }
         }
     }
-    let pct = |ns: i64| if total > 0 { 100.0 * ns as f64 / total as f64 } else { 0.0 };
+    let pct = |ns: i64| {
+        if total > 0 {
+            100.0 * ns as f64 / total as f64
+        } else {
+            0.0
+        }
+    };
     let per = in_scope.per.max(1.0);
     let mut op_rows: Vec<OpRow> = ops
         .into_iter()
@@ -248,7 +254,10 @@ pub(crate) fn model_view(
     let mut scope_rows: Vec<ScopeRow> = scopes
         .into_iter()
         .map(|(scope, (acc, by_op, instances))| ScopeRow {
-            lead_op: by_op.into_iter().max_by_key(|(_, ns)| *ns).map(|(op, _)| op),
+            lead_op: by_op
+                .into_iter()
+                .max_by_key(|(_, ns)| *ns)
+                .map(|(op, _)| op),
             instances: (!instances.is_empty()).then_some(instances.len()),
             calls: acc.calls() as f64 / per,
             ms: acc.ns as f64 / 1e6 / per,
@@ -290,10 +299,16 @@ fn dtypes(op: &OpCall) -> Vec<String> {
 /// the device where `peaks` are known.
 pub(crate) fn figures(g: &GemmShape, us_per_call: f64, peaks: Option<&DevicePeaks>) -> GemmFigures {
     let seconds = us_per_call / 1e6;
-    let bound = peaks.zip(parse_dtype(&g.dtype)).map(|(peaks, dtype)| {
-        bound(g.flops(), g.bytes(), seconds, dtype.dtype, peaks)
-    });
-    let rate = |x: f64| if seconds > 0.0 { x / seconds / 1e12 } else { 0.0 };
+    let bound = peaks
+        .zip(parse_dtype(&g.dtype))
+        .map(|(peaks, dtype)| bound(g.flops(), g.bytes(), seconds, dtype.dtype, peaks));
+    let rate = |x: f64| {
+        if seconds > 0.0 {
+            x / seconds / 1e12
+        } else {
+            0.0
+        }
+    };
     GemmFigures {
         m: g.m,
         n: g.n,
