@@ -6,6 +6,8 @@
 //! ranges and the `python_function` frames are kept, then joined by time containment on each
 //! host thread.
 
+// Public for `testing` (which re-exports `read_capture`), crate-private otherwise.
+#![allow(unreachable_pub)]
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

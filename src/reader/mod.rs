@@ -22,7 +22,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
+// `read_capture` and what it returns are public through `testing`.
+#[allow(unreachable_pub)]
 pub use capture::{capture_batch, capture_rank, read_capture};
+#[allow(unreachable_pub)]
 pub use capture::{Capture, CaptureKind, CaptureLaunch, CaptureOp};
 pub use error::ReadError;
 pub(crate) use error::ReadErrorKind;

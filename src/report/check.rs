@@ -746,10 +746,8 @@ pub(crate) fn why_words(result: &CheckResult) -> Words {
     match &e.site {
         Some(site) if e.cause.kernel().is_some() => {
             let mut w = site_words(w, site, (" The kernel runs in ", " The kernel runs from ("));
-            if let Some(last) = w.0.last_mut() {
-                if let Piece::Text(t) = last {
-                    t.push('.');
-                }
+            if let Some(Piece::Text(t)) = w.0.last_mut() {
+                t.push('.');
             }
             w
         }

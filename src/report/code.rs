@@ -1,7 +1,7 @@
 //! The model-level view of `report`: time per Python scope and per op and shape, and how graph
 //! replays got theirs. Nothing here computes a figure; see [`crate::analysis::code`].
 
-use super::analysis::Doc;
+use super::doc::Doc;
 use super::markup::Inline;
 use super::table::Align;
 use crate::analysis::code::view::{ModelView, OpRow};

@@ -1,7 +1,7 @@
 //! `tracegate compare` output: runs side by side with the ratio to the first run, time per
 //! category, and the kernel libraries per category. Nothing here computes a figure.
 
-use super::analysis::Doc;
+use super::doc::Doc;
 use super::table::{free_text, printable, table_code_span, Align, Table};
 use super::Format;
 use crate::analysis::compare::{Comparison, MetricRow, COMPARE_SCHEMA_VERSION};

@@ -8,6 +8,7 @@ pub(crate) mod check;
 mod code;
 pub(crate) mod comment;
 pub(crate) mod compare;
+mod doc;
 pub(crate) mod extract;
 pub(crate) mod inspect;
 pub(crate) mod markup;

@@ -30,7 +30,11 @@ pub(crate) fn replay_indices(trace: &RankTrace) -> Vec<Vec<usize>> {
     out
 }
 
+/// A replay's join: the capture it joined and how, or none.
+type JoinedReplay = Option<(usize, Join)>;
+
 /// The kernels of each graph replay of a rank, as the join takes them.
+#[cfg(any(test, feature = "testing"))]
 pub fn replays(trace: &RankTrace) -> Vec<Vec<ReplayKernel>> {
     replay_indices(trace)
         .iter()
@@ -121,7 +125,7 @@ pub(crate) fn attribute(
     let batch = replay_batch(trace);
     let mut tally = Tally::default();
     // Steady decode replays the same graph: one join per distinct kernel sequence.
-    let mut joined: HashMap<Vec<(CaptureKind, String)>, Option<(usize, Join)>> = HashMap::new();
+    let mut joined: HashMap<Vec<(CaptureKind, String)>, JoinedReplay> = HashMap::new();
     for replay in &replays {
         let kernels = replay_kernels(trace, replay);
         let key: Vec<_> = kernels.iter().map(|k| (k.kind, k.name.clone())).collect();

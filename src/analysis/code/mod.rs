@@ -46,7 +46,7 @@ impl From<&CaptureOp> for OpCall {
 
 /// What launched one kernel.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize)]
-pub struct Site {
+pub(crate) struct Site {
     /// The innermost `cpu_op` around the launch.
     pub op: Option<OpCall>,
     /// The innermost op above `op` that is not an ATen op (the library op that called it).
@@ -60,7 +60,7 @@ pub(crate) const NO_SITE: u32 = u32::MAX;
 
 /// A graph capture the run is joined to, as the pipeline read it.
 #[derive(Debug, Clone)]
-pub struct CaptureInput {
+pub(crate) struct CaptureInput {
     pub capture: Capture,
     /// The batch it was captured for (`execution_details.json`, else `bs_N` in its name).
     pub batch: Option<u64>,
@@ -93,28 +93,13 @@ pub enum CaptureStatus {
 
 /// The code sites of a run.
 #[derive(Debug, Clone, Default)]
-pub struct CodeSites {
+pub(crate) struct CodeSites {
     /// Distinct sites.
     pub sites: Vec<Site>,
     /// Per trace of the run, per GPU activity, the index of its site ([`NO_SITE`]: none).
     pub of: Vec<Vec<u32>>,
     /// Per rank with graph replays: how their sites were found.
     pub graph: Vec<(u32, CaptureStatus)>,
-    /// Per trace, eager kernels whose op was found.
-    pub eager_linked: Vec<usize>,
-}
-
-impl CodeSites {
-    /// The site of activity `index` of trace `trace`.
-    pub fn site(&self, trace: usize, index: usize) -> Option<&Site> {
-        let id = *self.of.get(trace)?.get(index)?;
-        (id != NO_SITE).then(|| &self.sites[id as usize])
-    }
-
-    /// True when some kernel got a site.
-    pub fn any(&self) -> bool {
-        self.of.iter().flatten().any(|&s| s != NO_SITE)
-    }
 }
 
 /// Interns sites while they are found.
@@ -146,11 +131,9 @@ pub(crate) fn code_sites(
 ) -> CodeSites {
     let mut table = SiteTable::default();
     let mut of = Vec::with_capacity(run.traces.len());
-    let mut eager_linked = Vec::with_capacity(run.traces.len());
     for (t, trace) in run.traces.iter().enumerate() {
-        let (sites, linked) = eager::sites(trace, &mut table, &|i| wanted(t, i));
+        let (sites, _linked) = eager::sites(trace, &mut table, &|i| wanted(t, i));
         of.push(sites);
-        eager_linked.push(linked);
     }
     let mut graph = Vec::new();
     for (t, trace) in run.traces.iter().enumerate() {
@@ -162,6 +145,5 @@ pub(crate) fn code_sites(
         sites: table.sites,
         of,
         graph,
-        eager_linked,
     }
 }

@@ -24,7 +24,7 @@ const FRAMEWORK_FILES: &[&str] = &[
 ];
 
 /// The scope frames to show by default: the innermost one.
-pub const DEFAULT_DEPTH: usize = 1;
+pub(crate) const DEFAULT_DEPTH: usize = 1;
 
 const MODULE_PREFIX: &str = "nn.Module: ";
 
@@ -47,7 +47,7 @@ fn is_framework(frame: &str) -> bool {
 
 /// The scope of a stack (outermost first) at `depth` frames, joined by ` › `; `None` when the
 /// stack has no module frame and no frame of its own code.
-pub fn scope_of(python: &[String], depth: usize) -> Option<String> {
+pub(crate) fn scope_of(python: &[String], depth: usize) -> Option<String> {
     let modules: Vec<&str> = python
         .iter()
         .filter(|f| f.starts_with(MODULE_PREFIX))
@@ -62,7 +62,7 @@ pub fn scope_of(python: &[String], depth: usize) -> Option<String> {
     } else {
         modules
     };
-    let from = frames.len().checked_sub(depth.max(1)).unwrap_or(0);
+    let from = frames.len().saturating_sub(depth.max(1));
     (!frames.is_empty()).then(|| frames[from..].join(" › "))
 }
 

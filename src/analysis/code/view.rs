@@ -14,9 +14,6 @@ use crate::stats::median;
 use super::scope::{innermost_instance, scope_of};
 use super::{CaptureStatus, CodeSites, OpCall, Site};
 
-/// Rows shown per table; the JSON holds them all.
-pub const ROWS_SHOWN: usize = 15;
-
 /// One op and shape.
 #[derive(Debug, Clone, Serialize)]
 pub struct OpRow {
@@ -59,7 +56,7 @@ pub struct GemmFigures {
     pub tbps: f64,
     /// Against the device's roofline, where it has a peak table (or `--peak` gives one).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub bound: Option<Bound>,
+    pub(crate) bound: Option<Bound>,
 }
 
 /// One Python scope.
@@ -89,7 +86,7 @@ pub struct ModelView {
     pub ops: Vec<OpRow>,
     pub scopes: Vec<ScopeRow>,
     /// The peaks the GEMMs are judged against, or why there are none.
-    pub peaks: Result<DevicePeaks, String>,
+    pub(crate) peaks: Result<DevicePeaks, String>,
     /// Ranks that replay graphs: how their kernels got sites, or why not.
     pub graph: Vec<GraphSites>,
 }
@@ -180,6 +177,9 @@ pub(crate) struct InScope {
     pub(crate) scope: Scope,
 }
 
+/// A scope's time, its time per op, and its distinct instances.
+type ScopeAcc = (Acc, BTreeMap<String, i64>, std::collections::BTreeSet<u64>);
+
 /// The model view of the activities in scope.
 pub(crate) fn model_view(
     run: &Run,
@@ -189,8 +189,7 @@ pub(crate) fn model_view(
     peaks: Result<DevicePeaks, String>,
 ) -> ModelView {
     let mut ops: HashMap<(String, String, Vec<String>), Acc> = HashMap::new();
-    let mut scopes: HashMap<String, (Acc, BTreeMap<String, i64>, std::collections::BTreeSet<u64>)> =
-        HashMap::new();
+    let mut scopes: HashMap<String, ScopeAcc> = HashMap::new();
     let (mut total, mut attributed, mut scoped) = (0i64, 0i64, 0i64);
     for (t, indices) in &in_scope.activities {
         let trace = &run.traces[*t];
