@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::model::{
-    Annotation, AnnotationSide, CollectiveKey, CpuOp, GpuActivity, GpuKind, Launch, LaunchDims,
+    Annotation, AnnotationSide, CollectiveKey, GraphNodeKey, PyFrame, CpuOp, GpuActivity, GpuKind, Launch, LaunchDims,
     NameId, NameTable, ReadStats,
 };
 use super::numbers::{micros_to_ns, parse_dim3, parse_u64, track_id, unquote};
@@ -87,6 +87,9 @@ pub(super) struct RawArgs<'a> {
     /// The collective c10d's `record_param_comms` says a kernel runs (`allreduce`,
     /// `_allgather_base`), copied onto the kernel by Kineto.
     pub collective_name: Option<RawText<'a>>,
+    /// A replayed kernel's node in its graph, or a captured launch's (PyTorch >= 2.12,
+    /// pytorch/kineto#1276).
+    pub graph_node: Option<RawText<'a>>,
 }
 
 #[derive(Debug, Default, PartialEq)]
@@ -164,6 +167,7 @@ byte_keyed!(RawArgs, SeqArgs, "RawArgs",
     seq: RawText<'a> = b"Seq",
     process_group: RawText<'a> = b"Process Group Name",
     collective_name: RawText<'a> = b"Collective name",
+    graph_node: RawText<'a> = b"graph node id",
 );
 
 byte_keyed!(RawEvent, SeqEvent, "RawEvent",
@@ -191,6 +195,10 @@ pub(super) struct EventSink {
     pub collective_keys: Vec<CollectiveKey>,
     /// Kernel names with the collective c10d says they run, first seen.
     pub collective_names: FxHashMap<NameId, NameId>,
+    /// `python_function` frames of at least [`MIN_FRAME_NS`]; pruned by [`EventSink::finish`]
+    /// to those around a runtime launch.
+    pub python_frames: Vec<PyFrame>,
+    pub graph_nodes: Vec<GraphNodeKey>,
     pub stats: ReadStats,
     /// The first kept event the analysis cannot use (a negative or out-of-range time), described
     /// for the error that refuses the file. Names that are not UTF-8 are [`NameTable::not_utf8`].
@@ -387,6 +395,13 @@ impl EventSink {
                         self.collective_names.insert(activity.name, collective);
                     }
                 }
+                if let Some(node) = raw(args.graph_node).and_then(parse_u64) {
+                    self.graph_nodes.push(GraphNodeKey {
+                        ts,
+                        stream: activity.stream(),
+                        node,
+                    });
+                }
                 self.gpu.push(activity);
             }
             Kept::CpuOp => {
@@ -445,6 +460,12 @@ impl EventSink {
     pub(super) fn absorb(&mut self, other: EventSink) {
         let names = self.names.absorb(&other.names);
         let name = |id: u32| names[id as usize];
+        self.python_frames
+            .extend(other.python_frames.into_iter().map(|mut f| {
+                f.name = name(f.name);
+                f
+            }));
+        self.graph_nodes.extend(other.graph_nodes);
         let mut dims = vec![0u32; other.launch_dims.len().max(1)];
         for (i, d) in other.launch_dims.iter().enumerate().skip(1) {
             dims[i] = self.intern_dims(*d);
@@ -495,8 +516,58 @@ impl EventSink {
         sort_by_start(&mut self.launches, |a| a.ts);
         sort_by_start(&mut self.annotations, |a| a.ts);
         sort_by_start(&mut self.collective_keys, |k| k.ts);
+        sort_by_start(&mut self.graph_nodes, |k| k.ts);
+        self.prune_python_frames();
+    }
+
+    /// A `python_function` frame (`ph: "X"`) of at least [`MIN_FRAME_NS`]; shorter ones are
+    /// counted only. Reads nothing but `name`, `tid`, `ts` and `dur`.
+    pub(super) fn add_python_frame(&mut self, ev: &RawEvent<'_>) {
+        self.stats.python_functions_skipped += 1;
+        if ev.ph.as_ref().map(RawStr::bytes) != Some(b"X") {
+            return;
+        }
+        let (Some(ts), Some(dur)) = (
+            raw(ev.ts).and_then(micros_to_ns),
+            raw(ev.dur).and_then(micros_to_ns),
+        ) else {
+            return;
+        };
+        if dur < MIN_FRAME_NS || ts < 0 {
+            return;
+        }
+        let name = ev.name.as_ref().map(RawStr::bytes).unwrap_or(b"");
+        self.python_frames.push(PyFrame {
+            name: self.names.intern_bytes(name),
+            ts,
+            dur,
+            tid: raw(ev.tid).map(track_id).unwrap_or(0),
+        });
+    }
+
+    /// Keeps the frames that enclose a runtime launch on their thread: the only ones a kernel's
+    /// call site can be read from (a trace's other frames, often most of its events, go).
+    fn prune_python_frames(&mut self) {
+        let mut starts: FxHashMap<u64, Vec<i64>> = FxHashMap::default();
+        for l in &self.launches {
+            starts.entry(l.tid).or_default().push(l.ts);
+        }
+        // Launches are sorted by start, so each thread's list is too.
+        self.python_frames.retain(|f| {
+            starts.get(&f.tid).is_some_and(|ts| {
+                let i = ts.partition_point(|&t| t < f.ts);
+                ts.get(i).is_some_and(|&t| t <= f.ts + f.dur)
+            })
+        });
+        sort_by_start(&mut self.python_frames, |f| f.ts);
+        self.python_frames.shrink_to_fit();
+        self.stats.python_frames_kept = self.python_frames.len() as u64;
     }
 }
+
+/// `python_function` frames shorter than this are not kept: a frame that encloses a launch
+/// lasts at least the launch call (microseconds), so this drops only leaf helpers.
+pub(super) const MIN_FRAME_NS: i64 = 500;
 
 /// A stable sort that first looks whether the list is in order already, as a stream's events
 /// often are: then it costs one pass and no scratch buffer (half the list, for a stable sort).

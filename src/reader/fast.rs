@@ -129,6 +129,7 @@ impl<'a> Cursor<'a> {
                 b"Seq" => (&mut args.seq, 8),
                 b"Process Group Name" => (&mut args.process_group, 9),
                 b"Collective name" => (&mut args.collective_name, 10),
+                b"graph node id" => (&mut args.graph_node, 11),
                 _ => return c.skip_value(),
             };
             c.set_raw(slot, &mut seen, bit)

@@ -639,7 +639,12 @@ fn read_one_event<R: Read>(
             .map(String::from_utf8_lossy)
             .map(|p| p.into_owned());
         let (idx, _) = sink_for(contents, pid.as_deref(), last);
-        contents.sinks[idx].stats.python_functions_skipped += 1;
+        let mut event = RawEvent::default();
+        // A frame the fast path cannot vouch for is counted, not kept: stacks are context.
+        match super::fast::parse_event(bytes, &mut event) {
+            Ok(_) => contents.sinks[idx].add_python_frame(&event),
+            Err(super::fast::GiveUp) => contents.sinks[idx].stats.python_functions_skipped += 1,
+        }
         return Ok(());
     }
     // Kineto's plain events take the fast path; anything it cannot vouch for goes to serde.
@@ -929,8 +934,8 @@ fn finish_trace(
         },
         launch_dims: sink.launch_dims,
         stats: sink.stats,
-        python_frames: Vec::new(),
-        graph_nodes: Vec::new(),
+        python_frames: sink.python_frames,
+        graph_nodes: sink.graph_nodes,
         producer: Default::default(),
     }
 }

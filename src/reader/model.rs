@@ -461,8 +461,11 @@ pub struct RankId {
 pub struct ReadStats {
     /// Events seen, by `cat` (metadata events count under `__metadata`).
     pub events_by_category: BTreeMap<String, u64>,
-    /// `python_function` events skipped without being parsed in full.
+    /// `python_function` events seen (read for `name`, `tid`, `ts` and `dur` only).
     pub python_functions_skipped: u64,
+    /// `python_function` frames kept: those of at least 500 ns that enclose a runtime launch on
+    /// their thread, the frames a kernel's Python call site is read from.
+    pub python_frames_kept: u64,
     /// Events of a kept category that lacked a field needed to use them (`ts`, `dur`, `correlation`).
     pub incomplete_events: u64,
     /// GPU activities with a negative duration, dropped.
@@ -488,6 +491,7 @@ impl ReadStats {
             *self.events_by_category.entry(cat).or_default() += n;
         }
         self.python_functions_skipped += other.python_functions_skipped;
+        self.python_frames_kept += other.python_frames_kept;
         self.incomplete_events += other.incomplete_events;
         self.negative_durations += other.negative_durations;
         self.flow_events += other.flow_events;
