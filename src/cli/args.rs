@@ -193,6 +193,11 @@ pub(crate) struct CheckArgs {
     /// Also write the full verdict as JSON to this file (for an artifact).
     #[arg(long, value_name = "FILE")]
     pub verdict_out: Option<PathBuf>,
+    /// Write a repro of the kernel the verdict names into this directory: its record as JSON (op
+    /// stack, shapes, dtypes, time per call in baseline and run, share of the part's peak) and,
+    /// where its op maps to a PyTorch op, a script that times that op at the same shapes.
+    #[arg(long, value_name = "DIR")]
+    pub repro: Option<PathBuf>,
     /// Fail (exit 1) on an improvement beyond tolerance too, so baselines cannot drift loose.
     #[arg(long)]
     pub fail_on_improvement: bool,

@@ -1,6 +1,6 @@
 //! `check` and `sweep`: the commands whose exit status is a verdict.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::args::{CheckArgs, GithubArgs, SweepArgs};
 use super::{confine_paths, read_run, write_output, write_verdict_output};
@@ -21,6 +21,9 @@ pub(super) fn check(args: CheckArgs, limits: pipeline::ReadLimits) -> Result<i32
             &crate::report::comment::render(&result, crate::report::Format::Json),
             Some(path),
         )?;
+    }
+    if let Some(dir) = &args.repro {
+        write_repro(dir, &result)?;
     }
     write_verdict_output(
         &crate::report::comment::render(&result, args.format),
@@ -45,6 +48,20 @@ pub(super) fn check(args: CheckArgs, limits: pipeline::ReadLimits) -> Result<i32
     Ok(result.exit_code)
 }
 
+/// `check --repro DIR`: the repro files of the kernel the verdict names, each written
+/// atomically; other files in `dir` are left alone.
+fn write_repro(dir: &std::path::Path, result: &pipeline::CheckResult) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--repro {}: cannot create the directory", dir.display()))?;
+    let records = crate::report::repro::records(result);
+    for (name, text) in crate::report::repro::repro_files(&records) {
+        let path = dir.join(name);
+        super::write_atomically(&path, text.as_bytes())
+            .with_context(|| format!("--repro: cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// Everything `check` does up to the verdict.
 fn judge(args: &CheckArgs, limits: pipeline::ReadLimits) -> Result<pipeline::CheckResult> {
     confine_paths(
@@ -56,6 +73,7 @@ fn judge(args: &CheckArgs, limits: pipeline::ReadLimits) -> Result<pipeline::Che
         &[
             ("--output", args.output.as_ref()),
             ("--verdict-out", args.verdict_out.as_ref()),
+            ("--repro", args.repro.as_ref()),
         ],
     )?;
     check_event_file(&args.github)?;

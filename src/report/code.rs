@@ -68,8 +68,10 @@ fn bound_cell(b: &Bound) -> String {
 }
 
 fn graph_sources(d: &mut Doc, v: &ModelView) {
+    // Ranks that failed for the same reason share one line: eight ranks, one missing capture.
+    let mut not_joined: Vec<(&str, Vec<u32>)> = Vec::new();
     for g in &v.graph {
-        let line = match &g.status {
+        match &g.status {
             CaptureStatus::Joined {
                 file,
                 in_trace,
@@ -79,7 +81,7 @@ fn graph_sources(d: &mut Doc, v: &ModelView) {
                 kernels_matched,
                 kernels_replayed,
                 match_pct,
-            } => format!(
+            } => d.para(&format!(
                 "Rank {}: graph replays joined to {} by {method}: {kernels_matched} of \
                  {kernels_replayed} replayed kernels matched ({}), {replays_joined} of {replays} \
                  replays.",
@@ -90,14 +92,25 @@ fn graph_sources(d: &mut Doc, v: &ModelView) {
                     path_code(d, file)
                 },
                 Unit::Pct.figure(*match_pct),
-            ),
-            CaptureStatus::NotJoined { reason } => format!(
-                "Rank {}: no attribution for its graph-replayed kernels: {}.",
-                g.rank,
-                d.m.inline(&Inline::Text(reason))
-            ),
+            )),
+            CaptureStatus::NotJoined { reason } => {
+                match not_joined.iter_mut().find(|(r, _)| r == reason) {
+                    Some((_, ranks)) => ranks.push(g.rank),
+                    None => not_joined.push((reason, vec![g.rank])),
+                }
+            }
+        }
+    }
+    for (reason, ranks) in not_joined {
+        let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
+        let (who, whose) = match ranks.len() {
+            1 => (format!("Rank {}", list[0]), "its"),
+            _ => (format!("Ranks {}", list.join(", ")), "their"),
         };
-        d.para(&line);
+        d.para(&format!(
+            "{who}: no attribution for {whose} graph-replayed kernels: {}.",
+            d.m.inline(&Inline::Text(reason))
+        ));
     }
 }
 

@@ -4,13 +4,8 @@
 //!
 //! [`ReproKernel`] is the record (its JSON, with `"schema": 1` first, is the `.json` file,
 //! documented in `docs/JSON.md`, "Repro record"); [`torch_equivalent`] says which PyTorch call
-//! stands for its op, or why none does; [`torch_script`] writes the script; [`repro_files`] names
+//! stands for its op, or why none does; `script_named` writes the script; [`repro_files`] names
 //! and writes every file of the directory (the caller writes them to disk).
-//!
-//! Not yet reached from the command line: the lead wires it into `check` (issue 41), hence the
-//! dead-code allowance. It is unconditional: the `testing` feature is on for every target of
-//! `cargo clippy --all-targets`, and nothing in `testing` reaches this module.
-#![allow(dead_code)]
 
 use serde::Serialize;
 
@@ -80,24 +75,33 @@ struct Record<'a> {
     kernel: &'a ReproKernel,
 }
 
-/// The records of a check: the kernel its Why names, where the trace or its capture gave that
-/// kernel a site (the op, shapes and scope); none otherwise.
+/// The records of a check: one for the kernel its Why names (none when the Why names no
+/// kernel). Where the trace or its capture gave that kernel a site, the record holds its op,
+/// shapes and scope; otherwise it holds the times and says why there is no script.
 pub(crate) fn records(result: &crate::gate::CheckResult) -> Vec<ReproKernel> {
     let e = &result.explanation;
-    let Some(site) = e.site.as_ref().filter(|_| e.cause.kernel().is_some()) else {
+    let Some(kernel) = e.cause.kernel() else {
         return Vec::new();
     };
-    let Some(op) = site.ops.first() else {
-        return Vec::new();
-    };
+    let delta = |name: &str| e.kernels.iter().find(|d| d.name == name);
     // The baseline's time per call of the kernel (of the name it had there, if renamed).
-    let baseline_ns = e
-        .kernels
-        .iter()
-        .find(|d| d.name == site.kernel)
-        .filter(|d| d.baseline_calls_per_step > 0.0)
-        .map(|d| d.baseline_ms_per_step / d.baseline_calls_per_step * 1e6);
+    let baseline_ns = |name: &str| {
+        delta(name)
+            .filter(|d| d.baseline_calls_per_step > 0.0)
+            .map(|d| d.baseline_ms_per_step / d.baseline_calls_per_step * 1e6)
+    };
+    let site = e.site.as_ref().filter(|s| s.kernel == kernel);
+    let Some((site, op)) = site.and_then(|s| Some((s, s.ops.first()?))) else {
+        return vec![without_op(kernel, baseline_ns(kernel), delta(kernel))];
+    };
     let bound = site.gemm.as_ref().and_then(|g| g.bound.clone());
+    // The run's time per call as the baseline's is taken (all the kernel's calls in a step), so
+    // the two compare; the site's own time (its op's calls only) where the Why has no delta.
+    let run_ns = delta(&site.kernel)
+        .filter(|d| d.current_calls_per_step > 0.0)
+        .map_or(site.us_per_call * 1e3, |d| {
+            d.current_ms_per_step / d.current_calls_per_step * 1e6
+        });
     let mut record = ReproKernel {
         kernel: site.kernel.clone(),
         ops: site.ops.iter().map(|o| o.name.clone()).collect(),
@@ -106,8 +110,8 @@ pub(crate) fn records(result: &crate::gate::CheckResult) -> Vec<ReproKernel> {
         input_dims: op.input_dims.clone(),
         input_types: op.input_types.clone(),
         input_strides: None,
-        baseline_ns,
-        run_ns: site.us_per_call * 1e3,
+        baseline_ns: baseline_ns(&site.kernel),
+        run_ns,
         calls_per_step: site.calls_per_step,
         flops_per_call: site.gemm.as_ref().map(|g| g.flops_per_call),
         bytes_per_call: site.gemm.as_ref().map(|g| g.bytes_per_call),
@@ -118,6 +122,39 @@ pub(crate) fn records(result: &crate::gate::CheckResult) -> Vec<ReproKernel> {
     record.torch_equivalent = torch_equivalent(&record);
     vec![record]
 }
+
+/// The record of a kernel the trace gave no op: its times only.
+fn without_op(
+    kernel: &str,
+    baseline_ns: Option<f64>,
+    delta: Option<&crate::gate::explain::Delta>,
+) -> ReproKernel {
+    let calls = delta.map_or(0.0, |d| d.current_calls_per_step);
+    let run_ns = delta
+        .filter(|_| calls > 0.0)
+        .map_or(0.0, |d| d.current_ms_per_step / calls * 1e6);
+    ReproKernel {
+        kernel: kernel.to_string(),
+        ops: Vec::new(),
+        op: String::new(),
+        python_scope: None,
+        input_dims: Vec::new(),
+        input_types: Vec::new(),
+        input_strides: None,
+        baseline_ns,
+        run_ns,
+        calls_per_step: calls,
+        flops_per_call: None,
+        bytes_per_call: None,
+        pct_of_peak: None,
+        bound: None,
+        torch_equivalent: TorchEquivalent::None(NO_OP.to_string()),
+    }
+}
+
+/// Why a kernel without a site has no script.
+const NO_OP: &str = "the trace gives this kernel no op: a graph-replayed kernel needs its \
+capture trace (--capture), an eager one a trace recorded with record_shapes=True";
 
 /// The record as the `.json` file holds it.
 pub(crate) fn record_json(kernel: &ReproKernel) -> String {
@@ -411,6 +448,7 @@ fn script_named(kernel: &ReproKernel, file_name: &str) -> Option<String> {
 /// `aten::matmul`, aiter's `gemm_a16w16` with B as [N,K], `aten::addmm`, `aten::linear`,
 /// `aten::bmm`, `aten::baddbmm`, scaled dot-product attention), or `None` when the op has none
 /// or its inputs are not a dtype the plain call takes ([`torch_equivalent`] says why).
+#[cfg(test)]
 pub(crate) fn torch_script(kernel: &ReproKernel) -> Option<String> {
     script_named(kernel, "repro.py")
 }

@@ -271,3 +271,204 @@ fn sglang_decode_capture_gives_the_replay_tracelens_gemm_shapes_and_throughput()
     );
     assert!(worst.0 <= 0.02 && worst.1 <= 0.02, "worst {worst:?}");
 }
+
+/// Reads a `.json.gz` trace as a JSON value (the shared files are small).
+fn read_gz_json(path: &Path) -> serde_json::Value {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The trace with the kernels named in `slower` lasting `factor` times as long, every later GPU
+/// event on the device pushed back by the time they added (so the step, the idle gaps and the
+/// annotations move as a slower kernel moves them). Host events stay where they were.
+fn with_slower_kernels(
+    trace: &serde_json::Value,
+    slower: &[String],
+    factor: f64,
+) -> serde_json::Value {
+    let gpu = |e: &serde_json::Value| {
+        matches!(
+            e["cat"].as_str(),
+            Some("kernel" | "gpu_memcpy" | "gpu_memset" | "gpu_user_annotation")
+        )
+    };
+    let events = trace["traceEvents"].as_array().unwrap();
+    // (start, time added) of each slowed kernel.
+    let mut added: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| e["cat"] == "kernel" && slower.iter().any(|k| e["name"] == k.as_str()))
+        .map(|e| {
+            (
+                e["ts"].as_f64().unwrap(),
+                e["dur"].as_f64().unwrap() * (factor - 1.0),
+            )
+        })
+        .collect();
+    assert!(!added.is_empty(), "no kernel named {slower:?}");
+    added.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let shift = |t: f64| {
+        added
+            .iter()
+            .take_while(|(s, _)| *s < t)
+            .map(|(_, d)| d)
+            .sum::<f64>()
+    };
+    let mut out = trace.clone();
+    for e in out["traceEvents"].as_array_mut().unwrap() {
+        if !gpu(e) || e["ph"] != "X" {
+            continue;
+        }
+        let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+        let (start, end) = (ts + shift(ts), ts + dur + shift(ts + dur));
+        e["ts"] = serde_json::json!(start);
+        e["dur"] = serde_json::json!(end - start);
+    }
+    out
+}
+
+fn write_gz_json(path: &Path, value: &serde_json::Value) {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(path).unwrap(),
+        flate2::Compression::fast(),
+    );
+    gz.write_all(value.to_string().as_bytes()).unwrap();
+    gz.finish().unwrap();
+}
+
+/// True when `python3` can import torch, to run a repro script and not only compile it.
+fn torch_importable() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "import torch"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+#[ignore = "needs ../shared/captures: cargo test -- --include-ignored"]
+fn check_repro_of_slower_aiter_gemms_writes_a_torch_mm_script_at_the_traced_shape() {
+    let replay =
+        shared_traces().join("tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
+    let dir = tempfile::tempdir().unwrap();
+    // Both runs beside the capture, where `check` finds it by itself.
+    std::fs::create_dir(dir.path().join("capture_traces")).unwrap();
+    std::fs::copy(
+        sglang_decode_dir().join("capture_traces/bs_32_rank0.json.gz"),
+        dir.path().join("capture_traces/bs_32_rank0.json.gz"),
+    )
+    .unwrap();
+    let base = dir.path().join("base.json.gz");
+    std::fs::copy(&replay, &base).unwrap();
+    // The kernels aiter's gemm_a16w16 launched, as the join attributes them.
+    let report = report_json(&base, &[]);
+    let aiter: Vec<String> = report["code"]["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["op"].as_str().unwrap().starts_with("aiter::gemm_a16w16"))
+        .map(|o| o["kernel"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!aiter.is_empty(), "{:#}", report["code"]);
+    let slow = dir.path().join("slow.json.gz");
+    write_gz_json(
+        &slow,
+        &with_slower_kernels(&read_gz_json(&replay), &aiter, 1.3),
+    );
+
+    let baseline = dir.path().join("base.toml");
+    run_ok(
+        tracegate()
+            .args(["baseline", "new"])
+            .arg(&base)
+            .arg("--baseline")
+            .arg(&baseline)
+            .args(["--model", "Qwen3-8B", "--precision", "bf16"]),
+    );
+    let repro = dir.path().join("repro");
+    let out = tracegate()
+        .arg("check")
+        .arg(&slow)
+        .arg("--baseline")
+        .arg(&baseline)
+        .arg("--repro")
+        .arg(&repro)
+        .output()
+        .unwrap();
+    crate::common::assert_exit(&out, 1);
+    let headline = String::from_utf8_lossy(&out.stdout);
+    // The first line names the op and the shape (markdown escapes the underscores).
+    let first = headline
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap()
+        .replace('\\', "");
+    assert!(
+        first.contains("aiter::gemm_a16w16 › aten::mm, 32×24576×4096"),
+        "{first}"
+    );
+
+    let files: Vec<String> = std::fs::read_dir(&repro)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let record = files
+        .iter()
+        .find(|f| f.ends_with(".json"))
+        .unwrap_or_else(|| panic!("{files:?}"));
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repro.join(record)).unwrap()).unwrap();
+    assert_eq!(record["schema"], 1);
+    assert!(
+        record["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o == "aiter::gemm_a16w16"),
+        "{record}"
+    );
+    assert!(record["baseline_ns"].as_f64().unwrap() > 0.0, "{record}");
+    let ratio = record["run_ns"].as_f64().unwrap() / record["baseline_ns"].as_f64().unwrap();
+    assert!(
+        (ratio - 1.3).abs() < 0.02,
+        "run/baseline per call {ratio}: {record}"
+    );
+    let script = files
+        .iter()
+        .find(|f| f.ends_with(".py"))
+        .unwrap_or_else(|| panic!("{files:?}"));
+    let script = repro.join(script);
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(text.contains("torch.mm("), "{text}");
+    // M×N×K 32×24576×4096 in bf16: the gate-and-up projection of Qwen3-8B at batch 32.
+    for needle in ["32", "24576", "4096", "bfloat16"] {
+        assert!(text.contains(needle), "{needle} not in the script");
+    }
+    let compiled = std::process::Command::new("python3")
+        .args(["-m", "py_compile"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        compiled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    if torch_importable() {
+        let ran = std::process::Command::new("python3")
+            .arg(&script)
+            .args(["--scale", "64", "--iters", "2"])
+            .output()
+            .unwrap();
+        assert!(
+            ran.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+    } else {
+        eprintln!("torch is not importable here: the script was compiled, not run");
+    }
+}

@@ -38,6 +38,7 @@ mod reference_tables;
 mod renamed;
 mod render;
 mod report;
+mod repro;
 mod same_figures;
 mod speculative;
 mod sweep;

@@ -73,20 +73,43 @@ pub(crate) fn lead_site(
             }
         }
     }
-    let (&id, &(_, calls)) = time
+    // The call (same ops, same shapes) with most time over all its layers leads; its layer
+    // with most time names the scope.
+    let call_of = |s: u32| {
+        let site = &sites.sites[s as usize];
+        (site.op.as_ref(), site.library_op.as_ref())
+    };
+    let mut per_call: HashMap<_, i64> = HashMap::new();
+    for (&s, &(ns, _)) in &time {
+        *per_call.entry(call_of(s)).or_default() += ns;
+    }
+    let lead_call = per_call
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))?
+        .0;
+    let in_lead = |s: &u32| call_of(*s) == lead_call;
+    let (&id, _) = time
         .iter()
+        .filter(|(s, _)| in_lead(s))
         .max_by_key(|(id, (ns, _))| (*ns, std::cmp::Reverse(**id)))?;
     let site = &sites.sites[id as usize];
-    // Layers: the module instances this kernel was launched from, over all its sites.
+    // Layers: the module instances the lead call was launched from.
     let layers: BTreeSet<(String, u64)> = time
         .keys()
+        .filter(|s| in_lead(s))
         .filter_map(|&s| innermost_instance(&sites.sites[s as usize].python))
         .collect();
-    let us_per_call = durations
-        .get_mut(&id)
-        .and_then(|d| median(d))
-        .unwrap_or_default()
-        / 1e3;
+    let mut samples: Vec<f64> = durations
+        .iter()
+        .filter(|(s, _)| in_lead(s))
+        .flat_map(|(_, d)| d.iter().copied())
+        .collect();
+    let calls: usize = time
+        .iter()
+        .filter(|(s, _)| in_lead(s))
+        .map(|(_, (_, n))| n)
+        .sum();
+    let us_per_call = median(&mut samples).unwrap_or_default() / 1e3;
     let gemm = gemm_of(site).map(|g| figures(&g, us_per_call, peaks));
     let shape = match gemm_of(site) {
         Some(g) => Some(format!("{}×{}×{}", g.m, g.n, g.k)),
