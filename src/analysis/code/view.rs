@@ -85,7 +85,9 @@ pub struct ModelView {
     pub scoped_pct: f64,
     pub ops: Vec<OpRow>,
     pub scopes: Vec<ScopeRow>,
-    /// The peaks the GEMMs are judged against, or why there are none.
+    /// The peaks the GEMMs are judged against, or why there are none: in JSON the peaks'
+    /// object, or `{"none": "<why>"}`.
+    #[serde(serialize_with = "peaks_json")]
     pub(crate) peaks: Result<DevicePeaks, String>,
     /// Ranks that replay graphs: how their kernels got sites, or why not.
     pub graph: Vec<GraphSites>,
@@ -175,6 +177,21 @@ pub(crate) struct InScope {
     pub(crate) activities: Vec<(usize, Vec<u32>)>,
     pub(crate) per: f64,
     pub(crate) scope: Scope,
+}
+
+fn peaks_json<S: serde::Serializer>(
+    peaks: &Result<DevicePeaks, String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    match peaks {
+        Ok(p) => p.serialize(s),
+        Err(why) => {
+            let mut map = s.serialize_map(Some(1))?;
+            map.serialize_entry("none", why)?;
+            map.end()
+        }
+    }
 }
 
 /// A scope's time, its time per op, and its distinct instances.
