@@ -150,7 +150,8 @@ fn render_text(run: &RunInspection, m: &dyn Markup) -> String {
     let mut t = Table::new(&[
         ("rank", Align::Left),
         ("events", Align::Right),
-        ("python_function skipped", Align::Right),
+        ("python_function", Align::Right),
+        ("frames kept", Align::Right),
         ("incomplete", Align::Right),
         ("negative dur", Align::Right),
         ("malformed", Align::Right),
@@ -163,6 +164,7 @@ fn render_text(run: &RunInspection, m: &dyn Markup) -> String {
             r.label.clone(),
             s.events_by_category.values().sum::<u64>().to_string(),
             s.python_functions_skipped.to_string(),
+            s.python_frames_kept.to_string(),
             s.incomplete_events.to_string(),
             s.negative_durations.to_string(),
             s.malformed_events.to_string(),

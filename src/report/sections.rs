@@ -121,14 +121,28 @@ fn code_behind(result: &CheckResult) -> Option<(String, String)> {
         None => {}
     }
     if !site.python.is_empty() {
-        let frames: Vec<&str> = site
+        // The innermost frames (the call itself), then the modules it sits in, innermost first.
+        const INNERMOST: usize = 6;
+        let mut frames: Vec<String> = site
             .python
             .iter()
             .rev()
-            .take(8)
-            .map(String::as_str)
+            .take(INNERMOST)
+            .map(|f| crate::report::table::printable(f).into_owned())
             .collect();
-        let text = crate::report::table::printable(&frames.join("\n")).into_owned() + "\n";
+        let modules: Vec<String> = site
+            .python
+            .iter()
+            .rev()
+            .skip(INNERMOST)
+            .filter(|f| f.starts_with("nn.Module: "))
+            .map(|f| crate::report::table::printable(f).into_owned())
+            .collect();
+        if !modules.is_empty() {
+            frames.push("…".to_string());
+            frames.extend(modules);
+        }
+        let text = frames.join("\n") + "\n";
         let fence = fence_for(&text);
         body.push_str(&format!(
             "\nPython stack, innermost first:\n\n{fence}text\n{text}{fence}\n"

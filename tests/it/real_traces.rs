@@ -79,20 +79,51 @@ fn real_trace_counts_agree_with_an_independent_parse() {
 
 #[test]
 #[ignore = "needs ../shared/traces: cargo test -- --include-ignored"]
-fn python_function_events_are_counted_not_kept() {
+fn python_function_events_are_counted_and_only_frames_around_a_launch_kept() {
     let dir = shared_traces();
     let path = dir.join("tracelens/inference/xdit_flux.1_aiter_sage/profile_trace_rank_0.json.gz");
     let json = inspect_json(&[&path]);
-    let expected = load_json(&path)["traceEvents"]
-        .as_array()
-        .unwrap()
+    let trace = load_json(&path);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let ns = |e: &serde_json::Value, key: &str| (e[key].as_f64().unwrap() * 1000.0).round() as i64;
+    let python: Vec<&serde_json::Value> = events
         .iter()
         .filter(|e| e["cat"] == "python_function")
+        .collect();
+    assert!(python.len() > 200_000);
+    // The frames the reader keeps, counted here from the JSON: at least 500 ns, and a runtime
+    // launch on their thread starting inside them.
+    let mut launches: std::collections::HashMap<String, Vec<i64>> = Default::default();
+    for e in events
+        .iter()
+        .filter(|e| matches!(e["cat"].as_str(), Some("cuda_runtime" | "cuda_driver")))
+    {
+        launches
+            .entry(e["tid"].to_string())
+            .or_default()
+            .push(ns(e, "ts"));
+    }
+    for starts in launches.values_mut() {
+        starts.sort_unstable();
+    }
+    let kept = python
+        .iter()
+        .filter(|f| f["ph"] == "X" && ns(f, "dur") >= 500)
+        .filter(|f| {
+            let (ts, end) = (ns(f, "ts"), ns(f, "ts") + ns(f, "dur"));
+            launches.get(&f["tid"].to_string()).is_some_and(|starts| {
+                let i = starts.partition_point(|&t| t < ts);
+                starts.get(i).is_some_and(|&t| t <= end)
+            })
+        })
         .count() as u64;
-    assert!(expected > 200_000);
-    assert_eq!(
-        json["ranks"][0]["read"]["python_functions_skipped"],
-        expected
+    let read = &json["ranks"][0]["read"];
+    assert_eq!(read["python_functions_skipped"], python.len() as u64);
+    assert_eq!(read["python_frames_kept"], kept);
+    assert!(
+        kept > 0 && kept < python.len() as u64 / 2,
+        "{kept} of {}",
+        python.len()
     );
 }
 
