@@ -41,6 +41,7 @@ mod report;
 mod same_figures;
 mod speculative;
 mod sweep;
+mod synth_capture;
 mod threads;
 mod unbounded;
 mod unclassified;
