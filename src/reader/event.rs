@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::model::{
-    Annotation, AnnotationSide, CollectiveKey, GraphNodeKey, PyFrame, CpuOp, GpuActivity, GpuKind, Launch, LaunchDims,
-    NameId, NameTable, ReadStats,
+    Annotation, AnnotationSide, CollectiveKey, CpuOp, GpuActivity, GpuKind, GraphNodeKey, Launch,
+    LaunchDims, NameId, NameTable, PyFrame, ReadStats,
 };
 use super::numbers::{micros_to_ns, parse_dim3, parse_u64, track_id, unquote};
 

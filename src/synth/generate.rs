@@ -366,10 +366,7 @@ impl Plan {
 
     /// The `graph node id` of decode op `i` where the run writes them.
     fn graph_node(&self, i: usize) -> Option<u64> {
-        self.stack
-            .as_ref()
-            .filter(|s| s.node_ids)
-            .map(|_| i as u64)
+        self.stack.as_ref().filter(|s| s.node_ids).map(|_| i as u64)
     }
 
     /// The name SGLang gives rank `rank`'s gzip file (`write::encoded_path` drops the `.gz` of

@@ -5,6 +5,7 @@
 //! Times are integer nanoseconds throughout and written as microseconds with three decimals. The
 //! same options (seed included) give byte-identical files.
 
+mod capture;
 mod generate;
 mod jitter;
 mod profiler_loop;
@@ -597,7 +598,7 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
             .len();
         files = vec![path];
     }
-    let captures = stack::write_captures(&plan, out, opts.gzip_level, &orders)?;
+    let captures = capture::write_captures(&plan, out, opts.gzip_level, &orders)?;
     let frontend = match plan.sc.vllm_stock {
         Some(version) => Some(write::vllm_frontend(
             out,
@@ -657,13 +658,13 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
     ));
     // Only a run with stacks says so: a run without keeps its truth byte for byte.
     if plan.stack.is_some() {
-        t.insert("sites".into(), stack::truth_sites(&plan));
+        t.insert("sites".into(), capture::truth_sites(&plan));
         let names: Vec<String> = captures
             .iter()
             .filter_map(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
             .collect();
         t.insert("capture_files".into(), json!(names));
-        t.insert("capture_join".into(), json!(stack::capture_join(&plan)));
+        t.insert("capture_join".into(), json!(capture::capture_join(&plan)));
     }
     let truth_path = out.join("truth.json");
     let text = serde_json::to_string_pretty(&Value::Object(t)).unwrap_or_default();

@@ -1037,7 +1037,13 @@ fn with_stack_each_rank_gets_the_capture_of_its_decode_graph_in_the_replays_orde
     let op = moe.op.as_ref().unwrap();
     assert_eq!(op.name, "aiter::ck_moe_stage1");
     assert_eq!(op.input_dims[..2], [vec![64, 7168], vec![256, 4096, 7168]]);
-    assert_eq!(moe.python[1..3], ["nn.Module: DeepseekV2ForCausalLM_0", "nn.Module: DeepseekV2Model_0"]);
+    assert_eq!(
+        moe.python[1..3],
+        [
+            "nn.Module: DeepseekV2ForCausalLM_0",
+            "nn.Module: DeepseekV2Model_0"
+        ]
+    );
     assert_eq!(moe.python[3], "nn.Module: DeepseekV2DecoderLayer_3");
     assert!(moe.python.contains(&"nn.Module: FusedMoE_3".to_string()));
     // An AMD aten::mm under aiter's GEMM, B as [N, K] above and [K, N] below.
@@ -1051,7 +1057,10 @@ fn with_stack_each_rank_gets_the_capture_of_its_decode_graph_in_the_replays_orde
     assert_eq!(lib.input_dims, [vec![64, 7168], vec![1536, 7168]]);
     // truth: one site per distinct kernel, the GEMM's with its M×N×K.
     let sites = truth["sites"].as_array().unwrap();
-    let mut kernels: Vec<&str> = sites.iter().map(|s| s["kernel"].as_str().unwrap()).collect();
+    let mut kernels: Vec<&str> = sites
+        .iter()
+        .map(|s| s["kernel"].as_str().unwrap())
+        .collect();
     kernels.sort();
     kernels.dedup();
     assert_eq!(kernels.len(), sites.len());

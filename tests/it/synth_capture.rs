@@ -8,7 +8,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{assert_exit, baseline_new, check_with, load_json, run_ok, synth_once, tracegate};
+use crate::common::{
+    assert_exit, baseline_new, check_with, load_json, run_ok, synth_once, tracegate,
+};
 
 const BY_NODE: &str = "graph node id";
 const BY_NAME: &str = "kernel name in capture order";
@@ -39,7 +41,12 @@ fn stacked(scenario: &str) -> tempfile::TempDir {
 
 /// `report --format json` of a run.
 fn report_json(run: &Path) -> Value {
-    let out = run_ok(tracegate().arg("report").arg(run).args(["--format", "json"]));
+    let out = run_ok(
+        tracegate()
+            .arg("report")
+            .arg(run)
+            .args(["--format", "json"]),
+    );
     serde_json::from_slice(&out.stdout).expect("report JSON")
 }
 
@@ -93,7 +100,10 @@ fn sites_match_truth(scenario: &str) {
             }
         }
         // A piecewise run's graphs have no capture; an eager run has none.
-        None => assert!(graph.iter().all(|g| g["status"] == "not_joined"), "{graph:?}"),
+        None => assert!(
+            graph.iter().all(|g| g["status"] == "not_joined"),
+            "{graph:?}"
+        ),
     }
     let sites = truth_sites(&truth);
     assert!(!sites.is_empty(), "{scenario}");
@@ -197,7 +207,8 @@ fn a_slower_moe_fails_the_check_and_its_first_line_names_the_moe_scope_and_shape
     assert!(!moe.is_empty());
     assert!(first.contains("nn.Module: FusedMoE"), "{first}");
     assert!(
-        moe.iter().any(|(_, shapes, _)| first.contains(shapes.as_str())),
+        moe.iter()
+            .any(|(_, shapes, _)| first.contains(shapes.as_str())),
         "{first}: none of {moe:?}"
     );
 }
