@@ -471,7 +471,8 @@ Injections (--inject): allreduce=F, moe=F, attention=F, protocol=F, straggler=F 
 Examples:
   tracegate synth --scenario mi355x-dsr1-fp4-tp4 --out runs/clean
   tracegate synth --scenario mi355x-dsr1-fp4-tp4 --out runs/slow --inject allreduce=1.5
-  tracegate synth --scenario vllm-eager --out runs/stalls --inject stall=5:3.0 --seed 7"
+  tracegate synth --scenario vllm-eager --out runs/stalls --inject stall=5:3.0 --seed 7
+  tracegate synth --scenario h200-dsr1-fp8-tp8 --out runs/code --with-stack"
 )]
 pub(crate) struct SynthArgs {
     /// Scenario: mi355x-dsr1-fp4-tp4, b200-dsr1-fp4-tp4-ep4, h200-dsr1-fp8-tp8, mi325x-dsr1-fp8-tp8,

@@ -1088,3 +1088,43 @@ fn with_stack_vllm_names_its_capture_as_vllm_does_and_eager_loops_write_none() {
     assert_eq!(truth["capture_join"], Value::Null);
     assert!(!truth["sites"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn a_site_reads_as_tracegate_prints_it() {
+    use super::stack::{site_text, SiteOp};
+    let op = |name: &'static str, dims: &[&[u64]]| SiteOp {
+        name,
+        dims: dims.iter().map(|d| d.to_vec()).collect(),
+        types: vec!["c10::BFloat16"; dims.len()],
+    };
+    // A library op shows only above an ATen op; the shapes and the GEMM are the innermost op's.
+    let gemm = [
+        op("aiter::gemm_a16w16", &[&[64, 7168], &[1536, 7168]]),
+        op("aten::mm", &[&[64, 7168], &[7168, 1536]]),
+    ];
+    assert_eq!(
+        site_text(&gemm),
+        (
+            "aiter::gemm_a16w16 › aten::mm".to_string(),
+            "64×7168, 7168×1536".to_string(),
+            Some("64×1536×7168".to_string())
+        )
+    );
+    let nvidia = [
+        op("aten::linear", &[&[64, 7168], &[1536, 7168]]),
+        op("aten::mm", &[&[64, 7168], &[7168, 1536]]),
+    ];
+    assert_eq!(site_text(&nvidia).0, "aten::mm");
+    let moe = [op(
+        "aiter::ck_moe_stage1",
+        &[&[64, 7168], &[256, 4096, 7168], &[]],
+    )];
+    assert_eq!(
+        site_text(&moe),
+        (
+            "aiter::ck_moe_stage1".to_string(),
+            "64×7168, 256×4096×7168".to_string(),
+            None
+        )
+    );
+}
