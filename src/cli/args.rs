@@ -476,7 +476,8 @@ Injections (--inject): allreduce=F, moe=F, attention=F, protocol=F, straggler=F 
 Examples:
   tracegate synth --scenario mi355x-dsr1-fp4-tp4 --out runs/clean
   tracegate synth --scenario mi355x-dsr1-fp4-tp4 --out runs/slow --inject allreduce=1.5
-  tracegate synth --scenario vllm-eager --out runs/stalls --inject stall=5:3.0 --seed 7"
+  tracegate synth --scenario vllm-eager --out runs/stalls --inject stall=5:3.0 --seed 7
+  tracegate synth --scenario h200-dsr1-fp8-tp8 --out runs/code --with-stack"
 )]
 pub(crate) struct SynthArgs {
     /// Scenario: mi355x-dsr1-fp4-tp4, b200-dsr1-fp4-tp4-ep4, h200-dsr1-fp8-tp8, mi325x-dsr1-fp8-tp8,
@@ -532,6 +533,13 @@ pub(crate) struct SynthArgs {
     /// shared: one factor for every category of the run (they move together, sd PCT%).
     #[arg(long, value_enum, default_value = "per-category")]
     pub run_jitter_mode: crate::pipeline::JitterMode,
+    /// Also write what a code view needs: for a scenario whose decode replays a CUDA/HIP graph,
+    /// the graph's capture per rank in DIR/capture_traces/ (SGLang's bs_N_rankR.json.gz, vLLM's
+    /// graph_capture_rank_R.*.pt.trace.json.gz); for eager launches, nn.Module and file frames
+    /// and their ops' Input Dims; truth.json then lists each decode kernel's op, shapes and scope
+    /// (`sites`). Without it the files are byte for byte those of earlier releases.
+    #[arg(long)]
+    pub with_stack: bool,
 }
 
 /// `--gzip-level`: 0 to 9, or `None` for `none` (plain JSON).

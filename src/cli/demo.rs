@@ -29,6 +29,7 @@ pub(super) fn synth(args: SynthArgs, limits: pipeline::ReadLimits) -> Result<i32
         gzip_level: args.gzip_level.0,
         run_jitter: args.run_jitter,
         run_jitter_mode: args.run_jitter_mode,
+        with_stack: args.with_stack,
     };
     let summary = pipeline::synth(&options, &args.out, &limits)?;
     crate::output::note(&format!(

@@ -18,6 +18,8 @@ const US: u64 = 1_000;
 /// Idle time between phases (prefill, set-up burst, decode).
 const PHASE_GAP: u64 = 30 * MS;
 pub(crate) const WARMUP: u32 = 2;
+/// Sequences per decode batch of an eager loop.
+pub(crate) const EAGER_BATCH: u32 = eager::BATCH;
 
 /// A kernel placed on the timeline.
 #[derive(Debug, Clone, Copy)]
@@ -68,6 +70,8 @@ pub(crate) struct Plan {
     pub stamp: String,
     pub(crate) ts0: u64,
     base_time_ns: u64,
+    /// `--with-stack`: frames, ops and captures for the code view.
+    pub(crate) stack: Option<super::stack::Stack>,
 }
 
 /// The parts of a speculative iteration among the decode ops: the draft forwards from 0, the
@@ -245,6 +249,9 @@ impl Plan {
         }
         let name_json = written.iter().map(|n| json_str(n)).collect();
         let kernel_args_tail = (0..specs.len()).map(nvidia_kernel_args_tail).collect();
+        let stack = opts
+            .with_stack
+            .then(|| super::stack::Stack::new(&sc, &name_id));
 
         let target_ops = build_ops(&sc);
         let (decode_ops, mtp) = spec_ops(&sc, &target_ops, factor(InjectionKind::Draft));
@@ -321,8 +328,45 @@ impl Plan {
             stamp,
             ts0: 1_365_000_000 * MS + (opts.seed % 100_000) * 1_000 * MS,
             base_time_ns: 1_767_000_000_000_000_000 + (opts.seed % 1_000_000) * 1_000 * MS,
+            stack,
             sc,
         }
+    }
+
+    /// The effective specs (protocol rename applied, the prefill memcpy last).
+    pub(crate) fn specs(&self) -> &[Spec] {
+        &self.specs
+    }
+
+    /// Ops of one decode iteration.
+    pub(crate) fn decode_ops_len(&self) -> usize {
+        self.decode_ops.len()
+    }
+
+    /// The spec of decode op `i`.
+    pub(crate) fn decode_spec(&self, i: usize) -> usize {
+        self.decode_ops[i].spec
+    }
+
+    /// With speculative decoding, where the verify and the draft extend start among the decode
+    /// ops.
+    pub(crate) fn mtp_parts(&self) -> Option<(usize, usize)> {
+        self.mtp.map(|m| (m.verify_at, m.extend_at))
+    }
+
+    /// The name a spec's kernels are written under, as JSON.
+    pub(crate) fn kernel_json(&self, spec: usize) -> &str {
+        &self.name_json[spec]
+    }
+
+    /// The name a spec's kernels are written under.
+    pub(crate) fn kernel_name(&self, spec: usize) -> &str {
+        &self.names[self.name_id[spec] as usize].name
+    }
+
+    /// The `graph node id` of decode op `i` where the run writes them.
+    fn graph_node(&self, i: usize) -> Option<u64> {
+        self.stack.as_ref().filter(|s| s.node_ids).map(|_| i as u64)
     }
 
     /// The name SGLang gives rank `rank`'s gzip file (`write::encoded_path` drops the `.gz` of
@@ -573,6 +617,9 @@ pub(crate) struct RankOut {
     pub steps: Vec<StepSummary>,
     /// Kernel time in no step (the set-up burst), ns.
     pub unassigned_ns: u64,
+    /// `--with-stack`: the decode ops in the order their kernels started in the first steady
+    /// decode step (the replay's order, which a capture follows).
+    pub decode_order: Vec<usize>,
 }
 
 /// Per-rank writer state: ids and counters for the host side.
@@ -615,6 +662,8 @@ struct Gen<'a> {
     aux_stream: u32,
     /// Kernel time written outside any step (the set-up burst), ns.
     unassigned_ns: u64,
+    /// See [`RankOut::decode_order`].
+    decode_order: Vec<usize>,
 }
 
 impl Gen<'_> {
@@ -646,6 +695,17 @@ impl Gen<'_> {
     }
 
     fn kernel(&mut self, k: &Placed, corr: u64, ext: Option<u64>) -> Result<(), SynthError> {
+        self.kernel_node(k, corr, ext, None)
+    }
+
+    /// A kernel; a replayed one may carry its `graph node id` (`--with-stack`).
+    fn kernel_node(
+        &mut self,
+        k: &Placed,
+        corr: u64,
+        ext: Option<u64>,
+        node: Option<u64>,
+    ) -> Result<(), SynthError> {
         let spec = &self.plan.specs[k.spec];
         let stream = if k.aux { self.aux_stream } else { self.stream };
         let dev = self.rank;
@@ -700,6 +760,10 @@ impl Gen<'_> {
                 .int(corr)
                 .text(",")
                 .text(&self.plan.kernel_args_tail[k.spec]);
+        }
+        if let Some(node) = node {
+            args.pop();
+            args.text(r#","graph node id":"#).int(node).text("}");
         }
         let name = self.plan.name_json[k.spec].clone();
         self.x("kernel", &name, at, &args)
@@ -819,6 +883,18 @@ impl Gen<'_> {
 
     /// Eager launches: one cpu_op + one runtime event per activity, ids linked.
     fn eager(&mut self, placed: &[Placed], m: u32, flows: usize) -> Result<(u64, u64), SynthError> {
+        self.eager_at(placed, m, flows, None)
+    }
+
+    /// [`Gen::eager`] of decode ops from `at` on (`None`: not decode ops), which, with
+    /// `--with-stack`, get the frames and ops of their site around each launch.
+    fn eager_at(
+        &mut self,
+        placed: &[Placed],
+        m: u32,
+        flows: usize,
+        at: Option<usize>,
+    ) -> Result<(u64, u64), SynthError> {
         let mut prev = None::<u64>;
         let (mut first_cpu, mut last_rt) = (u64::MAX, 0);
         let pid = self.host.pid;
@@ -835,12 +911,25 @@ impl Gen<'_> {
             self.host.corr += 1;
             let (ext, corr) = (self.host.ext, self.host.corr);
             let spec = &self.plan.specs[k.spec];
+            let site_ops = match &self.plan.stack {
+                Some(stack) => {
+                    let layer = at.and_then(|a| stack.layer(a + i));
+                    let frames = stack.frames(&self.plan.specs, k.spec, layer);
+                    let ops = stack.ops(&self.plan.specs, k.spec, u64::from(m));
+                    self.site_frames(k.ts, w, &frames, &ops)?;
+                    ops.last().map(|op| op.args())
+                }
+                None => None,
+            };
             let ev = self.next_ev_idx();
             let mut args = String::with_capacity(256);
             args.text(r#"{"External id":"#)
                 .int(ext)
-                .text(r#","Record function id":0,"Concrete Inputs":"#);
-            if spec.kn != (0, 0) {
+                .text(r#","Record function id":0,"#);
+            if let Some(site) = site_ops {
+                args.text(&site);
+            } else if spec.kn != (0, 0) {
+                args.text(r#""Concrete Inputs":"#);
                 let (kk, n) = spec.kn;
                 args.text(r#"["", ""],"Input type":["c10::BFloat16", "c10::BFloat16"],"#)
                     .text(r#""Input Strides":[["#)
@@ -857,6 +946,7 @@ impl Gen<'_> {
                     .int(n)
                     .text("]]");
             } else {
+                args.text(r#""Concrete Inputs":"#);
                 args.text(r#"[""],"Input type":["c10::BFloat16"],"Input Strides":[[7168, 1]],"#)
                     .text(r#""Input Dims":[["#)
                     .int(m)
@@ -898,6 +988,51 @@ impl Gen<'_> {
             }
         }
         Ok((first_cpu, last_rt))
+    }
+
+    /// `--with-stack`: a launch's site around its cpu_op (which starts `w - w/10` before the
+    /// kernel at `kts`): its frames, outermost first, each enclosing the runtime launch and longer
+    /// than the reader's shortest kept frame where `w` allows, and the ops above its innermost op.
+    fn site_frames(
+        &mut self,
+        kts: u64,
+        w: u64,
+        frames: &[String],
+        ops: &[super::stack::SiteOp],
+    ) -> Result<(), SynthError> {
+        let pid = self.host.pid;
+        let mut parent = 0u64;
+        for (j, name) in frames.iter().enumerate() {
+            let j = j as u64;
+            let ts = kts - w + j * (w / 200);
+            let end = kts - w / 10 - j * (w / 200);
+            self.host.py_id += 1;
+            let id = self.host.py_id;
+            let ev = self.next_ev_idx();
+            let args = python_args(parent, id, ev);
+            self.x(
+                "python_function",
+                &json_str(name),
+                Span::host(pid, ts, end - ts),
+                &args,
+            )?;
+            parent = id;
+        }
+        let (cpu_ts, cpu_end) = (kts - w + w / 10, kts - w + w / 10 + w * 7 / 10);
+        for (j, op) in ops.iter().rev().skip(1).enumerate() {
+            let j = j as u64 + 1;
+            let ts = cpu_ts - j * (w / 100);
+            let end = cpu_end + j * (w / 100);
+            let ev = self.next_ev_idx();
+            let args = format!(r#"{{"Record function id":0,{},"Ev Idx":{ev}}}"#, op.args());
+            self.x(
+                "cpu_op",
+                &json_str(op.name),
+                Span::host(pid, ts, end - ts),
+                &args,
+            )?;
+        }
+        Ok(())
     }
 
     fn summary(&self, kind: StepKind, placed: &[Placed]) -> StepSummary {
@@ -1180,6 +1315,11 @@ impl Gen<'_> {
 
     /// One decode step of this rank, placed by [`DecodeSim::step`], starting at `t`.
     fn decode_step(&mut self, step: u32, placed: &[Placed], t: u64) -> Result<(), SynthError> {
+        if self.plan.stack.is_some() && step == WARMUP.min(self.plan.n_decode - 1) {
+            let mut order: Vec<usize> = (0..placed.len()).collect();
+            order.sort_by_key(|&i| (placed[i].ts, i));
+            self.decode_order = order;
+        }
         if let Some(m) = self.plan.mtp {
             return self.spec_step(placed, m);
         }
@@ -1197,8 +1337,8 @@ impl Gen<'_> {
             Some((t, wall)),
         )?;
         self.python(launch_ts - 150 * US, launch_ts + launch_dur + 5 * US, false)?;
-        for k in placed {
-            self.kernel(k, corr, None)?;
+        for (i, k) in placed.iter().enumerate() {
+            self.kernel_node(k, corr, None, self.plan.graph_node(i))?;
         }
         self.flow(corr, launch_ts, t, self.stream)?;
         let summary = self.summary(kind, placed);
@@ -1215,9 +1355,13 @@ impl Gen<'_> {
         let (draft, rest) = placed.split_at(m.verify_at);
         let (verify, extend) = rest.split_at(m.extend_at - m.verify_at);
         let batch = self.plan.batch;
-        for (part, label) in [
-            (draft, None),
-            (verify, Some(format!("step[TARGET_VERIFY bs={batch}]"))),
+        for (part, label, at) in [
+            (draft, None, 0),
+            (
+                verify,
+                Some(format!("step[TARGET_VERIFY bs={batch}]")),
+                m.verify_at,
+            ),
         ] {
             let t = part.iter().map(|k| k.ts).min().unwrap_or(0);
             self.host.corr += 1;
@@ -1234,13 +1378,13 @@ impl Gen<'_> {
                 )?;
                 self.python(launch_ts - 150 * US, launch_ts + launch_dur + 5 * US, false)?;
             }
-            for k in part {
-                self.kernel(k, corr, None)?;
+            for (i, k) in part.iter().enumerate() {
+                self.kernel_node(k, corr, None, self.plan.graph_node(at + i))?;
             }
             self.flow(corr, launch_ts, t, self.stream)?;
         }
         let t = extend.iter().map(|k| k.ts).min().unwrap_or(0);
-        let (cpu0, cpu1) = self.eager(extend, batch, 0)?;
+        let (cpu0, cpu1) = self.eager_at(extend, batch, 0, Some(m.extend_at))?;
         self.annotation(
             &format!("step[DRAFT_EXTEND_V2 bs={batch}]"),
             cpu0 - 20 * US,
@@ -1283,6 +1427,7 @@ impl Gen<'_> {
             events,
             steps: self.steps,
             unassigned_ns: self.unassigned_ns,
+            decode_order: self.decode_order,
         })
     }
 }
@@ -1552,6 +1697,7 @@ pub(crate) fn write_all(
                 stream: plan.sc.main_stream,
                 aux_stream: plan.sc.aux_stream.unwrap_or(plan.sc.main_stream),
                 unassigned_ns: 0,
+                decode_order: Vec::new(),
             })
         })
         .collect::<Result<Vec<Gen<'_>>, SynthError>>()?;

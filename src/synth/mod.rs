@@ -5,12 +5,14 @@
 //! Times are integer nanoseconds throughout and written as microseconds with three decimals. The
 //! same options (seed included) give byte-identical files.
 
+mod capture;
 mod generate;
 mod jitter;
 mod profiler_loop;
 mod rename;
 mod rng;
 mod scenario;
+mod stack;
 pub(crate) mod truth;
 mod write;
 
@@ -50,6 +52,12 @@ pub struct SynthOptions {
     /// How the run's factors move (`--run-jitter-mode`): one per category (the default), or one
     /// shared by every category of the run.
     pub run_jitter_mode: JitterMode,
+    /// `--with-stack`: the host context a code view needs. Each graph scenario also writes the
+    /// capture of its decode graph per rank in `capture_traces/` (the launches in the replay's
+    /// order, each inside its `cpu_op`s with `Input Dims` and its `python_function` frames), eager
+    /// launches get `nn.Module` and file frames and the same ops, and truth.json gains `sites`.
+    /// Off (the default), the bytes are those written without it.
+    pub with_stack: bool,
 }
 
 pub use jitter::JitterMode;
@@ -89,6 +97,7 @@ impl Default for SynthOptions {
             gzip_level: Some(5),
             run_jitter: 0.0,
             run_jitter_mode: JitterMode::PerCategory,
+            with_stack: false,
         }
     }
 }
@@ -553,11 +562,15 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
         Layout::Merged => out.join(".tracegate-synth-ranks"),
     };
     std::fs::create_dir_all(&rank_dir).map_err(|e| SynthError::io(&rank_dir, e))?;
-    let results = generate::write_all(&plan, &rank_dir, opts.gzip_level)?;
+    let mut results = generate::write_all(&plan, &rank_dir, opts.gzip_level)?;
 
     let mut rank_steps = Vec::with_capacity(results.len());
     let mut files = Vec::with_capacity(results.len());
     let (mut bytes_uncompressed, mut bytes_compressed, mut events) = (0, 0, 0);
+    let orders: Vec<Vec<usize>> = results
+        .iter_mut()
+        .map(|o| std::mem::take(&mut o.decode_order))
+        .collect();
     for (r, o) in results.into_iter().enumerate() {
         bytes_uncompressed += o.bytes;
         events += o.events;
@@ -585,6 +598,7 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
             .len();
         files = vec![path];
     }
+    let captures = capture::write_captures(&plan, out, opts.gzip_level, &orders)?;
     let frontend = match plan.sc.vllm_stock {
         Some(version) => Some(write::vllm_frontend(
             out,
@@ -642,6 +656,16 @@ pub fn generate_to_dir(opts: &SynthOptions, out: &Path) -> Result<SynthSummary, 
         &rank_steps,
         generate::WARMUP as usize,
     ));
+    // Only a run with stacks says so: a run without keeps its truth byte for byte.
+    if plan.stack.is_some() {
+        t.insert("sites".into(), capture::truth_sites(&plan));
+        let names: Vec<String> = captures
+            .iter()
+            .filter_map(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+            .collect();
+        t.insert("capture_files".into(), json!(names));
+        t.insert("capture_join".into(), json!(capture::capture_join(&plan)));
+    }
     let truth_path = out.join("truth.json");
     let text = serde_json::to_string_pretty(&Value::Object(t)).unwrap_or_default();
     std::fs::write(&truth_path, text + "\n").map_err(|e| SynthError::io(&truth_path, e))?;

@@ -958,3 +958,173 @@ fn run_jitter_scales_each_category_by_its_recorded_factor() {
     });
     assert_ne!(other["run_jitter"], t["run_jitter"]);
 }
+
+/// The options of a small run of `scenario` for the `--with-stack` tests.
+fn small(scenario: &str, with_stack: bool) -> SynthOptions {
+    SynthOptions {
+        scenario: scenario.into(),
+        ranks: Some(2),
+        seed: 1,
+        decode_steps: 2,
+        python_functions_per_step: 2,
+        gzip_level: None,
+        with_stack,
+        ..SynthOptions::default()
+    }
+}
+
+#[test]
+fn without_stack_every_scenario_writes_the_bytes_it_wrote_before() {
+    // The digests of these runs as `synth` wrote them before `--with-stack` existed: computed
+    // from the files the build of 41b7cdf wrote with the same options (`diff -r` of every
+    // scenario's files against that build's also agreed).
+    let pinned: [(&str, u64); 8] = [
+        ("mi355x-dsr1-fp4-tp4", 0x7871_62a6_57b0_ddac),
+        ("b200-dsr1-fp4-tp4-ep4", 0x0912_182e_84a3_7df2),
+        ("h200-dsr1-fp8-tp8", 0x6450_b9ea_2959_cca6),
+        ("mi325x-dsr1-fp8-tp8", 0xa1d9_569b_125c_7ae5),
+        ("mi355x-dsr1-fp4-tp4-mtp", 0x06b0_8be1_c32f_dfb0),
+        ("vllm-eager", 0xf930_0c7e_1bab_d0fe),
+        ("vllm-piecewise", 0xf882_d01f_5325_22d6),
+        ("vllm-stock", 0x505a_2ea5_507a_79ca),
+    ];
+    let mut got = Vec::new();
+    for (scenario, _) in pinned {
+        let o = small(scenario, false);
+        assert!(!o.with_stack);
+        let (dir, _, truth) = run_opts(&o);
+        assert!(truth.get("sites").is_none() && truth.get("capture_join").is_none());
+        assert!(!dir.path().join("capture_traces").exists());
+        got.push((scenario, fnv_of_files(dir.path())));
+    }
+    assert_eq!(got, pinned, "{got:#x?}");
+}
+
+#[test]
+fn with_stack_each_rank_gets_the_capture_of_its_decode_graph_in_the_replays_order() {
+    let (dir, sum, truth) = run_opts(&small("mi355x-dsr1-fp4-tp4", true));
+    let captures = dir.path().join("capture_traces");
+    let files: Vec<String> = truth["capture_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(files, ["bs_64_rank0.json", "bs_64_rank1.json"]);
+    assert_eq!(truth["capture_join"], json!("graph node id"));
+    let capture = crate::reader::read_capture(&captures.join(&files[0])).unwrap();
+    let sc = scenario::by_name("mi355x-dsr1-fp4-tp4").unwrap().unwrap();
+    let per_forward = sc.prologue.len()
+        + sc.n_dense as usize * sc.dense_layer.len()
+        + sc.n_moe as usize * sc.moe_layer.len()
+        + sc.epilogue.len();
+    assert_eq!(capture.launches.len(), per_forward);
+    // Graph node ids: the op's index in the forward, on the capture and on the replayed kernels.
+    let nodes: Vec<u64> = capture
+        .launches
+        .iter()
+        .map(|l| l.graph_node.unwrap())
+        .collect();
+    assert_eq!(nodes, (0..per_forward as u64).collect::<Vec<_>>());
+    let trace = std::fs::read_to_string(&sum.files[0]).unwrap();
+    assert!(trace.contains(&format!(r#""graph node id":{}}}"#, per_forward - 1)));
+    // A MoE GEMM: its op with the fused-MoE dims, in FusedMoE of its layer.
+    let moe = capture
+        .launches
+        .iter()
+        .find(|l| l.kernel.contains("kernel_moe_mxgemm"))
+        .unwrap();
+    let op = moe.op.as_ref().unwrap();
+    assert_eq!(op.name, "aiter::ck_moe_stage1");
+    assert_eq!(op.input_dims[..2], [vec![64, 7168], vec![256, 4096, 7168]]);
+    assert_eq!(
+        moe.python[1..3],
+        [
+            "nn.Module: DeepseekV2ForCausalLM_0",
+            "nn.Module: DeepseekV2Model_0"
+        ]
+    );
+    assert_eq!(moe.python[3], "nn.Module: DeepseekV2DecoderLayer_3");
+    assert!(moe.python.contains(&"nn.Module: FusedMoE_3".to_string()));
+    // An AMD aten::mm under aiter's GEMM, B as [N, K] above and [K, N] below.
+    let gemm = capture
+        .launches
+        .iter()
+        .find(|l| l.op.as_ref().is_some_and(|o| o.name == "aten::mm"))
+        .unwrap();
+    let lib = gemm.library_op.as_ref().unwrap();
+    assert_eq!(lib.name, "aiter::gemm_a16w16");
+    assert_eq!(lib.input_dims, [vec![64, 7168], vec![1536, 7168]]);
+    // truth: one site per distinct kernel, the GEMM's with its M×N×K.
+    let sites = truth["sites"].as_array().unwrap();
+    let mut kernels: Vec<&str> = sites
+        .iter()
+        .map(|s| s["kernel"].as_str().unwrap())
+        .collect();
+    kernels.sort();
+    kernels.dedup();
+    assert_eq!(kernels.len(), sites.len());
+    let qa = sites
+        .iter()
+        .find(|s| s["op"] == "aiter::gemm_a16w16 › aten::mm" && s["gemm"] == "64×1536×7168")
+        .unwrap();
+    assert_eq!(qa["shapes"], "64×7168, 7168×1536");
+    assert_eq!(qa["scope"], "nn.Module: ReplicatedLinear");
+}
+
+#[test]
+fn with_stack_vllm_names_its_capture_as_vllm_does_and_eager_loops_write_none() {
+    let (dir, _, truth) = run_opts(&small("vllm-stock", true));
+    let files = truth["capture_files"].as_array().unwrap();
+    let name = files[1].as_str().unwrap();
+    assert!(
+        name.starts_with("graph_capture_rank_1.") && name.ends_with(".pt.trace.json"),
+        "{name}"
+    );
+    assert!(dir.path().join("capture_traces").join(name).is_file());
+    assert_eq!(truth["capture_join"], json!("kernel name in capture order"));
+    let (dir, _, truth) = run_opts(&small("vllm-eager", true));
+    assert!(!dir.path().join("capture_traces").exists());
+    assert_eq!(truth["capture_join"], Value::Null);
+    assert!(!truth["sites"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_site_reads_as_tracegate_prints_it() {
+    use super::stack::{site_text, SiteOp};
+    let op = |name: &'static str, dims: &[&[u64]]| SiteOp {
+        name,
+        dims: dims.iter().map(|d| d.to_vec()).collect(),
+        types: vec!["c10::BFloat16"; dims.len()],
+    };
+    // A library op shows only above an ATen op; the shapes and the GEMM are the innermost op's.
+    let gemm = [
+        op("aiter::gemm_a16w16", &[&[64, 7168], &[1536, 7168]]),
+        op("aten::mm", &[&[64, 7168], &[7168, 1536]]),
+    ];
+    assert_eq!(
+        site_text(&gemm),
+        (
+            "aiter::gemm_a16w16 › aten::mm".to_string(),
+            "64×7168, 7168×1536".to_string(),
+            Some("64×1536×7168".to_string())
+        )
+    );
+    let nvidia = [
+        op("aten::linear", &[&[64, 7168], &[1536, 7168]]),
+        op("aten::mm", &[&[64, 7168], &[7168, 1536]]),
+    ];
+    assert_eq!(site_text(&nvidia).0, "aten::mm");
+    let moe = [op(
+        "aiter::ck_moe_stage1",
+        &[&[64, 7168], &[256, 4096, 7168], &[]],
+    )];
+    assert_eq!(
+        site_text(&moe),
+        (
+            "aiter::ck_moe_stage1".to_string(),
+            "64×7168, 256×4096×7168".to_string(),
+            None
+        )
+    );
+}

@@ -42,6 +42,7 @@ mod repro;
 mod same_figures;
 mod speculative;
 mod sweep;
+mod synth_capture;
 mod threads;
 mod unbounded;
 mod unclassified;

@@ -8,7 +8,7 @@ use super::*;
 use crate::synth::scenario::EagerLoop;
 
 /// Sequences per decode batch (the M of every decode GEMM).
-const BATCH: u32 = 64;
+pub(super) const BATCH: u32 = 64;
 
 /// Every rank's decode steps (with a prefill every `e.prefill_every`), placed together by `sim` as
 /// in a graph run (ranks wait for each other in every collective) but launched eagerly, with the
@@ -54,7 +54,7 @@ impl Gen<'_> {
         let (cpu0, cpu1) = if e.piecewise {
             self.piecewise(placed)?
         } else {
-            self.eager(placed, BATCH, 0)?
+            self.eager_at(placed, BATCH, 0, Some(0))?
         };
         self.python(cpu0.saturating_sub(60 * US), cpu1 + 20 * US, false)?;
         let summary = self.summary(StepKind::Decode, placed);
@@ -86,9 +86,12 @@ impl Gen<'_> {
     fn piecewise(&mut self, placed: &[Placed]) -> Result<(u64, u64), SynthError> {
         let (mut first, mut last) = (u64::MAX, 0);
         let is_attention = |k: &Placed| self.plan.specs[k.spec].cat == "attention";
+        // The piece's place among the decode ops, for its layer.
+        let mut at = 0;
         for piece in placed.chunk_by(|a, b| is_attention(a) == is_attention(b)) {
+            at += piece.len();
             let (a, b) = if is_attention(&piece[0]) {
-                self.eager(piece, BATCH, 0)?
+                self.eager_at(piece, BATCH, 0, Some(at - piece.len()))?
             } else {
                 self.graph_piece(piece)?
             };
