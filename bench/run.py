@@ -46,6 +46,8 @@ PINS = ["holistictraceanalysis==0.5.0", "pandas==2.3.3"]
 SCENARIO = "h200-dsr1-fp8-tp8"
 RANKS = 8
 WORK = os.environ.get("TRACEGATE_BENCH_DIR", "/tmp/tracegate-bench")
+# Another build to time beside this one (`--threads-only`): e.g. main's, to see what a change costs.
+BASE_BIN = os.environ.get("TRACEGATE_BENCH_BASE")
 RESULTS = os.path.join(ROOT, "bench", "RESULTS.md")
 SHARED = os.environ.get("TRACEGATE_SHARED_TRACES", os.path.join(os.path.dirname(ROOT), "..", "shared", "traces"))
 if not os.path.isdir(SHARED):
@@ -318,6 +320,8 @@ def threads_bench(repeats, sizes):
             "gzip": ["sh", "-c", "for f in \"$@\"; do gzip -dc \"$f\"; done > /dev/null", "sh"] + files,
             "one": [BIN, "extract", d, "--format", "json", "--threads", "1"],
         }
+        if BASE_BIN:
+            tools["base"] = [BASE_BIN, "extract", d, "--format", "json"]
         res = {k: [] for k in tools}
         load = [os.getloadavg()[0]]
         for i in range(repeats):
@@ -338,13 +342,24 @@ def threads_table(rows, repeats):
            f"| `gzip -dc` wall, CPU | extract / gzip wall | `--threads 1` / `--threads {cores}` wall "
            f"| peak RSS ({cores} threads) | RSS / JSON | load average (1 min) |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    base_lines = []
     for row in rows:
         a, o, g = (row["res"][k] for k in ("all", "one", "gzip"))
         wa, wo, wg, rss = med(a, "wall"), med(o, "wall"), med(g, "wall"), med(a, "rss_mb")
         ca, co, cg = med(a, "cpu"), med(o, "cpu"), med(g, "cpu")
+        if row["res"].get("base"):
+            b = row["res"]["base"]
+            wb, cb, rb = med(b, "wall"), med(b, "cpu"), med(b, "rss_mb")
+            base_lines.append(f"| {row['label']} | {wb / wg:.2f} | {wa / wg:.2f} | {wa / wb:.3f} | {ca / cb:.3f} "
+                              f"| {rb:,.0f} MB | {rss:,.0f} MB | {rss / rb:.3f} |")
         out.append(f"| {row['label']} | {fmt_mb(row['raw'] / MB)} | {wa:.2f} s, {ca:.2f} s | {wo:.2f} s, {co:.2f} s "
                    f"| {wg:.2f} s, {cg:.2f} s | **{wa / wg:.2f}** | **{wo / wa:.2f}x** | {rss:,.0f} MB "
                    f"| {100 * rss * 2**20 / row['raw']:.1f}% | {min(row['load']):.1f} to {max(row['load']):.1f} |")
+    if base_lines:
+        out += ["", f"Against `TRACEGATE_BENCH_BASE` ({BASE_BIN}), timed in the same alternation:", "",
+                "| run | base / gzip wall | this / gzip wall | this / base wall | this / base CPU "
+                "| base peak RSS | this peak RSS | this / base RSS |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        out += base_lines
     return (f"Medians of {repeats} alternating repeats (extract on all cores, `gzip -dc`, extract --threads 1); "
             "CPU = user + system time of the process (`wait4`); MB = 10^6 bytes of uncompressed JSON; peak RSS "
             "as above. On a machine shared with other jobs (the load average column) wall times stretch and "
