@@ -520,10 +520,26 @@ impl EventSink {
         self.prune_python_frames();
     }
 
-    /// A `python_function` frame (`ph: "X"`) of at least [`MIN_FRAME_NS`]; shorter ones are
-    /// counted only. Reads nothing but `name`, `tid`, `ts` and `dur`.
-    pub(super) fn add_python_frame(&mut self, ev: &RawEvent<'_>) {
+    /// A `python_function` event: counted, and kept as a frame when it is one (`ph: "X"`) of at
+    /// least [`MIN_FRAME_NS`]. Read by a search for its four fields; the full parse only where
+    /// the search is unsure.
+    pub(super) fn add_python_frame(&mut self, event: &[u8]) {
+        use super::frame::{python_frame, FrameFields};
         self.stats.python_functions_skipped += 1;
+        match python_frame(event, MIN_FRAME_NS) {
+            FrameFields::Short => {}
+            FrameFields::Frame { name, tid, ts, dur } => self.push_frame(name, tid, ts, dur),
+            FrameFields::Unsure => {
+                let mut ev = RawEvent::default();
+                // A frame the fast path cannot vouch for is counted, not kept: stacks are context.
+                if super::fast::parse_event(event, &mut ev).is_ok() {
+                    self.add_parsed_python_frame(&ev);
+                }
+            }
+        }
+    }
+
+    fn add_parsed_python_frame(&mut self, ev: &RawEvent<'_>) {
         if ev.ph.as_ref().map(RawStr::bytes) != Some(b"X") {
             return;
         }
@@ -537,17 +553,25 @@ impl EventSink {
             return;
         }
         let name = ev.name.as_ref().map(RawStr::bytes).unwrap_or(b"");
+        let tid = raw(ev.tid).map(track_id).unwrap_or(0);
+        self.push_frame(name, tid, ts, dur);
+    }
+
+    fn push_frame(&mut self, name: &[u8], tid: u64, ts: i64, dur: i64) {
         self.python_frames.push(PyFrame {
             name: self.names.intern_bytes(name),
             ts,
             dur,
-            tid: raw(ev.tid).map(track_id).unwrap_or(0),
+            tid,
         });
     }
 
     /// Keeps the frames that enclose a runtime launch on their thread: the only ones a kernel's
     /// call site can be read from (a trace's other frames, often most of its events, go).
     fn prune_python_frames(&mut self) {
+        if self.python_frames.is_empty() {
+            return;
+        }
         let mut starts: FxHashMap<u64, Vec<i64>> = FxHashMap::default();
         for l in &self.launches {
             starts.entry(l.tid).or_default().push(l.ts);

@@ -635,16 +635,10 @@ fn read_one_event<R: Read>(
         && looks_like_python_function(&head[..head.len().min(EVENT_HEAD)])
     {
         let (_, bytes) = frame_event(scan, gzip)?;
-        let pid = pid_text(bytes)
-            .map(String::from_utf8_lossy)
-            .map(|p| p.into_owned());
+        // Borrowed, not copied: this runs for most events of a trace recorded with stacks.
+        let pid = pid_text(bytes).map(String::from_utf8_lossy);
         let (idx, _) = sink_for(contents, pid.as_deref(), last);
-        let mut event = RawEvent::default();
-        // A frame the fast path cannot vouch for is counted, not kept: stacks are context.
-        match super::fast::parse_event(bytes, &mut event) {
-            Ok(_) => contents.sinks[idx].add_python_frame(&event),
-            Err(super::fast::GiveUp) => contents.sinks[idx].stats.python_functions_skipped += 1,
-        }
+        contents.sinks[idx].add_python_frame(bytes);
         return Ok(());
     }
     // Kineto's plain events take the fast path; anything it cannot vouch for goes to serde.

@@ -8,6 +8,7 @@ mod error;
 mod event;
 mod fast;
 mod file;
+mod frame;
 mod memory;
 pub(crate) mod model;
 mod numbers;
