@@ -521,25 +521,23 @@ impl EventSink {
     }
 
     /// A `python_function` event: counted, and kept as a frame when it is one (`ph: "X"`) of at
-    /// least [`MIN_FRAME_NS`]. Read by a search for its four fields; the full parse only where
-    /// the search is unsure.
-    pub(super) fn add_python_frame(&mut self, event: &[u8]) {
+    /// least [`MIN_FRAME_NS`]. Read by a search for its four fields; `false` where the search is
+    /// unsure, for the caller's full parse to decide ([`EventSink::add_parsed_python_frame`]).
+    pub(super) fn add_python_frame(&mut self, event: &[u8]) -> bool {
         use super::frame::{python_frame, FrameFields};
         self.stats.python_functions_skipped += 1;
         match python_frame(event, MIN_FRAME_NS) {
-            FrameFields::Short => {}
-            FrameFields::Frame { name, tid, ts, dur } => self.push_frame(name, tid, ts, dur),
-            FrameFields::Unsure => {
-                let mut ev = RawEvent::default();
-                // A frame the fast path cannot vouch for is counted, not kept: stacks are context.
-                if super::fast::parse_event(event, &mut ev).is_ok() {
-                    self.add_parsed_python_frame(&ev);
-                }
+            FrameFields::Short => true,
+            FrameFields::Frame { name, tid, ts, dur } => {
+                self.push_frame(name, tid, ts, dur);
+                true
             }
+            FrameFields::Unsure => false,
         }
     }
 
-    fn add_parsed_python_frame(&mut self, ev: &RawEvent<'_>) {
+    /// A `python_function` event the search was unsure of, parsed in full (already counted).
+    pub(super) fn add_parsed_python_frame(&mut self, ev: &RawEvent<'_>) {
         if ev.ph.as_ref().map(RawStr::bytes) != Some(b"X") {
             return;
         }

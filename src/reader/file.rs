@@ -638,7 +638,13 @@ fn read_one_event<R: Read>(
         // Borrowed, not copied: this runs for most events of a trace recorded with stacks.
         let pid = pid_text(bytes).map(String::from_utf8_lossy);
         let (idx, _) = sink_for(contents, pid.as_deref(), last);
-        contents.sinks[idx].add_python_frame(bytes);
+        if !contents.sinks[idx].add_python_frame(bytes) {
+            // A frame the fast path cannot vouch for is counted, not kept: stacks are context.
+            let mut event = RawEvent::default();
+            if super::fast::parse_event(bytes, &mut event).is_ok() {
+                contents.sinks[idx].add_parsed_python_frame(&event);
+            }
+        }
         return Ok(());
     }
     // Kineto's plain events take the fast path; anything it cannot vouch for goes to serde.
