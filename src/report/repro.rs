@@ -86,9 +86,7 @@ pub(crate) fn records(result: &crate::gate::CheckResult) -> Vec<ReproKernel> {
     let delta = |name: &str| e.kernels.iter().find(|d| d.name == name);
     // The baseline's time per call of the kernel (of the name it had there, if renamed).
     let baseline_ns = |name: &str| {
-        delta(name)
-            .filter(|d| d.baseline_calls_per_step > 0.0)
-            .map(|d| d.baseline_ms_per_step / d.baseline_calls_per_step * 1e6)
+        delta(name).and_then(|d| ns_per_call(d.baseline_ms_per_step, d.baseline_calls_per_step))
     };
     let site = e.site.as_ref().filter(|s| s.kernel == kernel);
     let Some((site, op)) = site.and_then(|s| Some((s, s.ops.first()?))) else {
@@ -97,11 +95,10 @@ pub(crate) fn records(result: &crate::gate::CheckResult) -> Vec<ReproKernel> {
     let bound = site.gemm.as_ref().and_then(|g| g.bound.clone());
     // The run's time per call as the baseline's is taken (all the kernel's calls in a step), so
     // the two compare; the site's own time (its op's calls only) where the Why has no delta.
-    let run_ns = delta(&site.kernel)
-        .filter(|d| d.current_calls_per_step > 0.0)
-        .map_or(site.us_per_call * 1e3, |d| {
-            d.current_ms_per_step / d.current_calls_per_step * 1e6
-        });
+    let run = delta(&site.kernel);
+    let run_ns = run
+        .and_then(|d| ns_per_call(d.current_ms_per_step, d.current_calls_per_step))
+        .unwrap_or(site.us_per_call * 1e3);
     let mut record = ReproKernel {
         kernel: site.kernel.clone(),
         ops: site.ops.iter().map(|o| o.name.clone()).collect(),
@@ -112,7 +109,8 @@ pub(crate) fn records(result: &crate::gate::CheckResult) -> Vec<ReproKernel> {
         input_strides: None,
         baseline_ns: baseline_ns(&site.kernel),
         run_ns,
-        calls_per_step: site.calls_per_step,
+        // The kernel's calls, as `run_ns` counts them.
+        calls_per_step: run.map_or(site.calls_per_step, |d| d.current_calls_per_step),
         flops_per_call: site.gemm.as_ref().map(|g| g.flops_per_call),
         bytes_per_call: site.gemm.as_ref().map(|g| g.bytes_per_call),
         pct_of_peak: bound.as_ref().and_then(|b| b.pct_of_limit),
@@ -123,6 +121,11 @@ pub(crate) fn records(result: &crate::gate::CheckResult) -> Vec<ReproKernel> {
     vec![record]
 }
 
+/// Time per call, ns, from ms and calls per step; `None` without calls.
+fn ns_per_call(ms_per_step: f64, calls_per_step: f64) -> Option<f64> {
+    (calls_per_step > 0.0).then(|| ms_per_step / calls_per_step * 1e6)
+}
+
 /// The record of a kernel the trace gave no op: its times only.
 fn without_op(
     kernel: &str,
@@ -131,8 +134,8 @@ fn without_op(
 ) -> ReproKernel {
     let calls = delta.map_or(0.0, |d| d.current_calls_per_step);
     let run_ns = delta
-        .filter(|_| calls > 0.0)
-        .map_or(0.0, |d| d.current_ms_per_step / calls * 1e6);
+        .and_then(|d| ns_per_call(d.current_ms_per_step, calls))
+        .unwrap_or(0.0);
     ReproKernel {
         kernel: kernel.to_string(),
         ops: Vec::new(),

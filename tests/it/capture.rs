@@ -389,15 +389,7 @@ fn check_repro_of_slower_aiter_gemms_writes_a_torch_mm_script_at_the_traced_shap
             .args(["--model", "Qwen3-8B", "--precision", "bf16"]),
     );
     let repro = dir.path().join("repro");
-    let out = tracegate()
-        .arg("check")
-        .arg(&slow)
-        .arg("--baseline")
-        .arg(&baseline)
-        .arg("--repro")
-        .arg(&repro)
-        .output()
-        .unwrap();
+    let out = crate::common::check_with_repro(&slow, &baseline, &repro);
     crate::common::assert_exit(&out, 1);
     let headline = String::from_utf8_lossy(&out.stdout);
     // The first line names the op and the shape (markdown escapes the underscores).

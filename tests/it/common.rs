@@ -525,3 +525,16 @@ pub fn baseline_new(run: &Path, baseline: &Path, extra: &[&str]) -> std::process
 pub fn check_with(run: &Path, baseline: &Path, extra: &[&str]) -> std::process::Output {
     with_run_and_baseline(&["check"], run, baseline, extra)
 }
+
+/// `tracegate check RUN --baseline BASELINE --repro DIR`, its output whatever the exit.
+pub fn check_with_repro(run: &Path, baseline: &Path, repro: &Path) -> std::process::Output {
+    tracegate()
+        .arg("check")
+        .arg(run)
+        .arg("--baseline")
+        .arg(baseline)
+        .arg("--repro")
+        .arg(repro)
+        .output()
+        .unwrap()
+}

@@ -35,15 +35,7 @@ fn a_synthetic_moe_regression_writes_a_record_and_no_script() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = baseline_of(&base, dir.path());
     let repro = dir.path().join("repro");
-    let out = tracegate()
-        .arg("check")
-        .arg(&slow)
-        .arg("--baseline")
-        .arg(&baseline)
-        .arg("--repro")
-        .arg(&repro)
-        .output()
-        .unwrap();
+    let out = crate::common::check_with_repro(&slow, &baseline, &repro);
     common::assert_exit(&out, 1);
     let files = files_in(&repro);
     let records: Vec<&String> = files.iter().filter(|f| f.ends_with(".json")).collect();

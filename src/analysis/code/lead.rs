@@ -30,9 +30,9 @@ pub struct LeadSite {
     /// Distinct instances of the scope's module (`FusedMoE_0` … `_57`: 58 layers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layers: Option<usize>,
-    /// Calls of the kernel from this site per decode step.
+    /// Calls of the kernel per decode step from this call (same ops and shapes) at every layer.
     pub calls_per_step: f64,
-    /// The median time of one call of the kernel from this site, µs.
+    /// The median time of one of those calls, µs.
     pub us_per_call: f64,
     /// FLOPs, bytes, throughput and bound of a GEMM site.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -53,8 +53,8 @@ pub(crate) fn lead_site(
     depth: usize,
     peaks: Option<&DevicePeaks>,
 ) -> Option<LeadSite> {
-    let mut time: HashMap<u32, (i64, usize)> = HashMap::new();
-    let mut durations: HashMap<u32, Vec<f64>> = HashMap::new();
+    // Per site, the durations of the kernel's calls from it (their sum and count follow).
+    let mut durations: HashMap<u32, Vec<i64>> = HashMap::new();
     let mut steps = 0usize;
     for rs in rank_steps {
         steps += rs.decode.len();
@@ -66,10 +66,7 @@ pub(crate) fn lead_site(
                 if id == NO_SITE || trace.name(a.name) != kernel {
                     continue;
                 }
-                let entry = time.entry(id).or_default();
-                entry.0 += a.dur;
-                entry.1 += 1;
-                durations.entry(id).or_default().push(a.dur as f64);
+                durations.entry(id).or_default().push(a.dur);
             }
         }
     }
@@ -79,22 +76,23 @@ pub(crate) fn lead_site(
         let site = &sites.sites[s as usize];
         (site.op.as_ref(), site.library_op.as_ref())
     };
+    let ns = |d: &[i64]| d.iter().sum::<i64>();
     let mut per_call: HashMap<_, i64> = HashMap::new();
-    for (&s, &(ns, _)) in &time {
-        *per_call.entry(call_of(s)).or_default() += ns;
+    for (&s, d) in &durations {
+        *per_call.entry(call_of(s)).or_default() += ns(d);
     }
     let lead_call = per_call
         .into_iter()
         .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))?
         .0;
     let in_lead = |s: &u32| call_of(*s) == lead_call;
-    let (&id, _) = time
+    let (&id, _) = durations
         .iter()
         .filter(|(s, _)| in_lead(s))
-        .max_by_key(|(id, (ns, _))| (*ns, std::cmp::Reverse(**id)))?;
+        .max_by_key(|(id, d)| (ns(d), std::cmp::Reverse(**id)))?;
     let site = &sites.sites[id as usize];
     // Layers: the module instances the lead call was launched from.
-    let layers: BTreeSet<(String, u64)> = time
+    let layers: BTreeSet<(String, u64)> = durations
         .keys()
         .filter(|s| in_lead(s))
         .filter_map(|&s| innermost_instance(&sites.sites[s as usize].python))
@@ -102,13 +100,9 @@ pub(crate) fn lead_site(
     let mut samples: Vec<f64> = durations
         .iter()
         .filter(|(s, _)| in_lead(s))
-        .flat_map(|(_, d)| d.iter().copied())
+        .flat_map(|(_, d)| d.iter().map(|&ns| ns as f64))
         .collect();
-    let calls: usize = time
-        .iter()
-        .filter(|(s, _)| in_lead(s))
-        .map(|(_, (_, n))| n)
-        .sum();
+    let calls = samples.len();
     let us_per_call = median(&mut samples).unwrap_or_default() / 1e3;
     let gemm = gemm_of(site).map(|g| figures(&g, us_per_call, peaks));
     let shape = match gemm_of(site) {
