@@ -123,20 +123,20 @@ fn code_behind(result: &CheckResult) -> Option<(String, String)> {
     if !site.python.is_empty() {
         // The innermost frames (the call itself), then the modules it sits in, innermost first.
         const INNERMOST: usize = 6;
-        let mut frames: Vec<String> = site
-            .python
-            .iter()
-            .rev()
-            .take(INNERMOST)
-            .map(|f| crate::report::table::printable(f).into_owned())
-            .collect();
+        // A frame such as `<built-in method … of pybind11_builtins…>` runs past the comment's
+        // 900 px column; cut, the whole stack is in the JSON.
+        const FRAME_WIDTH: usize = 96;
+        let line = |f: &String| {
+            crate::report::table::cut_to(&crate::report::table::printable(f), FRAME_WIDTH)
+        };
+        let mut frames: Vec<String> = site.python.iter().rev().take(INNERMOST).map(line).collect();
         let modules: Vec<String> = site
             .python
             .iter()
             .rev()
             .skip(INNERMOST)
             .filter(|f| f.starts_with("nn.Module: "))
-            .map(|f| crate::report::table::printable(f).into_owned())
+            .map(line)
             .collect();
         if !modules.is_empty() {
             frames.push("…".to_string());
