@@ -9,6 +9,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::frame_log::FrameLog;
 use super::model::{
     Annotation, AnnotationSide, CollectiveKey, CpuOp, GpuActivity, GpuKind, GraphNodeKey, Launch,
     LaunchDims, NameId, NameTable, PyFrame, ReadStats,
@@ -195,8 +196,10 @@ pub(super) struct EventSink {
     pub collective_keys: Vec<CollectiveKey>,
     /// Kernel names with the collective c10d says they run, first seen.
     pub collective_names: FxHashMap<NameId, NameId>,
-    /// `python_function` frames of at least [`MIN_FRAME_NS`]; pruned by [`EventSink::finish`]
-    /// to those around a runtime launch.
+    /// `python_function` frames of at least [`MIN_FRAME_NS`], held compactly until
+    /// [`EventSink::finish`] knows the launches.
+    held_frames: FrameLog,
+    /// The held frames that enclose a runtime launch, set by [`EventSink::finish`].
     pub python_frames: Vec<PyFrame>,
     pub graph_nodes: Vec<GraphNodeKey>,
     pub stats: ReadStats,
@@ -460,11 +463,10 @@ impl EventSink {
     pub(super) fn absorb(&mut self, other: EventSink) {
         let names = self.names.absorb(&other.names);
         let name = |id: u32| names[id as usize];
-        self.python_frames
-            .extend(other.python_frames.into_iter().map(|mut f| {
-                f.name = name(f.name);
-                f
-            }));
+        for mut f in other.held_frames.frames() {
+            f.name = name(f.name);
+            self.held_frames.push(&f);
+        }
         self.graph_nodes.extend(other.graph_nodes);
         let mut dims = vec![0u32; other.launch_dims.len().max(1)];
         for (i, d) in other.launch_dims.iter().enumerate().skip(1) {
@@ -556,7 +558,7 @@ impl EventSink {
     }
 
     fn push_frame(&mut self, name: &[u8], tid: u64, ts: i64, dur: i64) {
-        self.python_frames.push(PyFrame {
+        self.held_frames.push(&PyFrame {
             name: self.names.intern_bytes(name),
             ts,
             dur,
@@ -567,7 +569,8 @@ impl EventSink {
     /// Keeps the frames that enclose a runtime launch on their thread: the only ones a kernel's
     /// call site can be read from (a trace's other frames, often most of its events, go).
     fn prune_python_frames(&mut self) {
-        if self.python_frames.is_empty() {
+        let held = std::mem::take(&mut self.held_frames);
+        if held.is_empty() {
             return;
         }
         let mut starts: FxHashMap<u64, Vec<i64>> = FxHashMap::default();
@@ -575,12 +578,15 @@ impl EventSink {
             starts.entry(l.tid).or_default().push(l.ts);
         }
         // Launches are sorted by start, so each thread's list is too.
-        self.python_frames.retain(|f| {
+        let encloses_launch = |f: &PyFrame| {
             starts.get(&f.tid).is_some_and(|ts| {
                 let i = ts.partition_point(|&t| t < f.ts);
-                ts.get(i).is_some_and(|&t| t <= f.ts + f.dur)
+                ts.get(i).is_some_and(|&t| t <= f.ts.saturating_add(f.dur))
             })
-        });
+        };
+        self.python_frames
+            .extend(held.frames().filter(|f| encloses_launch(f)));
+        // The log gives thread by thread; the stable sort keeps each thread's order.
         sort_by_start(&mut self.python_frames, |f| f.ts);
         self.python_frames.shrink_to_fit();
         self.stats.python_frames_kept = self.python_frames.len() as u64;

@@ -9,6 +9,7 @@ mod event;
 mod fast;
 mod file;
 mod frame;
+mod frame_log;
 mod memory;
 pub(crate) mod model;
 mod numbers;
