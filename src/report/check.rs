@@ -386,13 +386,17 @@ impl Words {
 }
 
 /// A kernel's readable name, cut to its function for the headline
-/// (`aiter::cross_device_reduce_2stage`, without its template arguments).
+/// (`aiter::cross_device_reduce_2stage`, without its template arguments), and a name with no
+/// template (hipBLASLt's `Cijk_…`, ~700 characters) cut in the middle as the tables cut it: the
+/// headline is one line of a log (the JSON keeps the name whole).
 fn kernel_head(name: &str) -> String {
+    use crate::taxonomy::names::{cut_middle, NAME_WIDTH};
     let short = super::display_kernel_name(name);
-    match short.find('<') {
-        Some(at) if at > 0 => short[..at].to_string(),
-        _ => short,
-    }
+    let function = match short.find('<') {
+        Some(at) if at > 0 => &short[..at],
+        _ => &short,
+    };
+    cut_middle(function, NAME_WIDTH, None)
 }
 
 pub(super) fn ms(v: f64) -> String {
@@ -1330,6 +1334,27 @@ mod tests {
             verdict: Verdict::Ok,
             artefact: None,
         }
+    }
+
+    #[test]
+    fn the_headline_names_a_kernel_by_its_function_and_cuts_an_untemplated_one_in_the_middle() {
+        assert_eq!(
+            kernel_head(
+                "void aiter::cross_device_reduce_2stage<__hip_bfloat16, 8>(RankData*, int)"
+            ),
+            "aiter::cross_device_reduce_2stage"
+        );
+        let tensile = format!(
+            "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT128x128x64_MI16x16x1_{}_WG32_4_1",
+            "SN_LDSB1_AFC1_AFEM1_".repeat(30)
+        );
+        let head = kernel_head(&tensile);
+        assert_eq!(head.chars().count(), crate::taxonomy::names::NAME_WIDTH);
+        assert!(
+            head.starts_with("Cijk_Alik_Bljk_") && head.ends_with("_WG32_4_1"),
+            "{head}"
+        );
+        assert!(head.contains('…'));
     }
 
     #[test]
