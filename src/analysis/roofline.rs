@@ -257,13 +257,13 @@ pub(crate) static PEAKS: [DevicePeaks; 6] = [
         hbm_bytes_per_s: t(4.8),
         source: Cow::Borrowed("NVIDIA H200 Tensor Core GPU datasheet (H200 SXM)"),
     },
-    // NVIDIA HGX B200 specifications (eight GPUs), divided by eight.
+    // NVIDIA HGX B200 specifications, the table's per-GPU column.
     DevicePeaks {
         device: Cow::Borrowed("NVIDIA B200"),
         flops: PeakFlops {
             fp64: t(37.0),
             fp32: t(75.0),
-            tf32: sparse_t(2250.0),
+            tf32: sparse_t(2200.0),
             bf16: sparse_t(4500.0),
             fp16: sparse_t(4500.0),
             fp8: sparse_t(9000.0),
@@ -271,8 +271,8 @@ pub(crate) static PEAKS: [DevicePeaks; 6] = [
             fp4: sparse_t(18000.0),
             int8: sparse_t(9000.0),
         },
-        hbm_bytes_per_s: t(8.0),
-        source: Cow::Borrowed("NVIDIA HGX B200 specifications (per GPU: one eighth)"),
+        hbm_bytes_per_s: t(7.7),
+        source: Cow::Borrowed("NVIDIA HGX B200 specifications (per GPU)"),
     },
     // AMD Instinct MI300X accelerator datasheet.
     DevicePeaks {
