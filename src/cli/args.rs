@@ -533,9 +533,10 @@ pub(crate) struct SynthArgs {
     /// shared: one factor for every category of the run (they move together, sd PCT%).
     #[arg(long, value_enum, default_value = "per-category")]
     pub run_jitter_mode: crate::pipeline::JitterMode,
-    /// Also write what a code view needs: for a scenario whose decode replays a CUDA/HIP graph,
-    /// the graph's capture per rank in DIR/capture_traces/ (SGLang's bs_N_rankR.json.gz, vLLM's
-    /// graph_capture_rank_R.*.pt.trace.json.gz); for eager launches, nn.Module and file frames
+    /// Also write what a code view needs: for a scenario whose decode replays a whole-forward
+    /// CUDA/HIP graph, the graph's capture per rank in DIR/capture_traces/ (SGLang's
+    /// bs_N_rankR.json.gz, vLLM's graph_capture_rank_R.*.pt.trace.json.gz; vllm-piecewise's
+    /// pieces get none, and the report says so); for eager launches, nn.Module and file frames
     /// and their ops' Input Dims; truth.json then lists each decode kernel's op, shapes and scope
     /// (`sites`). Without it the files are byte for byte those of earlier releases.
     #[arg(long)]
