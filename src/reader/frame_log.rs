@@ -12,7 +12,13 @@ use rustc_hash::FxHashMap;
 
 use super::model::{NameId, PyFrame};
 
-/// The frames of one thread, encoded in arrival order.
+/// Threads with a log of their own. A trace has a few Python threads; a hostile one can give
+/// every event a new id, and a log per thread would then cost a map entry and an allocation per
+/// frame (190 bytes a frame, measured): frames of threads past this many share one log that also
+/// records each one's thread.
+const MAX_THREADS: usize = 1024;
+
+/// Frames encoded in arrival order: those of one thread, or (`others`) of many, each with its id.
 #[derive(Debug, Default)]
 struct ThreadLog {
     last_ts: i64,
@@ -22,6 +28,7 @@ struct ThreadLog {
 #[derive(Debug, Default)]
 pub(super) struct FrameLog {
     threads: FxHashMap<u64, ThreadLog>,
+    others: ThreadLog,
     len: usize,
 }
 
@@ -31,32 +38,64 @@ impl FrameLog {
     }
 
     pub(super) fn push(&mut self, frame: &PyFrame) {
-        let log = self.threads.entry(frame.tid).or_default();
-        let delta = frame.ts.wrapping_sub(log.last_ts);
-        log.last_ts = frame.ts;
-        write_varint(&mut log.bytes, zigzag(delta));
-        write_varint(&mut log.bytes, zigzag(frame.dur));
-        write_varint(&mut log.bytes, u64::from(frame.name));
         self.len += 1;
+        if self.threads.len() < MAX_THREADS {
+            self.threads
+                .entry(frame.tid)
+                .or_default()
+                .push(frame, false);
+        } else {
+            self.push_past_max_threads(frame);
+        }
     }
 
-    /// Every frame, thread by thread in thread id order, in arrival order within a thread.
+    #[cold]
+    #[inline(never)]
+    fn push_past_max_threads(&mut self, frame: &PyFrame) {
+        match self.threads.get_mut(&frame.tid) {
+            Some(log) => log.push(frame, false),
+            None => self.others.push(frame, true),
+        }
+    }
+
+    /// Every frame: thread by thread in thread id order, in arrival order within a thread, then
+    /// those of the threads past [`MAX_THREADS`] in arrival order.
     pub(super) fn frames(&self) -> impl Iterator<Item = PyFrame> + '_ {
         let mut threads: Vec<_> = self.threads.iter().collect();
         threads.sort_unstable_by_key(|(&tid, _)| tid);
-        threads.into_iter().flat_map(|(&tid, log)| {
-            let mut at = 0;
-            let mut ts = 0i64;
-            std::iter::from_fn(move || {
-                if at >= log.bytes.len() {
-                    return None;
-                }
-                ts = ts.wrapping_add(unzigzag(read_varint(&log.bytes, &mut at)));
-                let dur = unzigzag(read_varint(&log.bytes, &mut at));
-                // Written from a u32 by `push`, so it fits.
-                let name = read_varint(&log.bytes, &mut at) as NameId;
-                Some(PyFrame { name, ts, dur, tid })
-            })
+        threads
+            .into_iter()
+            .flat_map(|(&tid, log)| log.frames(Some(tid)))
+            .chain(self.others.frames(None))
+    }
+}
+
+impl ThreadLog {
+    fn push(&mut self, frame: &PyFrame, with_tid: bool) {
+        if with_tid {
+            write_varint(&mut self.bytes, frame.tid);
+        }
+        let delta = frame.ts.wrapping_sub(self.last_ts);
+        self.last_ts = frame.ts;
+        write_varint(&mut self.bytes, zigzag(delta));
+        write_varint(&mut self.bytes, zigzag(frame.dur));
+        write_varint(&mut self.bytes, u64::from(frame.name));
+    }
+
+    /// The frames back, of thread `tid`, or each with its own where `tid` is `None`.
+    fn frames(&self, tid: Option<u64>) -> impl Iterator<Item = PyFrame> + '_ {
+        let mut at = 0;
+        let mut ts = 0i64;
+        std::iter::from_fn(move || {
+            if at >= self.bytes.len() {
+                return None;
+            }
+            let tid = tid.unwrap_or_else(|| read_varint(&self.bytes, &mut at));
+            ts = ts.wrapping_add(unzigzag(read_varint(&self.bytes, &mut at)));
+            let dur = unzigzag(read_varint(&self.bytes, &mut at));
+            // Written from a u32 by `push`, so it fits.
+            let name = read_varint(&self.bytes, &mut at) as NameId;
+            Some(PyFrame { name, ts, dur, tid })
         })
     }
 }
@@ -120,6 +159,29 @@ mod tests {
         let mut want = input.to_vec();
         want.sort_by_key(|f| f.tid); // stable: arrival order kept within a thread
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_new_thread_id_per_frame_costs_bytes_not_a_log_each() {
+        let mut log = FrameLog::default();
+        let input: Vec<PyFrame> = (0..5_000u64)
+            .map(|i| {
+                let ts = 1_700_000_000_000_000_000 + i as i64;
+                frame(1_000_000 + i * 7, ts, 900, 2)
+            })
+            .collect();
+        for f in &input {
+            log.push(f);
+        }
+        assert_eq!(log.threads.len(), MAX_THREADS);
+        let back: Vec<PyFrame> = log.frames().collect();
+        assert_eq!(back, input, "tid order, then arrival order");
+        // Past MAX_THREADS a frame is its thread id (3 bytes here) and 1 + 2 + 1.
+        let others = input.len() - MAX_THREADS;
+        assert_eq!(log.others.bytes.len(), 3 + 9 + 2 + 1 + (others - 1) * 7);
+        // A thread that has a log keeps it.
+        log.push(&frame(1_000_000, 5, 600, 1));
+        assert_eq!(log.frames().nth(1).unwrap(), frame(1_000_000, 5, 600, 1));
     }
 
     #[test]
