@@ -39,17 +39,20 @@ static DUR: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"dur\":"
 /// `dur` is looked at first: most frames are short, and a short one needs nothing else (a frame
 /// is context, never a figure: one taken for short by a `dur` inside its `args` is only dropped).
 pub(super) fn python_frame(event: &[u8], min_ns: i64) -> FrameFields<'_> {
-    let Some(dur) = value_in(event, &DUR).and_then(micros) else {
+    let Some((dur_at, dur)) = find_value(event, &DUR).and_then(|(at, v)| Some((at, micros(v)?)))
+    else {
         return FrameFields::Unsure;
     };
     if dur < min_ns {
         return FrameFields::Short;
     }
-    let head = &event[..ARGS.find(event).unwrap_or(event.len())];
-    let value = |key: &Finder<'_>| value_in(head, key);
-    if value(&DUR).and_then(micros) != Some(dur) {
+    let args_at = ARGS.find(event).unwrap_or(event.len());
+    // The first `dur` key of the event is the top-level one only if it comes before `args`.
+    if dur_at > args_at {
         return FrameFields::Unsure;
     }
+    let head = &event[..args_at];
+    let value = |key: &Finder<'_>| find_value(head, key).map(|(_, v)| v);
     let Some(ts) = value(&TS).and_then(micros) else {
         return FrameFields::Unsure;
     };
@@ -75,12 +78,12 @@ pub(super) fn python_frame(event: &[u8], min_ns: i64) -> FrameFields<'_> {
     }
 }
 
-/// The text after `key` in `text`, from its first non-blank byte.
-fn value_in<'a>(text: &'a [u8], key: &Finder<'_>) -> Option<&'a [u8]> {
-    let at = key.find(text)? + key.needle().len();
-    let rest = &text[at..];
+/// Where `key` first occurs in `text`, and the text after it from its first non-blank byte.
+fn find_value<'a>(text: &'a [u8], key: &Finder<'_>) -> Option<(usize, &'a [u8])> {
+    let found = key.find(text)?;
+    let rest = &text[found + key.needle().len()..];
     let start = rest.iter().position(|b| !b.is_ascii_whitespace())?;
-    Some(&rest[start..])
+    Some((found, &rest[start..]))
 }
 
 /// A bare number of µs at the start of `text`, as integer ns; a string is not a time here.
